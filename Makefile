@@ -1,0 +1,20 @@
+# The two commands of the README, plus developer helpers.
+.PHONY: run test lint format engines bench
+
+run:
+	./scripts/run.sh
+
+test:
+	./scripts/test.sh
+
+lint:
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+format:
+	.venv/bin/ruff format . && .venv/bin/ruff check --fix .
+
+engines:
+	./scripts/docker-engines.sh start
+
+bench:
+	.venv/bin/python manage.py bench_scheduler --queued 10000 --slaves 1000 --gpus-per-slave 8

@@ -1,0 +1,159 @@
+"""Slave services: register, probe (engine info + GPU discovery), declare GPUs, drain."""
+
+import logging
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from clusters.models import Cluster, Gpu, Slave
+from jobs.ticks import tick_request
+
+log = logging.getLogger(__name__)
+
+
+def engine_for(slave: Slave):
+    """The Docker engine behind a slave (the runtime package is the only Docker importer)."""
+    from clusters.runtime.engine import DockerEngine
+
+    return DockerEngine(
+        slave.docker_url,
+        tls_ca=slave.tls_ca or None,
+        tls_cert=slave.tls_cert or None,
+        tls_key=slave.tls_key or None,
+    )
+
+
+def cluster_ensure(*, cluster_id: int, comment: str = "") -> Cluster:
+    cluster, _ = Cluster.objects.get_or_create(id=cluster_id, defaults={"comment": comment})
+    return cluster
+
+
+def slave_register(
+    *,
+    name: str,
+    cluster: Cluster,
+    docker_url: str,
+    host: str = "",
+    tls_ca: str = "",
+    tls_cert: str = "",
+    tls_key: str = "",
+    declared_gpus: list[tuple[str, int]] | None = None,
+    storage_roots: dict | None = None,
+) -> Slave:
+    """Create or update a slave. ``declared_gpus`` is a list of (model, memory_mb)."""
+    with transaction.atomic():
+        slave, _ = Slave.objects.update_or_create(
+            name=name,
+            defaults={
+                "cluster": cluster,
+                "docker_url": docker_url,
+                "host": host,
+                "tls_ca": tls_ca,
+                "tls_cert": tls_cert,
+                "tls_key": tls_key,
+                **({"storage_roots": storage_roots} if storage_roots is not None else {}),
+            },
+        )
+        if declared_gpus is not None:
+            slave_declare_gpus(slave=slave, gpus=declared_gpus)
+        tick_request()
+    return slave
+
+
+def slave_declare_gpus(*, slave: Slave, gpus: list[tuple[str, int]]) -> None:
+    """Replace a slave's GPUs by admin-declared ones (CPU-only machines, demos, tests)."""
+    with transaction.atomic():
+        slave.gpus.all().delete()
+        Gpu.objects.bulk_create(
+            Gpu(slave=slave, index=i, model=model, memory_mb=mem, declared=True)
+            for i, (model, mem) in enumerate(gpus)
+        )
+        Slave.objects.filter(pk=slave.pk).update(gpu_mode=Slave.GpuMode.DECLARED)
+        slave.gpu_mode = Slave.GpuMode.DECLARED
+
+
+def slave_set_accepting(*, slave: Slave, accepting: bool) -> None:
+    Slave.objects.filter(pk=slave.pk).update(accepting_jobs=accepting)
+    slave.accepting_jobs = accepting
+    tick_request()
+
+
+def slave_mark_offline(*, slave: Slave, reason: str, now: datetime | None = None) -> None:
+    now = now or timezone.now()
+    updates = {"online": False, "offline_reason": reason[:500]}
+    if slave.online or slave.offline_since is None:
+        updates["offline_since"] = now
+    Slave.objects.filter(pk=slave.pk).update(**updates)
+    for key, value in updates.items():
+        setattr(slave, key, value)
+
+
+def slave_probe(*, slave: Slave, now: datetime | None = None) -> Slave:
+    """Read the engine's info, discover GPUs when the NVIDIA runtime is present, mark online."""
+    from clusters.runtime.errors import RuntimeFailure
+    from clusters.runtime.probe import probe_engine
+
+    now = now or timezone.now()
+    was_online = slave.online
+    try:
+        engine = engine_for(slave)
+        try:
+            result = probe_engine(engine)
+        finally:
+            engine.close()
+    except RuntimeFailure as failure:
+        slave_mark_offline(slave=slave, reason=f"Docker engine unreachable: {failure}", now=now)
+        if was_online:
+            tick_request()
+        return slave
+    info = result.info
+    updates = {
+        "online": True,
+        "offline_reason": "",
+        "offline_since": None,
+        "last_seen": now,
+        "cpus_total": info.cpus,
+        "memory_total_mb": info.memory_bytes // (1024 * 1024),
+        "docker_version": info.server_version,
+        "cpu_model": getattr(info, "cpu_model", "") or "",
+    }
+    with transaction.atomic():
+        if result.gpus:
+            _store_discovered_gpus(slave=slave, gpus=result.gpus)
+            updates["gpu_mode"] = Slave.GpuMode.NVIDIA
+            updates["cuda_version"] = result.cuda_version or ""
+        Slave.objects.filter(pk=slave.pk).update(**updates)
+        for key, value in updates.items():
+            setattr(slave, key, value)
+        if not was_online:
+            tick_request()
+    return slave
+
+
+def _store_discovered_gpus(*, slave: Slave, gpus) -> None:
+    existing = {g.index: g for g in slave.gpus.all()}
+    seen = set()
+    for found in gpus:
+        seen.add(found.index)
+        gpu = existing.get(found.index) or Gpu(slave=slave, index=found.index)
+        gpu.uuid = found.uuid
+        gpu.model = found.name
+        gpu.memory_mb = found.memory_mb or 0
+        gpu.declared = False
+        gpu.save()
+    slave.gpus.exclude(index__in=seen).delete()
+
+
+def slave_probe_by_id(*, slave_id: int) -> None:
+    slave = Slave.objects.filter(pk=slave_id).first()
+    if slave is not None:
+        slave_probe(slave=slave)
+
+
+def slave_probe_all() -> None:
+    for slave in Slave.objects.all():
+        try:
+            slave_probe(slave=slave)
+        except Exception:  # one broken slave must not stop the others from being probed
+            log.exception("probe of slave %s failed", slave.name)

@@ -1,0 +1,80 @@
+from django.contrib import admin, messages
+
+from jobs.models import Job, JobEvent, UserUsage
+from jobs.services import job_cancel, job_delete, job_hold, job_release
+from portal.errors import ServiceError
+
+
+class JobEventInline(admin.TabularInline):
+    model = JobEvent
+    extra = 0
+    can_delete = False
+    fields = ["time", "type", "new_state", "message"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+def _apply(modeladmin, request, queryset, service, verb):
+    done = 0
+    for job in queryset:
+        try:
+            service(job=job, user=request.user)
+            done += 1
+        except ServiceError as error:
+            modeladmin.message_user(request, f"{job.name} ({job.uuid}): {error}", messages.WARNING)
+    modeladmin.message_user(request, f"{verb} {done} job(s)")
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = [
+        "name", "uuid", "owner", "project", "status", "gpus", "cpus", "cpu_memory_gb",
+        "slave", "created",
+    ]
+    list_filter = ["status", "project", "slave__cluster", "interactive", "restartable"]
+    search_fields = ["name", "uuid", "owner__username", "project__name", "container_id"]
+    date_hierarchy = "created"
+    list_select_related = ["owner", "project", "slave"]
+    # Status only ever changes through the services (actions below), never by editing the row.
+    readonly_fields = [f.name for f in Job._meta.fields]
+    inlines = [JobEventInline]
+    actions = ["cancel", "hold", "release", "delete_jobs"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Cancel selected jobs")
+    def cancel(self, request, queryset):
+        _apply(self, request, queryset, job_cancel, "Cancelled")
+
+    @admin.action(description="Put selected jobs on hold")
+    def hold(self, request, queryset):
+        _apply(self, request, queryset, job_hold, "Held")
+
+    @admin.action(description="Release selected jobs")
+    def release(self, request, queryset):
+        _apply(self, request, queryset, job_release, "Released")
+
+    @admin.action(description="Delete (hide) selected finished jobs")
+    def delete_jobs(self, request, queryset):
+        _apply(self, request, queryset, job_delete, "Deleted")
+
+
+@admin.register(JobEvent)
+class JobEventAdmin(admin.ModelAdmin):
+    list_display = ["time", "job", "type", "new_state", "message"]
+    list_filter = ["type", "new_state"]
+    search_fields = ["job__uuid", "job__name", "message"]
+    list_select_related = ["job"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(UserUsage)
+class UserUsageAdmin(admin.ModelAdmin):
+    list_display = ["user", "value", "updated_at"]
+    search_fields = ["user__username"]
+    ordering = ["-value"]

@@ -1,0 +1,31 @@
+"""Print the canonical v2 JSON of a v1 or v2 job document, or the errors (exit status 1)."""
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand
+
+from jobs.services import spec_defaults
+from jobs.spec import SpecError, parse_job_document
+
+
+class Command(BaseCommand):
+    help = "Convert/validate a GPULab job file (v1 jobDefinition or v2 request). FILE may be '-'."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+
+    def handle(self, *args, **options):
+        path = options["file"]
+        try:
+            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        except OSError as error:
+            self.stderr.write(f"{path}: {error.strerror}")
+            sys.exit(1)
+        try:
+            canonical, _ = parse_job_document(text, defaults=spec_defaults())
+        except SpecError as error:
+            for item in error.errors:
+                self.stderr.write(str(item))
+            sys.exit(1)
+        self.stdout.write(json.dumps(canonical, indent=2))

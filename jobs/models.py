@@ -1,0 +1,163 @@
+"""Jobs, their event history, per-user usage and the scheduler's tick lease."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from jobs.states import JobStatus
+
+
+class Job(models.Model):
+    """A Docker job: the canonical GPULab v2 request plus the columns the scheduler needs."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True, null=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    project = models.ForeignKey("portal.Project", on_delete=models.PROTECT, related_name="jobs")
+    deployment_environment = models.CharField(max_length=32, default="production")
+    # The canonical v2 request; a registry password in the image is stored as XXXX here and
+    # only in JobPullSecret in full.
+    request = models.JSONField()
+
+    # Indexed copies of the request for the scheduler and list filters.
+    gpus = models.PositiveIntegerField()
+    cpus = models.PositiveIntegerField()
+    cpu_memory_gb = models.PositiveIntegerField()
+    tmpfs_gb = models.PositiveIntegerField(default=0)
+    gpu_memory_gb = models.PositiveIntegerField(null=True, blank=True)
+    gpu_models = models.JSONField(default=list, blank=True)
+    features = models.JSONField(default=list, blank=True)
+    min_cuda_version = models.PositiveIntegerField(null=True, blank=True)
+    requested_cluster_id = models.PositiveIntegerField(null=True, blank=True, db_index=True)
+    requested_slave_name = models.CharField(max_length=64, blank=True)
+    interactive = models.BooleanField(default=False)
+    restartable = models.BooleanField(default=False)
+    allow_halt_without_signal = models.BooleanField(default=False)
+    min_duration_s = models.PositiveIntegerField()
+    max_duration_s = models.PositiveIntegerField()
+    not_before = models.DateTimeField(null=True, blank=True)
+    not_after = models.DateTimeField(null=True, blank=True)
+    bucket_name = models.CharField(max_length=200, blank=True, db_index=True)
+    bucket_max = models.PositiveIntegerField(null=True, blank=True)
+    reservation_ids = models.JSONField(default=list, blank=True)
+
+    # State.
+    status = models.CharField(max_length=16, choices=JobStatus.choices, db_index=True)
+    status_updated = models.DateTimeField()
+    event_times = models.JSONField(default=dict, blank=True)
+    created = models.DateTimeField(db_index=True)
+    end_reason = models.CharField(max_length=1000, blank=True)
+
+    # Assignment and run.
+    slave = models.ForeignKey(
+        "clusters.Slave", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    gpu_ids = models.JSONField(default=list, blank=True)
+    cpu_ids = models.JSONField(default=list, blank=True)
+    container_id = models.CharField(max_length=80, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    port_mappings = models.JSONField(default=list, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    # Seconds run by earlier jobs of the same restart chain (maxDuration counts their sum).
+    run_seconds_before = models.PositiveIntegerField(default=0)
+    log_archived = models.BooleanField(default=False)
+
+    # Scheduling information shown to the user.
+    queued_explanations = models.JSONField(default=list, blank=True)
+    halt_events = models.JSONField(default=list, blank=True)
+    ignoring_reservation_ids = models.JSONField(default=list, blank=True)
+    tally_increment = models.FloatField(null=True, blank=True)
+
+    # Restart chain.
+    restart_of = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="restarted_as"
+    )
+    initial_job_uuid = models.UUIDField(null=True, blank=True, db_index=True)
+    restart_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [
+            models.Index(fields=["status", "created"]),
+            models.Index(fields=["owner", "status"]),
+            models.Index(fields=["project", "status"]),
+            models.Index(fields=["slave", "status"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.uuid})"
+
+    @property
+    def short_uuid(self) -> str:
+        return str(self.uuid)[:6]
+
+    @property
+    def initial_uuid(self) -> str:
+        return str(self.initial_job_uuid or self.uuid)
+
+
+class JobPullSecret(models.Model):
+    """The full image string with registry credentials, kept only to pull the image."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="pull_secret")
+    image = models.CharField(max_length=1000)
+
+    def __str__(self) -> str:
+        return f"pull secret of job {self.job_id}"
+
+
+class JobEvent(models.Model):
+    """Append-only history of a job: status changes and messages (behind `debug`)."""
+
+    class Type(models.TextChoices):
+        STATUS_CHANGE = "Status Change"
+        DEBUG = "Debug"
+        INFO = "Info"
+        WARNING = "Warning"
+        ERROR = "Error"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    time = models.DateTimeField()
+    type = models.CharField(max_length=16, choices=Type.choices)
+    new_state = models.CharField(max_length=16, choices=JobStatus.choices, blank=True)
+    message = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["job", "time"])]
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} {self.type} {self.new_state} {self.message[:40]}"
+
+
+class UserUsage(models.Model):
+    """A user's decayed, GPU-weighted usage that orders the queue (fair share)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="usage"
+    )
+    value = models.FloatField(default=0.0, help_text="Decayed weighted resource-seconds.")
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"usage of {self.user}: {self.value:.0f}"
+
+
+class SchedulerLease(models.Model):
+    """One row: who runs the scheduler tick now, and whether another tick was asked for meanwhile.
+
+    A row, not a database lock, so the same compare-and-swap works on SQLite and PostgreSQL.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    holder = models.CharField(max_length=64, blank=True)
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    rerun_requested = models.BooleanField(default=False)
+    last_tick_at = models.DateTimeField(null=True, blank=True)
+    last_tick_seconds = models.FloatField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"scheduler lease held by {self.holder or 'nobody'}"

@@ -1,0 +1,299 @@
+"""What the pure scheduler receives and returns: frozen dataclasses, nothing else.
+
+The bridge (``jobs/scheduling.py``) turns database rows into a :class:`Snapshot`, calls
+``run_cycle`` and applies the returned decisions. Nothing in here reads the clock or the database:
+``Snapshot.now`` is the only notion of time, so a cycle can be replayed exactly.
+
+Units: durations are whole seconds, memory is GB (1024^3 bytes, as in GPULab's ``cpuMemoryGb``),
+times are timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from types import MappingProxyType
+
+HOUR = 3600
+DAY = 24 * HOUR
+WEEK = 7 * DAY
+
+# GPULab's defaults for request.scheduling; used as dataclass defaults so hand-built snapshots
+# behave like jobs submitted without scheduling options.
+DEFAULT_MIN_DURATION_S = WEEK
+DEFAULT_MAX_DURATION_S = 2 * WEEK
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """Site policy knobs. Every field has a default that matches GPULab's documented behaviour."""
+
+    # Fair share: usage decays with this half-life and is weighted per resource-second.
+    usage_half_life_s: float = WEEK
+    gpu_weight: float = 1.0
+    cpu_weight: float = 0.05
+    mem_gb_weight: float = 0.01
+    # A job that is not an owner's may run on a private cluster only when it names no clusterId
+    # and accepts to be halted this soon (its minDuration is at most this).
+    private_guest_max_min_duration_s: int = HOUR
+    # Per-user caps on what is active at once (None = unlimited).
+    per_user_max_running_jobs: int | None = None
+    per_user_max_gpus: int | None = None
+    # Fairness halts ("Score"): a queued job may halt running jobs (past their minDuration) of a
+    # user whose usage is at least 1/ratio times its own user's AND more than the gap above it.
+    fairness_halts: bool = True
+    fairness_halt_usage_ratio: float = 0.5
+    fairness_halt_min_usage_gap: float = float(HOUR)  # one GPU-hour of weighted usage
+    # A queued job must have waited this long before it may halt others (0 = at once).
+    fairness_halt_min_queued_s: int = 0
+    # At most this many new "Score" halts per cycle, so one tick never empties a cluster.
+    max_fairness_halts_per_cycle: int = 16
+    # Explanations per queued job (the most specific first).
+    max_explanations: int = 6
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """One GPU of a slave, as discovered by the probe or declared by an admin."""
+
+    index: int
+    model: str
+    memory_mb: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SlaveState:
+    """A registered slave. ``gpus``/``cpu_ids``/``memory_gb`` are what the portal may use of it
+    ("acquired"); what is free is derived from :class:`RunningJob` rows on it."""
+
+    name: str
+    cluster_id: int
+    cluster_private: bool = False
+    cluster_owner_projects: frozenset[str] = frozenset()
+    online: bool = True
+    accepting_jobs: bool = True
+    gpus: tuple[GpuInfo, ...] = ()
+    cpu_ids: tuple[int, ...] = ()
+    memory_gb: float = 0.0
+    cuda_major: int | None = None
+    features: frozenset[str] = frozenset()
+    # GPULab's HaltInfo names the slave instance; the slave name is used when this is unset.
+    instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job holding resources on a slave: ASSIGNED, STARTING, RUNNING, MUSTHALT or HALTING.
+
+    ``max_duration_s`` is compared with ``run_seconds_before + (now - started_at)``: the bridge
+    passes either the original maxDuration with the run time of earlier restarts, or the remaining
+    maxDuration with ``run_seconds_before=0``. ``min_duration_s`` counts from ``started_at``.
+    """
+
+    id: str
+    user: str
+    project: str
+    slave: str
+    gpu_ids: tuple[int, ...]
+    cpu_ids: tuple[int, ...]
+    memory_gb: float  # cpuMemoryGb plus tmpfs
+    started_at: datetime
+    run_seconds_before: int = 0
+    min_duration_s: int = DEFAULT_MIN_DURATION_S
+    max_duration_s: int = DEFAULT_MAX_DURATION_S
+    restartable: bool = False
+    reservation_ids: frozenset[str] = frozenset()
+    bucket: str | None = None
+    ignoring_reservation_ids: frozenset[str] = frozenset()
+    # MUSTHALT/HALTING: still holds its resources, will free them soon, never halted again.
+    halting: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedJob:
+    """A QUEUED job and the parts of its request that scheduling looks at."""
+
+    id: str
+    user: str
+    project: str
+    submitted_at: datetime
+    gpus: int = 0
+    cpus: int = 1
+    memory_gb: float = 1.0  # cpuMemoryGb plus tmpfs
+    gpu_models: tuple[str, ...] = ()  # any may match, case-insensitive substring
+    features: frozenset[str] = frozenset()
+    min_cuda: int | None = None
+    cluster_id: int | None = None
+    slave_name: str | None = None
+    interactive: bool = False
+    restartable: bool = False
+    min_duration_s: int = DEFAULT_MIN_DURATION_S
+    max_duration_s: int = DEFAULT_MAX_DURATION_S  # remaining: already reduced for restarts
+    not_before: datetime | None = None
+    not_after: datetime | None = None
+    bucket: tuple[str, int] | None = None  # (bucketName, bucketMax)
+    reservation_ids: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationWindow:
+    """Resources held for entitled jobs during ``[start, end)``.
+
+    ``slave_names`` empty means the whole cluster; ``gpu_count`` None means every GPU (and
+    everything else) of those slaves, otherwise only that many of their GPUs are held back.
+    A job is entitled when it names the reservation and its user or project is listed; a
+    reservation that lists nobody admits every job that names it (the UUID is the ticket).
+    """
+
+    id: str
+    name: str
+    cluster_id: int
+    start: datetime
+    end: datetime
+    slave_names: frozenset[str] = frozenset()
+    gpu_count: int | None = None
+    entitled_projects: frozenset[str] = frozenset()
+    entitled_users: frozenset[str] = frozenset()
+
+    def admits(self, *, user: str, project: str, reservation_ids: frozenset[str]) -> bool:
+        """Whether a job with this owner and these reservation ids is entitled to this window."""
+        if self.id not in reservation_ids:
+            return False
+        if not self.entitled_users and not self.entitled_projects:
+            return True
+        return user in self.entitled_users or project in self.entitled_projects
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one scheduling cycle may look at. ``now`` must be timezone-aware."""
+
+    now: datetime
+    slaves: tuple[SlaveState, ...] = ()
+    running: tuple[RunningJob, ...] = ()
+    queued: tuple[QueuedJob, ...] = ()
+    reservations: tuple[ReservationWindow, ...] = ()
+    usage: Mapping[str, float] = field(default_factory=lambda: _EMPTY)  # decayed, per user
+    # Active jobs per bucket name; names missing here are counted from ``running``.
+    bucket_counts: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    config: SchedulerConfig = field(default_factory=SchedulerConfig)
+
+
+# --- decisions -------------------------------------------------------------------------------
+
+
+class HaltReason(StrEnum):
+    """GPULab's HaltReason values, spelled exactly as GPULab serialises them."""
+
+    UNKNOWN = "Unknown"
+    USER = "User requested fallback manually"
+    ADMIN = "Admin requested fallback"
+    SCORE = "Score"
+    RESERVATION = "Reservation Priority"
+    CLUSTER = "Private Cluster Priority"
+
+
+def format_utc(moment: datetime) -> str:
+    """GPULab's time format: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class HaltInfo:
+    """One halt event, as GPULab records it in ``state.scheduling.haltEvents``.
+
+    Scores are the decayed usage used for ranking, in the same order as the uuids.
+    """
+
+    reason: str
+    time: datetime
+    started_job_uuids: tuple[str, ...]
+    halted_job_uuids: tuple[str, ...]
+    slave_name: str
+    slave_instance: str
+    started_job_scores: tuple[float, ...]
+    halted_job_scores: tuple[float, ...]
+
+    def to_json(self) -> dict:
+        """GPULab's camelCase HaltInfo object (JSON-ready: str, lists, floats)."""
+        return {
+            "reason": str(self.reason),
+            "time": format_utc(self.time),
+            "startedJobUuids": list(self.started_job_uuids),
+            "haltedJobUuids": list(self.halted_job_uuids),
+            "slaveName": self.slave_name,
+            "slaveInstance": self.slave_instance,
+            "startedJobScores": [float(s) for s in self.started_job_scores],
+            "haltedJobScores": [float(s) for s in self.halted_job_scores],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Assign a queued job to a slave with these GPU and CPU ids.
+
+    ``ignoring_reservation_ids`` lists upcoming reservations the job runs into as a guest: it
+    will be halted ("Reservation Priority") when they begin.
+    """
+
+    job_id: str
+    slave: str
+    gpu_ids: tuple[int, ...]
+    cpu_ids: tuple[int, ...]
+    ignoring_reservation_ids: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Halt:
+    """Ask a running job to halt (MUSTHALT); ``halt_info`` goes into its haltEvents."""
+
+    job_id: str
+    reason: str
+    halt_info: HaltInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """A queued job becomes FAILED (interactive job that cannot start, notAfter passed)."""
+
+    job_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """A running job becomes CANCELLED (maxDuration reached)."""
+
+    job_id: str
+    reason: str
+
+
+Decision = Start | Halt | Fail | Cancel
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    """Decisions in the order they were taken, and why every job left queued is still waiting."""
+
+    decisions: tuple[Decision, ...]
+    explanations: Mapping[str, tuple[str, ...]]
+
+    @property
+    def starts(self) -> tuple[Start, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Start))
+
+    @property
+    def halts(self) -> tuple[Halt, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Halt))
+
+    @property
+    def fails(self) -> tuple[Fail, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Fail))
+
+    @property
+    def cancels(self) -> tuple[Cancel, ...]:
+        return tuple(d for d in self.decisions if isinstance(d, Cancel))

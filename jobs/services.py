@@ -1,0 +1,247 @@
+"""User-facing job services: submit, cancel, halt, hold, release, delete.
+
+Each takes keyword-only arguments, checks permission through the selectors, changes status only
+through ``job_transition`` and fires background work on commit.
+"""
+
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from jobs.models import Job, JobEvent, JobPullSecret
+from jobs.request_columns import columns_from_request
+from jobs.selectors import job_can_act, user_is_admin
+from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
+from jobs.spec.images import redact_image
+from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
+from jobs.ticks import tick_request
+from jobs.transitions import job_event_add, job_transition
+from portal.errors import Conflict, NotAllowed
+from portal.models import Membership, Project
+from portal.tasks import fire
+from portal.timefmt import utc_z
+from reservations.models import Reservation
+
+S = JobStatus
+STOP_TASK = "jobs.tasks.job_stop"
+HALT_TASK = "jobs.tasks.job_halt"
+
+
+def spec_defaults() -> SpecDefaults:
+    return SpecDefaults(
+        min_duration=settings.PORTAL_DEFAULT_MIN_DURATION,
+        max_duration=settings.PORTAL_DEFAULT_MAX_DURATION,
+    )
+
+
+def _require_member(user, project: Project) -> None:
+    if user_is_admin(user):
+        return
+    if not Membership.objects.filter(user=user, project=project).exists():
+        raise NotAllowed(f"you are not a member of project {project.name}")
+
+
+def _check_reservations(*, user, project: Project, reservation_ids: list[str]) -> None:
+    if not reservation_ids:
+        return
+    found = {
+        str(r.uuid): r
+        for r in Reservation.objects.filter(uuid__in=reservation_ids).prefetch_related(
+            "users", "projects"
+        )
+    }
+    errors = []
+    for index, rid in enumerate(reservation_ids):
+        path = f"request.scheduling.reservationIds[{index}]"
+        reservation = found.get(rid)
+        if reservation is None:
+            errors.append(FieldError(path, f"no reservation with id {rid}"))
+        elif user not in reservation.users.all() and project not in reservation.projects.all():
+            errors.append(
+                FieldError(path, f"you are not entitled to reservation {reservation.name!r}")
+            )
+    if errors:
+        raise SpecError(errors)
+
+
+def _job_checks(*, user, project: Project, request: dict) -> None:
+    """Submit-time checks that need the registered slaves (storage policy, satisfiability)."""
+    from jobs.submit_checks import check_request_against_slaves
+
+    check_request_against_slaves(project=project, request=request, user=user.username)
+
+
+def job_submit(
+    *, user, project: Project, document, hold: bool = False, now: datetime | None = None
+) -> Job:
+    """Validate a v1 or v2 job document and store it as a QUEUED (or ONHOLD) job.
+
+    Raises SpecError (400) for bad input, NotAllowed (403) for a project the user is not in.
+    Nothing is written unless every check passes.
+    """
+    now = now or timezone.now()
+    _require_member(user, project)
+    canonical, was_v1 = parse_job_document(document, defaults=spec_defaults())
+    request = canonical["request"]
+    _check_reservations(
+        user=user, project=project, reservation_ids=request["scheduling"]["reservationIds"]
+    )
+    _job_checks(user=user, project=project, request=request)
+
+    full_image = request["docker"]["image"]
+    image_ref = parse_image(full_image)
+    if image_ref is not None and image_ref.has_credentials:
+        request["docker"]["image"] = redact_image(full_image, member=True)
+
+    status = S.ONHOLD if hold else S.QUEUED
+    stamp = utc_z(now)
+    with transaction.atomic():
+        job = Job.objects.create(
+            name=canonical["name"],
+            description=canonical.get("description"),
+            owner=user,
+            project=project,
+            deployment_environment=settings.PORTAL_DEPLOYMENT_ENVIRONMENT,
+            request=request,
+            status=status,
+            status_updated=now,
+            created=now,
+            event_times={"created": stamp, "statusUpdated": stamp, status: stamp},
+            **columns_from_request(request),
+        )
+        if image_ref is not None and image_ref.has_credentials:
+            JobPullSecret.objects.create(job=job, image=full_image)
+        message = "submitted" + (" (converted from a v1 jobDefinition)" if was_v1 else "")
+        JobEvent.objects.create(
+            job=job, time=now, type=JobEvent.Type.STATUS_CHANGE, new_state=status, message=message
+        )
+        if status == S.QUEUED:
+            tick_request()
+    return job
+
+
+def _require_actor(user, job: Job) -> None:
+    if not job_can_act(user, job):
+        raise NotAllowed("only members of the job's project may act on it")
+
+
+def job_cancel(*, job: Job, user, reason: str = "", now: datetime | None = None) -> Job:
+    """Cancel: a pending job ends at once; a job on a slave is stopped by a background task."""
+    _require_actor(user, job)
+    who = f"cancelled by {user.username}" + (f": {reason}" if reason else "")
+    return job_cancel_by_system(job=job, reason=who, now=now)
+
+
+def job_cancel_by_system(*, job: Job, reason: str, now: datetime | None = None) -> Job:
+    """Cancel without a permission check (scheduler: maxDuration; admins' actions)."""
+    if job.status in PENDING:
+        if job_transition(
+            job=job, to=S.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
+        ):
+            tick_request()
+        return job
+    if job.status in HOLDS_RESOURCES and job.status != S.CANCELLING:
+        with transaction.atomic():
+            if job_transition(
+                job=job, to=S.CANCELLING, message=reason, fields={"end_reason": reason}, now=now
+            ):
+                fire(STOP_TASK, job.pk)
+        return job
+    if job.status == S.CANCELLING:
+        return job
+    raise Conflict(f"a job in state {job.status} cannot be cancelled")
+
+
+def job_halt_request(*, job: Job, user, now: datetime | None = None) -> Job:
+    """A user asks their running job to halt (GPULab: "User requested fallback manually")."""
+    _require_actor(user, job)
+    member = Membership.objects.filter(user=user, project_id=job.project_id).exists()
+    reason = "User requested fallback manually" if member else "Admin requested fallback"
+    return job_halt_by_system(job=job, halt_info={"reason": reason}, now=now)
+
+
+def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None) -> Job:
+    """RUNNING -> MUSTHALT and fire the halt procedure (SIGUSR1, wait for exit 123)."""
+    now = now or timezone.now()
+    if job.status != S.RUNNING:
+        raise Conflict(f"only a RUNNING job can be halted; this one is {job.status}")
+    info = {
+        "reason": "Unknown",
+        "time": utc_z(now),
+        "startedJobUuids": [],
+        "haltedJobUuids": [str(job.uuid)],
+        "slaveName": job.slave.name if job.slave_id else None,
+        "slaveInstance": job.slave.instance_id if job.slave_id else None,
+        "startedJobScores": [],
+        "haltedJobScores": [],
+        **halt_info,
+    }
+    with transaction.atomic():
+        if job_transition(
+            job=job,
+            to=S.MUSTHALT,
+            message=f"halt requested: {info['reason']}",
+            fields={"halt_events": [*job.halt_events, info]},
+            now=now,
+        ):
+            fire(HALT_TASK, job.pk)
+    return job
+
+
+def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
+    _require_actor(user, job)
+    if job.status != S.QUEUED:
+        raise Conflict(f"only a QUEUED job can be put on hold; this one is {job.status}")
+    job_transition(job=job, to=S.ONHOLD, message=f"put on hold by {user.username}", now=now)
+    return job
+
+
+def job_release(*, job: Job, user, now: datetime | None = None) -> Job:
+    _require_actor(user, job)
+    if job.status != S.ONHOLD:
+        raise Conflict(f"only an ONHOLD job can be released; this one is {job.status}")
+    with transaction.atomic():
+        if job_transition(job=job, to=S.QUEUED, message=f"released by {user.username}", now=now):
+            tick_request()
+    return job
+
+
+def job_delete(
+    *, job: Job, user, real: bool = False, force: bool = False, now: datetime | None = None
+) -> Job | None:
+    """Hide a finished job (DELETED). ``real`` removes the row, ``force`` also ends a pending
+    job first; both are for admins only. Returns None when the row was removed."""
+    _require_actor(user, job)
+    if (real or force) and not user_is_admin(user):
+        raise NotAllowed("'real' and 'force' deletion are for admins only")
+    if job.status in PENDING and force:
+        job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)
+    if job.status in HOLDS_RESOURCES:
+        raise Conflict(f"a job in state {job.status} is still on a slave: cancel it first")
+    if real:
+        if job.status not in FINISHED and job.status != S.DELETED:
+            raise Conflict(f"a job in state {job.status} cannot be removed")
+        job.delete()
+        return None
+    if job.status == S.DELETED:
+        return job
+    if job.status not in FINISHED:
+        raise Conflict(f"only a finished job can be deleted; this one is {job.status}")
+    job_transition(job=job, to=S.DELETED, message=f"deleted by {user.username}", now=now)
+    return job
+
+
+__all__ = [
+    "job_cancel",
+    "job_cancel_by_system",
+    "job_delete",
+    "job_event_add",
+    "job_halt_by_system",
+    "job_halt_request",
+    "job_hold",
+    "job_release",
+    "job_submit",
+    "spec_defaults",
+]

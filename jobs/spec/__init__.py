@@ -1,0 +1,33 @@
+"""GPULab job documents: parsing, v2 validation and normalisation, v1 conversion, durations and
+image references.
+
+Pure Python (standard library only, no Django) so that the API, the web forms, the scheduler and
+the launcher can share it and it can be tested anywhere.
+"""
+
+from .document import detect_version, parse_job_document
+from .durations import format_duration, parse_duration
+from .errors import FieldError, SpecError
+from .images import ImageRef, parse_image, redact_image
+from .jsontext import load_json
+from .v1 import convert_v1, v1_error_path
+from .v2 import SpecDefaults, duration_seconds, normalize_job, tmpfs_gb
+
+__all__ = [
+    "FieldError",
+    "ImageRef",
+    "SpecDefaults",
+    "SpecError",
+    "convert_v1",
+    "detect_version",
+    "duration_seconds",
+    "format_duration",
+    "load_json",
+    "normalize_job",
+    "parse_duration",
+    "parse_image",
+    "parse_job_document",
+    "redact_image",
+    "tmpfs_gb",
+    "v1_error_path",
+]

@@ -1,0 +1,279 @@
+"""``request.docker``: image, command, environment, mounts and ports (reference section 1).
+
+Mount paths are only checked for shape here (absolute, no "." or ".." segments); which host
+paths a job may mount is decided by the portal when the job is submitted and launched.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+from .checks import (
+    Errors,
+    check_int,
+    check_str,
+    describe,
+    index,
+    join,
+    read_list,
+    read_object,
+    read_str,
+)
+from .images import IMAGE_HINT, MAX_IMAGE_LENGTH, parse_image
+
+DOCKER_FIELDS = (
+    "image",
+    "command",
+    "environment",
+    "storage",
+    "portMappings",
+    "projectGidVariableName",
+    "workingDir",
+    "groupAdd",
+    "user",
+)
+
+ENV_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+ENV_NAME_HINT = "must be a variable name: letters, digits and _, not starting with a digit"
+WORD_RE = re.compile(r"\w+")
+# GPULab's workingDir pattern, applied after the trailing "/" is added.
+WORKING_DIR_RE = re.compile(r"/([^\n/]+/)*")
+
+TMPFS = "tmpfs"
+SSH_DIR = ".ssh/"
+SSH_CONTAINER_DIR = "/root/.ssh/"
+PROJECT_SHARE_AUTO = "PROJECT_SHARE_AUTO"
+MAX_PATH_LENGTH = 4096
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def normalize_docker(value: object, path: str, errs: Errors) -> dict | None:
+    """Validate request.docker and return it with every key present."""
+    f = read_object(value, path, errs, fields=DOCKER_FIELDS)
+    if f is None:
+        return None
+    image = read_str(f, "image", errs, required=True, max_length=MAX_IMAGE_LENGTH)
+    if image is not None and parse_image(image) is None:
+        errs.add(f.path_of("image"), IMAGE_HINT)
+    working_dir = read_str(f, "workingDir", errs, min_length=1, max_length=MAX_PATH_LENGTH)
+    if working_dir is not None:
+        working_dir = _working_dir(working_dir, f.path_of("workingDir"), errs)
+    return {
+        "image": image,
+        "command": _command(f.get("command"), f.path_of("command"), errs),
+        "environment": _environment(f.get("environment"), f.path_of("environment"), errs),
+        "storage": _storage(f.get("storage"), f.path_of("storage"), errs),
+        "portMappings": read_list(f, "portMappings", errs, _port_mapping, bare_ok=False),
+        "projectGidVariableName": read_str(
+            f, "projectGidVariableName", errs, pattern=ENV_NAME_RE, pattern_message=ENV_NAME_HINT
+        ),
+        "workingDir": working_dir,
+        "groupAdd": read_list(f, "groupAdd", errs, _word, bare_ok=True),
+        "user": read_str(
+            f, "user", errs, pattern=WORD_RE, pattern_message=r"must be a user name or id (\w+)"
+        ),
+    }
+
+
+def _word(item: object, path: str, errs: Errors) -> str | None:
+    return check_str(item, path, errs, pattern=WORD_RE, pattern_message=r"must be a group (\w+)")
+
+
+def _command(value: object, path: str, errs: Errors) -> str | list[str]:
+    """A string (split like `docker run` arguments at launch, no shell) or exec-form list."""
+    if value is None or value == "":
+        return []  # the image's own CMD
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        errs.add(path, f"must be a string or a list of strings, not {describe(value)}")
+        return []
+    for position, item in enumerate(value):
+        if not isinstance(item, str):
+            errs.add(index(path, position), f"must be a string, not {describe(item)}")
+    return list(value)
+
+
+def _environment(value: object, path: str, errs: Errors) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errs.add(path, f"must be an object of NAME: value pairs, not {describe(value)}")
+        return {}
+    result = {}
+    for name, item in value.items():
+        item_path = join(path, name)
+        if not ENV_NAME_RE.fullmatch(name):
+            errs.add(item_path, ENV_NAME_HINT)
+        elif item is None or isinstance(item, float | list | dict):
+            # GPULab's schema: str | int | bool. A float would be rendered differently by
+            # different tools ("1.0" vs "1"), so it has to be written as a string.
+            errs.add(item_path, f"must be a string, integer or boolean, not {describe(item)}")
+        else:
+            result[name] = item
+    return result
+
+
+def _path_shape(text: str, path: str, errs: Errors, *, what: str) -> str | None:
+    """Shared rules for container and host paths; returns the path ending with "/"."""
+    if not text.startswith("/"):
+        errs.add(path, f"must be an absolute path{what}")
+        return None
+    if _CONTROL_RE.search(text):
+        errs.add(path, "must not contain control characters")
+        return None
+    if any(part in (".", "..") for part in text.split("/")):
+        errs.add(path, 'must not contain "." or ".." segments')
+        return None
+    return text if text.endswith("/") else text + "/"
+
+
+def _container_path(value: object, path: str, errs: Errors) -> str | None:
+    text = check_str(value, path, errs, min_length=1, max_length=MAX_PATH_LENGTH)
+    if text is None:
+        return None
+    normalized = _path_shape(text, path, errs, what="")
+    if normalized == "/":
+        errs.add(path, "cannot be the container's root directory /")
+        return None
+    return normalized
+
+
+def _host_path(value: object, path: str, errs: Errors) -> str | None:
+    text = check_str(value, path, errs, min_length=1, max_length=MAX_PATH_LENGTH)
+    if text is None:
+        return None
+    # Magic names: the user's SSH folder and this project's share. ".ssh/" and
+    # "PROJECT_SHARE_AUTO/" are what GPULab itself stores after its own normalisation.
+    if text in (".ssh", SSH_DIR):
+        return SSH_DIR
+    if text in (PROJECT_SHARE_AUTO, PROJECT_SHARE_AUTO + "/"):
+        return PROJECT_SHARE_AUTO
+    return _path_shape(text, path, errs, what=' (or ".ssh", "PROJECT_SHARE_AUTO" or "tmpfs")')
+
+
+def _storage(value: object, path: str, errs: Errors) -> list[dict]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errs.add(path, f"must be a list, not {describe(value)}")
+        return []
+    result: list[dict] = []
+    used: dict[str, int] = {}  # containerPath -> first item using it
+    for position, item in enumerate(value):
+        item_path = index(path, position)
+        mount = _storage_item(item, item_path, errs)
+        if mount is None:
+            continue
+        target = mount["containerPath"]
+        if target in used:
+            # Docker refuses two mounts on one directory; say so now, not at launch.
+            errs.add(
+                join(item_path, "containerPath"), f"is already used by {index(path, used[target])}"
+            )
+        else:
+            used[target] = position
+        result.append(mount)
+    return result
+
+
+def _storage_item(item: object, path: str, errs: Errors) -> dict | None:
+    if isinstance(item, str):
+        if not item:
+            errs.add(path, "must not be empty")
+            return None
+        item = {"hostPath": item}  # GPULab shorthand: a bare string is a hostPath
+    f = read_object(item, path, errs, fields=("containerPath", "hostPath", "sizeGb"))
+    if f is None:
+        return None
+    if f.get("hostPath") == TMPFS:
+        container = f.get("containerPath")
+        if container is None:
+            errs.add(f.path_of("containerPath"), 'is required with hostPath "tmpfs"')
+        else:
+            container = _container_path(container, f.path_of("containerPath"), errs)
+        size = f.get("sizeGb")
+        if size is None:
+            errs.add(f.path_of("sizeGb"), 'is required with hostPath "tmpfs"')
+        else:
+            size = check_int(size, f.path_of("sizeGb"), errs, above=0)
+        if container is None or size is None:
+            return None
+        return {"hostPath": TMPFS, "containerPath": container, "sizeGb": size}
+
+    ok = True
+    if f.has("sizeGb"):
+        errs.add(f.path_of("sizeGb"), 'is only allowed with hostPath "tmpfs"')
+        ok = False
+    if not f.has("containerPath") and not f.has("hostPath"):
+        errs.add(path, "needs containerPath or hostPath")
+        return None
+    container = host = None
+    if f.has("containerPath"):
+        container = _container_path(f.get("containerPath"), f.path_of("containerPath"), errs)
+        ok = ok and container is not None
+    if f.has("hostPath"):
+        host = _host_path(f.get("hostPath"), f.path_of("hostPath"), errs)
+        ok = ok and host is not None
+    if not ok:
+        return None
+    # The missing side copies the other, except for the magic names.
+    if host is None:
+        host = SSH_DIR if container == SSH_CONTAINER_DIR else container
+    if container is None:
+        if host == SSH_DIR:
+            container = SSH_CONTAINER_DIR
+        elif host == PROJECT_SHARE_AUTO:
+            errs.add(f.path_of("containerPath"), "is required with hostPath PROJECT_SHARE_AUTO")
+            return None
+        else:
+            container = host
+    return {"containerPath": container, "hostPath": host}
+
+
+def _working_dir(text: str, path: str, errs: Errors) -> str | None:
+    normalized = text if text.endswith("/") else text + "/"
+    if not WORKING_DIR_RE.fullmatch(normalized):
+        errs.add(path, "must be an absolute path like /work/ (no empty segments)")
+        return None
+    if any(part in (".", "..") for part in normalized.split("/")):
+        errs.add(path, 'must not contain "." or ".." segments')
+        return None
+    return normalized
+
+
+def _port_mapping(item: object, path: str, errs: Errors) -> dict | None:
+    if isinstance(item, int) and not isinstance(item, bool):
+        item = {"containerPort": item}  # GPULab shorthand: a bare port number
+    elif not isinstance(item, dict):
+        errs.add(
+            path,
+            f'must be an object like {{"containerPort": 80}} or a port number, not {describe(item)}',
+        )
+        return None
+    f = read_object(item, path, errs, fields=("containerPort", "hostPort", "hostIp"))
+    if f is None:
+        return None
+    container_port = f.get("containerPort")
+    if container_port is None:
+        errs.add(f.path_of("containerPort"), "is required")
+    else:
+        container_port = check_int(
+            container_port, f.path_of("containerPort"), errs, minimum=1, maximum=65535
+        )
+    host_port = f.get("hostPort")
+    if host_port is not None:
+        host_port = check_int(host_port, f.path_of("hostPort"), errs, minimum=1, maximum=65535)
+    host_ip = f.get("hostIp")
+    if host_ip is not None:
+        host_ip = check_str(host_ip, f.path_of("hostIp"), errs, min_length=1, max_length=64)
+        if host_ip is not None:
+            try:
+                host_ip = str(ipaddress.ip_address(host_ip))
+            except ValueError:
+                errs.add(f.path_of("hostIp"), "must be an IP address")
+                host_ip = None
+    if container_port is None:
+        return None
+    return {"containerPort": container_port, "hostPort": host_port, "hostIp": host_ip}

@@ -1,0 +1,44 @@
+"""Submit-time checks of a request against the registered slaves.
+
+A job whose storage no slave offers, or whose resources no registered slave could ever provide,
+is refused at submit with the reason instead of waiting in the queue forever.
+"""
+
+from django.conf import settings
+
+from clusters.models import Slave
+from jobs.spec import FieldError, SpecError
+from jobs.storage import StorageRefused, default_roots, resolve_mounts
+
+
+def slave_roots(slave: Slave) -> dict[str, str]:
+    return slave.storage_roots or default_roots(str(settings.PORTAL_STORAGE_BASE))
+
+
+def check_storage(*, request: dict, slaves: list[Slave], project: str, user: str) -> None:
+    storage = request["docker"]["storage"]
+    if not storage:
+        return
+    pinned = request["resources"].get("slaveName")
+    candidates = [s for s in slaves if not pinned or s.name == pinned]
+    roots_options = [slave_roots(s) for s in candidates] or [
+        default_roots(str(settings.PORTAL_STORAGE_BASE))
+    ]
+    first_error: StorageRefused | None = None
+    for roots in roots_options:
+        try:
+            resolve_mounts(storage=storage, roots=roots, project=project, user=user)
+            return
+        except StorageRefused as refused:
+            first_error = first_error or refused
+    raise SpecError([FieldError(first_error.path, first_error.message)])
+
+
+def check_request_against_slaves(*, project, request: dict, user: str = "") -> None:
+    from jobs.scheduling import impossible_reason_for_request
+
+    slaves = list(Slave.objects.select_related("cluster").prefetch_related("gpus"))
+    check_storage(request=request, slaves=slaves, project=project.name, user=user or "user")
+    reason = impossible_reason_for_request(request=request, project=project, slaves=slaves)
+    if reason:
+        raise SpecError([FieldError("request.resources", f"no registered slave can run this job: {reason}")])

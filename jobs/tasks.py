@@ -1,0 +1,52 @@
+"""django-q2 entry points: a few lines each, load by id, call a service.
+
+Their dotted paths are stored in the task queue: don't rename them lightly.
+"""
+
+
+def scheduler_tick() -> None:
+    from jobs.scheduling import tick
+
+    tick()
+
+
+def job_launch(job_id: int) -> None:
+    from jobs.runtime_services import job_launch_run
+
+    job_launch_run(job_id=job_id)
+
+
+def job_finish(job_id: int) -> None:
+    from jobs.runtime_services import job_finish_run
+
+    job_finish_run(job_id=job_id)
+
+
+def job_stop(job_id: int) -> None:
+    from jobs.runtime_services import job_stop_run
+
+    job_stop_run(job_id=job_id)
+
+
+def job_halt(job_id: int) -> None:
+    from jobs.runtime_services import job_halt_run
+
+    job_halt_run(job_id=job_id)
+
+
+def slaves_probe() -> None:
+    from clusters.services import slave_probe_all
+
+    slave_probe_all()
+
+
+def slave_probe(slave_id: int) -> None:
+    from clusters.services import slave_probe_by_id
+
+    slave_probe_by_id(slave_id=slave_id)
+
+
+def reconcile() -> None:
+    from jobs.reconcile import reconcile_all
+
+    reconcile_all()

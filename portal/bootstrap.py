@@ -1,0 +1,67 @@
+"""The embedded defaults a fresh clone starts with: admin, demo project, cluster 1, slave local."""
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from clusters.models import Slave
+from clusters.services import cluster_ensure, slave_declare_gpus, slave_probe, slave_register
+from portal.models import Membership, Project
+
+DEMO_GPUS = [("Demo GPU (declared, no real device)", 16384)] * 2
+
+
+@dataclass
+class BootstrapResult:
+    username: str
+    password: str
+    created_admin: bool
+    slave: Slave
+
+
+def _admin_password(path: Path) -> tuple[str, bool]:
+    if path.exists():
+        return path.read_text().strip(), False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    password = secrets.token_urlsafe(12)
+    path.write_text(password + "\n")
+    path.chmod(0o600)
+    return password, True
+
+
+def bootstrap_demo(*, username: str = "admin") -> BootstrapResult:
+    """Idempotent: creates only what is missing, then probes the local slave."""
+    User = get_user_model()
+    password_file = Path(settings.VAR_DIR) / "admin-password.txt"
+    with transaction.atomic():
+        admin = User.objects.filter(username=username).first()
+        created = admin is None
+        if created:
+            password, _ = _admin_password(password_file)
+            admin = User.objects.create_superuser(username, f"{username}@localhost", password)
+        else:
+            password = (
+                password_file.read_text().strip() if password_file.exists() else "(unchanged)"
+            )
+        project, _ = Project.objects.get_or_create(
+            name="demo", defaults={"gid": 5000, "description": "Demo project for trying the portal"}
+        )
+        Membership.objects.get_or_create(
+            project=project, user=admin, defaults={"role": Membership.Role.MANAGER}
+        )
+        cluster = cluster_ensure(cluster_id=1, comment="local demo cluster")
+        slave = Slave.objects.filter(name="local").first() or slave_register(
+            name="local",
+            cluster=cluster,
+            docker_url=settings.PORTAL_LOCAL_DOCKER_URL,
+            host="127.0.0.1",
+        )
+    slave = slave_probe(slave=slave)
+    if slave.gpu_mode != Slave.GpuMode.NVIDIA and not slave.gpus.exists():
+        # No NVIDIA GPU here: two declared demo GPUs let a new user try GPU jobs end to end.
+        slave_declare_gpus(slave=slave, gpus=DEMO_GPUS)
+    return BootstrapResult(username, password, created, slave)

@@ -1,0 +1,83 @@
+"""Projects, memberships and per-user profile data."""
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+PROJECT_NAME_VALIDATOR = RegexValidator(
+    r"^[a-zA-Z][a-zA-Z0-9-_]{1,31}$",
+    "must start with a letter, then 1-31 letters, digits, '-' or '_' (GPULab's project name rule)",
+)
+
+
+def user_urn(username: str) -> str:
+    """GPULab-style user URN, e.g. ``urn:publicid:IDN+gpuportal.local+user+alice``."""
+    return f"urn:publicid:IDN+{settings.PORTAL_URN_AUTHORITY}+user+{username}"
+
+
+def project_urn(name: str) -> str:
+    return f"urn:publicid:IDN+{settings.PORTAL_URN_AUTHORITY}+project+{name}"
+
+
+class Project(models.Model):
+    """A group of users who share jobs, storage and a unix GID; every job belongs to one."""
+
+    name = models.CharField(max_length=32, unique=True, validators=[PROJECT_NAME_VALIDATOR])
+    description = models.TextField(blank=True)
+    gid = models.PositiveIntegerField(
+        unique=True, help_text="Unix group id of the project's shared storage."
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def urn(self) -> str:
+        return project_urn(self.name)
+
+
+class Membership(models.Model):
+    """A user's membership of a project; managers may act on every job of the project."""
+
+    class Role(models.TextChoices):
+        MEMBER = "member", "Member"
+        MANAGER = "manager", "Manager"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="unique_membership")
+        ]
+        ordering = ["project__name", "user__username"]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} ({self.role})"
+
+
+class Profile(models.Model):
+    """Portal-specific data of a user: SSH public keys added to their interactive jobs."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="portal_profile"
+    )
+    ssh_public_keys = models.TextField(blank=True, help_text="One OpenSSH public key per line.")
+
+    def __str__(self) -> str:
+        return f"profile of {self.user}"
+
+    @property
+    def ssh_key_list(self) -> list[str]:
+        return [line.strip() for line in self.ssh_public_keys.splitlines() if line.strip()]

@@ -1,0 +1,25 @@
+"""The periodic django-q2 schedules: safety nets behind the event-driven work."""
+
+from django.conf import settings
+
+PERIODIC = {
+    # name: (task path, minutes)
+    "scheduler tick (safety net)": ("jobs.tasks.scheduler_tick", None),
+    "probe slaves": ("jobs.tasks.slaves_probe", 1),
+    "reconcile slaves": ("jobs.tasks.reconcile", 1),
+}
+
+
+def schedules_ensure() -> None:
+    from django_q.models import Schedule
+
+    for name, (func, minutes) in PERIODIC.items():
+        if minutes is None:
+            defaults = {
+                "func": func,
+                "schedule_type": Schedule.MINUTES,
+                "minutes": max(1, settings.PORTAL_TICK_INTERVAL_S // 60),
+            }
+        else:
+            defaults = {"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes}
+        Schedule.objects.update_or_create(name=name, defaults={**defaults, "repeats": -1})

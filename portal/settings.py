@@ -1,0 +1,184 @@
+"""Settings for GPU Portal.
+
+Everything has an embedded default so that a fresh clone runs with no configuration: SQLite in
+``var/``, django-q2's ORM broker, and the local Docker engine as slave ``local``. Production
+overrides come from ``PORTAL_*`` environment variables (see docs/configuration.md).
+"""
+
+import os
+from pathlib import Path
+
+from portal.envconfig import database_from_url, env_bool, env_int, env_list
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
+
+SECRET_KEY = os.environ.get("PORTAL_SECRET_KEY", "insecure-dev-key-change-me-in-production")
+DEBUG = env_bool("PORTAL_DEBUG", True)
+ALLOWED_HOSTS = env_list("PORTAL_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("PORTAL_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_q",
+    "crispy_forms",
+    "crispy_bootstrap5",
+    "portal",
+    "clusters",
+    "reservations",
+    "jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        os.environ.get("PORTAL_DATABASE_URL", ""),
+        sqlite_path=VAR_DIR / "portal.sqlite3",
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+CRISPY_ALLOWED_TEMPLATE_PACKS = "bootstrap5"
+CRISPY_TEMPLATE_PACK = "bootstrap5"
+
+# Request bodies above this are refused with 413 (API) / 400 (forms) before they are parsed.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("PORTAL_MAX_BODY_BYTES", 1024 * 1024)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": None,
+    "EXCEPTION_HANDLER": "portal.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "GPU Portal API",
+    "DESCRIPTION": "GPULab v4.0-compatible job API plus portal endpoints.",
+    "VERSION": "4.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.
+Q_CLUSTER = {
+    "name": "gpuportal",
+    "workers": env_int("PORTAL_Q_WORKERS", 4),
+    "timeout": 300,
+    "retry": 360,
+    "max_attempts": 3,
+    "orm": "default",
+    "poll": 0.2,
+    "catch_up": False,
+    "ack_failures": True,
+    "save_limit": 1000,
+}
+if os.environ.get("PORTAL_REDIS_URL"):
+    Q_CLUSTER.pop("orm")
+    Q_CLUSTER["redis"] = os.environ["PORTAL_REDIS_URL"]
+
+# "queue": hand tasks to django-q2 (production); "inline": run them right after commit in the
+# calling process (single-process demos and integration tests); "record": only remember them
+# (unit tests assert what would have been enqueued).
+PORTAL_TASK_MODE = os.environ.get("PORTAL_TASK_MODE", "queue")
+
+# --- GPULab identity -----------------------------------------------------------------------
+PORTAL_URN_AUTHORITY = os.environ.get("PORTAL_URN_AUTHORITY", "gpuportal.local")
+PORTAL_DEPLOYMENT_ENVIRONMENT = os.environ.get("PORTAL_DEPLOYMENT_ENVIRONMENT", "production")
+PORTAL_VERSION = "0.1.0"
+# The gpulab-cli warns when it is older than this.
+PORTAL_LATEST_CLIENT_VERSION = "3.11.12"
+
+# --- Job defaults (GPULab's) ----------------------------------------------------------------
+PORTAL_DEFAULT_MIN_DURATION = os.environ.get("PORTAL_DEFAULT_MIN_DURATION", "1 week")
+PORTAL_DEFAULT_MAX_DURATION = os.environ.get("PORTAL_DEFAULT_MAX_DURATION", "2 weeks")
+
+# --- Scheduler -------------------------------------------------------------------------------
+PORTAL_USAGE_HALF_LIFE_S = env_int("PORTAL_USAGE_HALF_LIFE_S", 7 * 86400)
+PORTAL_USAGE_WEIGHTS = {"gpu": 1.0, "cpu": 0.05, "mem_gb": 0.01}
+PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S = env_int("PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S", 3600)
+PORTAL_USER_MAX_RUNNING_JOBS = env_int("PORTAL_USER_MAX_RUNNING_JOBS", 0) or None
+PORTAL_USER_MAX_GPUS = env_int("PORTAL_USER_MAX_GPUS", 0) or None
+PORTAL_TICK_INTERVAL_S = env_int("PORTAL_TICK_INTERVAL_S", 60)
+# A tick lease older than this is considered abandoned by a crashed worker.
+PORTAL_TICK_LEASE_S = env_int("PORTAL_TICK_LEASE_S", 120)
+
+# --- Runtime --------------------------------------------------------------------------------
+PORTAL_HALT_GRACE_S = env_int("PORTAL_HALT_GRACE_S", 15)
+PORTAL_STOP_GRACE_S = env_int("PORTAL_STOP_GRACE_S", 10)
+PORTAL_SLAVE_LOST_GRACE_S = env_int("PORTAL_SLAVE_LOST_GRACE_S", 600)
+PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
+PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
+PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
+PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE", "gpuportal")
+
+# --- Certificates for gpulab-cli ------------------------------------------------------------
+PORTAL_CA_DIR = Path(os.environ.get("PORTAL_CA_DIR", VAR_DIR / "ca"))
+PORTAL_CERT_VALID_DAYS = env_int("PORTAL_CERT_VALID_DAYS", 90)
+# Only requests from these addresses may hand us a verified client certificate in a header.
+PORTAL_TRUSTED_PROXIES = env_list("PORTAL_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
+PORTAL_CLIENT_CERT_HEADER = "HTTP_X_SSL_CLIENT_CERT"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("PORTAL_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

@@ -1,0 +1,42 @@
+"""Firing background tasks after the current transaction commits.
+
+Every task is named by its dotted path (stored in django-q2's queue: don't rename lightly).
+``PORTAL_TASK_MODE`` picks what "fire" means: hand it to django-q2 (``queue``), run it in this
+process right after commit (``inline``), or only record it (``record``, for unit tests).
+"""
+
+import logging
+from importlib import import_module
+
+from django.conf import settings
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+# Tasks recorded in "record" mode, as (dotted_path, args) tuples; tests read and clear it.
+recorded: list[tuple[str, tuple]] = []
+
+
+def resolve(dotted_path: str):
+    module_name, _, attr = dotted_path.rpartition(".")
+    return getattr(import_module(module_name), attr)
+
+
+def fire(dotted_path: str, *args, group: str | None = None) -> None:
+    """Run ``dotted_path(*args)`` in the background once the current transaction commits."""
+    transaction.on_commit(lambda: _dispatch(dotted_path, args, group))
+
+
+def _dispatch(dotted_path: str, args: tuple, group: str | None) -> None:
+    mode = settings.PORTAL_TASK_MODE
+    if mode == "record":
+        recorded.append((dotted_path, args))
+    elif mode == "inline":
+        try:
+            resolve(dotted_path)(*args)
+        except Exception:  # an inline task failing must not break the request that fired it
+            log.exception("inline task %s%r failed", dotted_path, args)
+    else:
+        from django_q.tasks import async_task
+
+        async_task(dotted_path, *args, group=group or dotted_path.rsplit(".", 1)[-1])

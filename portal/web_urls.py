@@ -1,0 +1,12 @@
+"""Browser pages. Each app adds its own pages here as it grows."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from portal import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+]

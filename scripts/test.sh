@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Set up and run every check: lint, Django's checks, migrations, and the test suite.
+# Tests that need Docker, PostgreSQL or chromium skip with a reason when those are missing,
+# unless PORTAL_REQUIRE_DOCKER / PORTAL_REQUIRE_POSTGRES / PORTAL_REQUIRE_BROWSER is 1 (CI).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup-venv.sh
+export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/python manage.py check
+.venv/bin/python manage.py makemigrations --check --dry-run
+exec .venv/bin/pytest "$@"

@@ -1,0 +1,151 @@
+"""Shared fixtures: users, projects, a cluster with an online slave with declared GPUs.
+
+Background tasks are only recorded (PORTAL_TASK_MODE=record) unless a test opts in.
+"""
+
+import pytest
+from django.utils import timezone
+
+from portal import tasks
+
+
+@pytest.fixture(autouse=True)
+def _record_tasks(settings, tmp_path):
+    settings.PORTAL_TASK_MODE = "record"
+    settings.PORTAL_STORAGE_BASE = tmp_path / "storage"
+    settings.PORTAL_LOG_ARCHIVE_DIR = tmp_path / "logs"
+    settings.PORTAL_CA_DIR = tmp_path / "ca"
+    tasks.recorded.clear()
+    yield
+    tasks.recorded.clear()
+
+
+@pytest.fixture
+def recorded_tasks():
+    return tasks.recorded
+
+
+@pytest.fixture
+def make_user(db, django_user_model):
+    def make(username, *, admin=False, **extra):
+        return django_user_model.objects.create_user(
+            username=username,
+            email=f"{username}@example.org",
+            password="pw-" + username,
+            is_staff=admin,
+            is_superuser=admin,
+            **extra,
+        )
+
+    return make
+
+
+@pytest.fixture
+def project(db):
+    from portal.models import Project
+
+    return Project.objects.create(name="vision", gid=6001)
+
+
+@pytest.fixture
+def other_project(db):
+    from portal.models import Project
+
+    return Project.objects.create(name="speech", gid=6002)
+
+
+@pytest.fixture
+def member(make_user, project):
+    from portal.models import Membership
+
+    user = make_user("alice")
+    Membership.objects.create(user=user, project=project)
+    return user
+
+
+@pytest.fixture
+def outsider(make_user, other_project):
+    from portal.models import Membership
+
+    user = make_user("bob")
+    Membership.objects.create(user=user, project=other_project)
+    return user
+
+
+@pytest.fixture
+def admin_user(make_user):
+    return make_user("root", admin=True)
+
+
+@pytest.fixture
+def cluster(db):
+    from clusters.models import Cluster
+
+    return Cluster.objects.create(id=1, comment="test cluster")
+
+
+@pytest.fixture
+def slave(cluster):
+    """An online slave with 4 declared GPUs, 16 CPUs and 64 GB memory (no Docker behind it)."""
+    from clusters.models import Gpu, Slave
+
+    slave = Slave.objects.create(
+        name="gpu1",
+        cluster=cluster,
+        docker_url="unix:///nonexistent.sock",
+        host="gpu1.example.org",
+        cpus_total=16,
+        memory_total_mb=64 * 1024,
+        cuda_version="12.2",
+        online=True,
+        offline_reason="",
+        last_seen=timezone.now(),
+    )
+    for index in range(4):
+        Gpu.objects.create(
+            slave=slave, index=index, model="Tesla V100-PCIE-32GB", memory_mb=32768, declared=True
+        )
+    return slave
+
+
+HELLO_WORLD = {
+    "name": "HelloWorld",
+    "description": "Hello world!",
+    "request": {
+        "resources": {"clusterId": 1, "gpus": 1, "cpus": 2, "cpuMemoryGb": 1},
+        "docker": {
+            "image": "debian:stable",
+            "command": "echo 'Hello World!'",
+            "environment": {},
+            "storage": [],
+            "portMappings": [],
+        },
+        "scheduling": {"interactive": False},
+    },
+}
+
+
+@pytest.fixture
+def hello_world():
+    import copy
+
+    return copy.deepcopy(HELLO_WORLD)
+
+
+@pytest.fixture
+def submit(member, project, slave):
+    """Submit a job document as ``member`` in ``project`` (the slave makes it satisfiable)."""
+    from jobs.services import job_submit
+
+    def do(document=None, *, user=None, hold=False, **kwargs):
+        import copy
+
+        return job_submit(
+            user=user or member,
+            project=kwargs.pop("project", project),
+            document=copy.deepcopy(document or HELLO_WORLD),
+            hold=hold,
+            **kwargs,
+        )
+
+    return do

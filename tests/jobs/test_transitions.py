@@ -1,0 +1,80 @@
+"""The state machine: every allowed transition succeeds, every other is refused, CAS wins once."""
+
+import itertools
+
+import pytest
+
+from jobs.models import Job, JobEvent
+from jobs.states import ALLOWED_TRANSITIONS, GROUPS, JobStatus
+from jobs.transitions import TransitionNotAllowed, job_transition
+
+ALL = [s.value for s in JobStatus]
+ALLOWED = [(a, b) for a, targets in ALLOWED_TRANSITIONS.items() for b in sorted(targets)]
+FORBIDDEN = [
+    (a, b) for a, b in itertools.product(ALL, ALL) if b not in ALLOWED_TRANSITIONS[a]
+]
+
+
+def _force_status(job: Job, status: str) -> Job:
+    Job.objects.filter(pk=job.pk).update(status=status)
+    job.refresh_from_db()
+    return job
+
+
+def test_every_state_has_a_row():
+    assert set(ALLOWED_TRANSITIONS) == set(ALL)
+
+
+def test_groups_match_reference():
+    assert GROUPS["pending"] == {"ONHOLD", "QUEUED"}
+    assert GROUPS["running"] == {"STARTING", "RUNNING", "MUSTHALT", "HALTING"}
+    assert GROUPS["finished"] == {"FINISHED", "FAILED", "CANCELLED", "HALTED"}
+    assert GROUPS["deleted"] == {"DELETED"}
+
+
+def test_reference_paths_are_allowed():
+    path = ["QUEUED", "ASSIGNED", "STARTING", "RUNNING", "FINISHED", "DELETED"]
+    for a, b in itertools.pairwise(path):
+        assert b in ALLOWED_TRANSITIONS[a]
+    for a, b in itertools.pairwise(["RUNNING", "MUSTHALT", "HALTING", "HALTED"]):
+        assert b in ALLOWED_TRANSITIONS[a]
+    assert "FAILED" in ALLOWED_TRANSITIONS["HALTING"]
+    assert {"QUEUED", "CANCELLED"} <= ALLOWED_TRANSITIONS["ONHOLD"]
+    assert "ONHOLD" in ALLOWED_TRANSITIONS["QUEUED"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("current", "target"), ALLOWED)
+def test_allowed_transition_succeeds(submit, current, target):
+    job = _force_status(submit(), current)
+    assert job_transition(job=job, to=target, message="test") is True
+    job.refresh_from_db()
+    assert job.status == target
+    assert target in job.event_times
+    event = JobEvent.objects.filter(job=job).last()
+    assert (event.type, event.new_state, event.message) == ("Status Change", target, "test")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("current", "target"), FORBIDDEN)
+def test_forbidden_transition_is_refused(submit, current, target):
+    job = _force_status(submit(), current)
+    events_before = JobEvent.objects.filter(job=job).count()
+    with pytest.raises(TransitionNotAllowed):
+        job_transition(job=job, to=target)
+    job.refresh_from_db()
+    assert job.status == current
+    assert JobEvent.objects.filter(job=job).count() == events_before
+
+
+@pytest.mark.django_db
+def test_two_writers_from_the_same_state_exactly_one_wins(submit):
+    job = submit()
+    first = Job.objects.get(pk=job.pk)
+    second = Job.objects.get(pk=job.pk)
+    assert job_transition(job=first, to="ASSIGNED") is True
+    # The second writer still believes the job is QUEUED: its compare-and-swap must lose.
+    assert job_transition(job=second, to="CANCELLED") is False
+    assert second.status == "ASSIGNED"  # refreshed, not overwritten
+    assert Job.objects.get(pk=job.pk).status == "ASSIGNED"
+    assert JobEvent.objects.filter(job=job, new_state="CANCELLED").count() == 0
