@@ -3,5 +3,10 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # REST API: GPULab v4.0 endpoints, portal endpoints, OpenAPI schema and docs.
+    path("api/", include("portal.api_urls")),
+    # Login certificates for gpulab-cli (download, revoke).
+    path("certificates/", include("portal.cert_urls")),
+    # Browser pages.
     path("", include("portal.web_urls")),
 ]

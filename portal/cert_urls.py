@@ -1,0 +1,3 @@
+"""Login certificate pages for gpulab-cli."""
+
+urlpatterns: list = []
