@@ -1,9 +1,453 @@
-"""Bridge between the database and the pure scheduler (filled in by the scheduler work)."""
+"""The only bridge between the database and the pure scheduler in ``jobs/scheduler/``.
+
+``build_snapshot(now)`` reads everything one cycle needs with a fixed number of queries (not one
+per job or slave); ``apply(result, now)`` writes decisions through the services, with
+compare-and-swap transitions; ``tick()`` wraps both in the lease so that at most one tick runs at a
+time and events during a tick cause exactly one follow-up.
+"""
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from clusters.models import Slave
+from jobs.models import Job, UserUsage
+from jobs.scheduler import model as sm
+from jobs.scheduler.core import run_cycle
+from jobs.scheduler.explain import impossible_reason
+from jobs.scheduler.usage import accrue, decayed, usage_rate
+from jobs.scheduling_lease import lease_acquire_or_request_rerun, lease_release_or_continue
+from jobs.states import HOLDS_RESOURCES, JobStatus
+from jobs.transitions import job_transition
+from reservations.models import Reservation
+
+log = logging.getLogger(__name__)
+S = JobStatus
+LAUNCH_TASK = "jobs.tasks.job_launch"
+# In these states a job still holds its room but will free it soon: never halt it again.
+WINDING_DOWN = frozenset({S.MUSTHALT, S.HALTING, S.CANCELLING})
 
 
-def impossible_reason_for_request(*, request, project, slaves):
-    return None
+def scheduler_config() -> sm.SchedulerConfig:
+    weights = settings.PORTAL_USAGE_WEIGHTS
+    return sm.SchedulerConfig(
+        usage_half_life_s=settings.PORTAL_USAGE_HALF_LIFE_S,
+        gpu_weight=weights["gpu"],
+        cpu_weight=weights["cpu"],
+        mem_gb_weight=weights["mem_gb"],
+        private_guest_max_min_duration_s=settings.PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S,
+        per_user_max_running_jobs=settings.PORTAL_USER_MAX_RUNNING_JOBS,
+        per_user_max_gpus=settings.PORTAL_USER_MAX_GPUS,
+    )
 
 
-def tick():
-    return None
+# --- snapshot ------------------------------------------------------------------------------
+
+
+def slave_state(slave: Slave) -> sm.SlaveState:
+    """A slave as the scheduler sees it: only what the portal may use of it ("acquired")."""
+    cluster = slave.cluster
+    return sm.SlaveState(
+        name=slave.name,
+        cluster_id=slave.cluster_id,
+        cluster_private=cluster.is_private,
+        cluster_owner_projects=frozenset(p.name for p in cluster.owner_projects.all()),
+        online=slave.online,
+        accepting_jobs=slave.accepting_jobs,
+        gpus=tuple(
+            sm.GpuInfo(index=g.index, model=g.model, memory_mb=g.memory_mb)
+            for g in slave.gpus.all()
+            if g.acquired
+        ),
+        cpu_ids=tuple(range(slave.usable_cpus)),
+        memory_gb=slave.usable_memory_mb / 1024,
+        cuda_major=slave.cuda_major,
+        features=frozenset(slave.features or ()),
+        instance_id=slave.instance_id,
+    )
+
+
+def slave_states() -> list[sm.SlaveState]:
+    slaves = Slave.objects.select_related("cluster").prefetch_related(
+        "gpus", "cluster__owner_projects"
+    )
+    return [slave_state(s) for s in slaves]
+
+
+RUNNING_FIELDS = (
+    "uuid", "owner__username", "project__name", "slave__name", "gpu_ids", "cpu_ids",
+    "cpu_memory_gb", "tmpfs_gb", "started_at", "status_updated", "min_duration_s",
+    "max_duration_s", "restartable", "reservation_ids", "bucket_name",
+    "ignoring_reservation_ids", "status", "gpus", "cpus",
+)  # fmt: skip
+QUEUED_FIELDS = (
+    "uuid", "owner__username", "project__name", "created", "gpus", "cpus", "cpu_memory_gb",
+    "tmpfs_gb", "gpu_models", "features", "min_cuda_version", "requested_cluster_id",
+    "requested_slave_name", "interactive", "restartable", "min_duration_s", "max_duration_s",
+    "not_before", "not_after", "bucket_name", "bucket_max", "reservation_ids",
+    "queued_explanations",
+)  # fmt: skip
+
+
+def running_rows() -> list[dict]:
+    return list(
+        Job.objects.filter(status__in=HOLDS_RESOURCES, slave__isnull=False).values(
+            *RUNNING_FIELDS
+        )
+    )
+
+
+def running_job(row: dict, now: datetime) -> sm.RunningJob:
+    return sm.RunningJob(
+        id=str(row["uuid"]),
+        user=row["owner__username"],
+        project=row["project__name"],
+        slave=row["slave__name"],
+        gpu_ids=tuple(row["gpu_ids"]),
+        cpu_ids=tuple(row["cpu_ids"]),
+        memory_gb=float(row["cpu_memory_gb"] + row["tmpfs_gb"]),
+        # ASSIGNED jobs have not started: their minDuration clock has not begun either.
+        started_at=row["started_at"] or now,
+        # A restarted job's maxDuration is already reduced by the earlier runs.
+        run_seconds_before=0,
+        min_duration_s=row["min_duration_s"],
+        max_duration_s=row["max_duration_s"],
+        restartable=row["restartable"],
+        reservation_ids=frozenset(row["reservation_ids"]),
+        bucket=row["bucket_name"] or None,
+        ignoring_reservation_ids=frozenset(row["ignoring_reservation_ids"]),
+        halting=row["status"] in WINDING_DOWN,
+    )
+
+
+def queued_job(row: dict) -> sm.QueuedJob:
+    return sm.QueuedJob(
+        id=str(row["uuid"]),
+        user=row["owner__username"],
+        project=row["project__name"],
+        submitted_at=row["created"],
+        gpus=row["gpus"],
+        cpus=row["cpus"],
+        memory_gb=float(row["cpu_memory_gb"] + row["tmpfs_gb"]),
+        gpu_models=tuple(row["gpu_models"]),
+        features=frozenset(row["features"]),
+        min_cuda=row["min_cuda_version"],
+        cluster_id=row["requested_cluster_id"],
+        slave_name=row["requested_slave_name"] or None,
+        interactive=row["interactive"],
+        restartable=row["restartable"],
+        min_duration_s=row["min_duration_s"],
+        max_duration_s=row["max_duration_s"],
+        not_before=row["not_before"],
+        not_after=row["not_after"],
+        bucket=(row["bucket_name"], row["bucket_max"]) if row["bucket_name"] else None,
+        reservation_ids=frozenset(row["reservation_ids"]),
+    )
+
+
+def reservation_windows(now: datetime) -> list[sm.ReservationWindow]:
+    reservations = Reservation.objects.filter(end__gt=now).prefetch_related(
+        "slaves", "projects", "users"
+    )
+    return [
+        sm.ReservationWindow(
+            id=str(r.uuid),
+            name=r.name,
+            cluster_id=r.cluster_id,
+            start=r.start,
+            end=r.end,
+            slave_names=frozenset(s.name for s in r.slaves.all()),
+            gpu_count=r.gpu_count,
+            entitled_projects=frozenset(p.name for p in r.projects.all()),
+            entitled_users=frozenset(u.username for u in r.users.all()),
+        )
+        for r in reservations
+    ]
+
+
+def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConfig) -> dict:
+    """Bring every user's decayed usage up to ``now``, adding what their jobs held meanwhile.
+
+    One read and one bulk write per tick, whatever the number of jobs.
+    """
+    rates: dict[str, float] = defaultdict(float)
+    for row in running:
+        if row["status"] == S.ASSIGNED:
+            continue
+        rates[row["owner__username"]] += usage_rate(
+            gpus=row["gpus"],
+            cpus=row["cpus"],
+            memory_gb=row["cpu_memory_gb"] + row["tmpfs_gb"],
+            config=config,
+        )
+    rows = {u.user.username: u for u in UserUsage.objects.select_related("user")}
+    missing = set(rates) - set(rows)
+    if missing:
+        from django.contrib.auth import get_user_model
+
+        for user in get_user_model().objects.filter(username__in=missing):
+            rows[user.username] = UserUsage.objects.create(user=user, value=0.0, updated_at=now)
+    usage = {}
+    for name, row in rows.items():
+        elapsed = (now - row.updated_at).total_seconds()
+        row.value = accrue(
+            row.value, elapsed, rate=rates.get(name, 0.0), half_life_s=config.usage_half_life_s
+        )
+        row.updated_at = now
+        usage[name] = row.value
+    UserUsage.objects.bulk_update(rows.values(), ["value", "updated_at"], batch_size=500)
+    return usage
+
+
+def usage_now(*, now: datetime, config: sm.SchedulerConfig) -> dict[str, float]:
+    """Decayed usage per user without writing (for pages and the submit check)."""
+    return {
+        username: decayed(value, (now - updated).total_seconds(), config.usage_half_life_s)
+        for username, value, updated in UserUsage.objects.values_list(
+            "user__username", "value", "updated_at"
+        )
+    }
+
+
+def bucket_counts() -> dict[str, int]:
+    rows = (
+        Job.objects.filter(status__in=HOLDS_RESOURCES)
+        .exclude(bucket_name="")
+        .values("bucket_name")
+        .annotate(n=Count("id"))
+    )
+    return {row["bucket_name"]: row["n"] for row in rows}
+
+
+def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snapshot, list[dict]]:
+    """The snapshot and the queued rows (the latter to compare explanations on apply)."""
+    config = scheduler_config()
+    running = running_rows()
+    usage = (
+        usage_accrue(now=now, running=running, config=config)
+        if accrue_usage
+        else usage_now(now=now, config=config)
+    )
+    queued = list(Job.objects.filter(status=S.QUEUED).values(*QUEUED_FIELDS))
+    snapshot = sm.Snapshot(
+        now=now,
+        slaves=tuple(slave_states()),
+        running=tuple(running_job(row, now) for row in running),
+        queued=tuple(queued_job(row) for row in queued),
+        reservations=tuple(reservation_windows(now)),
+        usage=usage,
+        bucket_counts=bucket_counts(),
+        config=config,
+    )
+    return snapshot, queued
+
+
+# --- apply ---------------------------------------------------------------------------------
+
+
+def _held_ids(slave: Slave) -> tuple[set[int], set[int]]:
+    gpus, cpus = set(), set()
+    for gpu_ids, cpu_ids in Job.objects.filter(slave=slave, status__in=HOLDS_RESOURCES).values_list(
+        "gpu_ids", "cpu_ids"
+    ):
+        gpus.update(gpu_ids)
+        cpus.update(cpu_ids)
+    return gpus, cpus
+
+
+def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) -> int:
+    """Assign jobs slave by slave, under a row lock on the slave.
+
+    The lock (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite serialises writers anyway) plus the
+    check of ids already held on that slave means that even two ticks that somehow both run can
+    never hand out the same GPU or CPU; the status compare-and-swap means never the same job.
+    """
+    from portal.tasks import fire
+
+    by_slave: dict[str, list[sm.Start]] = defaultdict(list)
+    for start in starts:
+        by_slave[start.slave].append(start)
+    slaves = {s.name: s for s in Slave.objects.filter(name__in=by_slave)}
+    started = 0
+    for slave_name, slave_starts in sorted(by_slave.items()):
+        with transaction.atomic():
+            slave = Slave.objects.select_for_update().get(pk=slaves[slave_name].pk)
+            held_gpus, held_cpus = _held_ids(slave)
+            for start in slave_starts:
+                job = jobs.get(start.job_id)
+                if job is None or job.status != S.QUEUED:
+                    continue  # a stale decision: another tick (or a cancel) got there first
+                if held_gpus & set(start.gpu_ids) or held_cpus & set(start.cpu_ids):
+                    log.warning("tick: %s would reuse held ids on %s; skipped", job.uuid, slave)
+                    continue
+                won = job_transition(
+                    job=job,
+                    to=S.ASSIGNED,
+                    message=f"assigned to {slave.name}, GPUs {list(start.gpu_ids)}",
+                    fields={
+                        "slave": slave,
+                        "gpu_ids": list(start.gpu_ids),
+                        "cpu_ids": list(start.cpu_ids),
+                        "queued_explanations": [],
+                        "ignoring_reservation_ids": sorted(start.ignoring_reservation_ids),
+                    },
+                    now=now,
+                )
+                if won:
+                    held_gpus.update(start.gpu_ids)
+                    held_cpus.update(start.cpu_ids)
+                    fire(LAUNCH_TASK, job.pk)
+                    started += 1
+    return started
+
+
+def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    from jobs.services import job_halt_by_system
+    from portal.errors import Conflict
+
+    waiting_infos: dict[str, list[dict]] = defaultdict(list)
+    for halt in result.halts:
+        job = jobs.get(halt.job_id)
+        info = halt.halt_info.to_json()
+        if job is not None:
+            try:
+                job_halt_by_system(job=job, halt_info=info, now=now)
+            except Conflict:
+                continue  # it ended meanwhile: nothing to halt
+        for started_uuid in halt.halt_info.started_job_uuids:
+            waiting_infos[started_uuid].append(info)
+    # "On both sides": the job the room is freed for records the halt too.
+    for job_uuid, infos in waiting_infos.items():
+        job = jobs.get(job_uuid)
+        if job is not None:
+            seen = {(i["time"], tuple(i["haltedJobUuids"])) for i in job.halt_events}
+            new = [i for i in infos if (i["time"], tuple(i["haltedJobUuids"])) not in seen]
+            if new:
+                Job.objects.filter(pk=job.pk).update(halt_events=[*job.halt_events, *new])
+
+
+def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    from jobs.services import job_cancel_by_system
+    from portal.errors import Conflict
+
+    for fail in result.fails:
+        job = jobs.get(fail.job_id)
+        if job is not None and job.status == S.QUEUED:
+            job_transition(
+                job=job,
+                to=S.FAILED,
+                message=fail.reason,
+                fields={"end_reason": fail.reason, "queued_explanations": [fail.reason]},
+                now=now,
+            )
+    for cancel in result.cancels:
+        job = jobs.get(cancel.job_id)
+        if job is not None:
+            try:
+                job_cancel_by_system(job=job, reason=cancel.reason, now=now)
+            except Conflict:
+                pass
+
+
+def apply_explanations(result: sm.CycleResult, queued: list[dict]) -> int:
+    """Store explanations that changed (one bulk write; unchanged rows are not touched)."""
+    changed = []
+    for row in queued:
+        key = str(row["uuid"])
+        if key not in result.explanations:
+            continue
+        lines = list(result.explanations[key])
+        if lines != row["queued_explanations"]:
+            changed.append((row["uuid"], lines))
+    if changed:
+        objs = {j.uuid: j for j in Job.objects.filter(uuid__in=[u for u, _ in changed])}
+        for job_uuid, lines in changed:
+            objs[job_uuid].queued_explanations = lines
+        Job.objects.bulk_update(objs.values(), ["queued_explanations"], batch_size=500)
+    return len(changed)
+
+
+def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:
+    ids = {d.job_id for d in result.decisions}
+    for halt in result.halts:
+        ids.update(halt.halt_info.started_job_uuids)
+    jobs = {
+        str(j.uuid): j
+        for j in Job.objects.filter(uuid__in=ids).select_related("slave", "owner", "project")
+    }
+    apply_fails_and_cancels(result, jobs, now)
+    apply_halts(result, jobs, now)
+    started = apply_starts(list(result.starts), jobs, now)
+    explained = apply_explanations(result, queued)
+    return {
+        "started": started,
+        "halted": len(result.halts),
+        "failed": len(result.fails),
+        "cancelled": len(result.cancels),
+        "explanations_written": explained,
+    }
+
+
+def tick_once(now: datetime | None = None) -> dict:
+    now = now or timezone.now()
+    began = time.perf_counter()
+    snapshot, queued = build_snapshot(now)
+    built = time.perf_counter()
+    result = run_cycle(snapshot)
+    decided = time.perf_counter()
+    summary = apply(result, queued, now)
+    summary.update(
+        snapshot_s=built - began, cycle_s=decided - built, apply_s=time.perf_counter() - decided
+    )
+    return summary
+
+
+def tick(now: datetime | None = None) -> list[dict] | None:
+    """Run a tick unless one is running (then that one runs once more). Returns summaries."""
+    holder = uuid.uuid4().hex
+    if not lease_acquire_or_request_rerun(holder=holder):
+        return None
+    summaries = []
+    while True:
+        began = time.perf_counter()
+        try:
+            summaries.append(tick_once(now))
+        except Exception:
+            lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began)
+            raise
+        if not lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began):
+            return summaries
+        now = None  # a follow-up tick looks at the world as it is now
+
+
+# --- submit-time check ---------------------------------------------------------------------
+
+
+def impossible_reason_for_request(*, request: dict, project, slaves: list[Slave]) -> str | None:
+    """Why no registered slave could ever run this request (None when some could)."""
+    from jobs.request_columns import columns_from_request
+
+    if not slaves:
+        return None  # an empty portal accepts jobs: slaves may be registered later
+    columns = columns_from_request(request)
+    row = {
+        "uuid": "submit-check",
+        "owner__username": "",
+        "project__name": project.name,
+        "created": timezone.now(),
+        "queued_explanations": [],
+        **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
+        "min_cuda_version": columns["min_cuda_version"],
+        "requested_cluster_id": columns["requested_cluster_id"],
+        "requested_slave_name": columns["requested_slave_name"],
+    }
+    return impossible_reason(
+        queued_job(row), [slave_state(s) for s in slaves], config=scheduler_config()
+    )

@@ -1,17 +1,102 @@
-"""DRF exception handler: service errors become 4xx answers with a clear message."""
+"""DRF exception handler: every refused API request gets a 4xx answer with a clear message.
 
+Shape of every error body: ``{"error": "<what went wrong>"}``, plus ``"errors": [...]`` (one
+``path: rule`` string per problem) for rejected input. Cases:
+
+- SpecError (bad job document or bad JSON) -> 400, errors name the field paths, JSON syntax
+  errors give the line and column;
+- ServiceError (portal.errors) -> its status_code (403 not allowed, 404, 409 conflict, 400);
+- Django's RequestDataTooBig (body above DATA_UPLOAD_MAX_MEMORY_SIZE) -> 413, never 400/500;
+- Django's Http404, PermissionDenied and DRF's own exceptions -> their status, same shape.
+"""
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
 from jobs.spec import SpecError
+from jobs.spec.jsontext import JSON_PATH
 from portal.errors import ServiceError
+
+
+class BadRequest(exceptions.APIException):
+    """400 with a message and, optionally, a list of ``path: rule`` problems."""
+
+    status_code = 400
+    default_detail = "bad request"
+
+    def __init__(self, message: str, errors: list[str] | None = None):
+        super().__init__(message)
+        self.errors = list(errors or [])
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = 413
+    default_detail = "request body too large"
+
+
+def too_large_message() -> str:
+    return f"request body too large (at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes)"
+
+
+def _flatten(detail, prefix: str = "") -> list[str]:
+    """DRF ValidationError detail (dict / list / str) -> ["path: message", ...]."""
+    if isinstance(detail, dict):
+        out: list[str] = []
+        for key, value in detail.items():
+            path = key if key != "non_field_errors" else ""
+            out.extend(_flatten(value, f"{prefix}.{path}" if prefix and path else prefix or path))
+        return out
+    if isinstance(detail, list):
+        out = []
+        for index, value in enumerate(detail):
+            if isinstance(value, dict | list) and not all(isinstance(v, str) for v in value):
+                out.extend(_flatten(value, f"{prefix}[{index}]"))
+            else:
+                out.extend(_flatten(value, prefix))
+        return out
+    return [f"{prefix}: {detail}" if prefix else str(detail)]
+
+
+def spec_error_response(exc: SpecError) -> Response:
+    only_json = all(e.path == JSON_PATH for e in exc.errors)
+    return Response(
+        {
+            "error": "invalid JSON" if only_json else "invalid job",
+            "errors": [str(e) for e in exc.errors],
+        },
+        status=400,
+    )
 
 
 def exception_handler(exc, context):
     if isinstance(exc, SpecError):
-        return Response(
-            {"error": "invalid job", "errors": [str(e) for e in exc.errors]}, status=400
-        )
+        return spec_error_response(exc)
     if isinstance(exc, ServiceError):
         return Response({"error": str(exc)}, status=exc.status_code)
-    return drf_handler(exc, context)
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"error": too_large_message()}, status=413)
+    if isinstance(exc, BadRequest):
+        body = {"error": str(exc.detail)}
+        if exc.errors:
+            body["errors"] = exc.errors
+        return Response(body, status=400)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "not found")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    response = drf_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = {"error": "invalid request", "errors": _flatten(exc.detail)}
+    elif isinstance(exc, exceptions.APIException):
+        detail = exc.detail
+        response.data = {"error": str(detail) if not isinstance(detail, dict | list) else "error"}
+        if isinstance(detail, dict | list):
+            response.data["errors"] = _flatten(detail)
+    return response

@@ -1,3 +1,13 @@
-"""Login certificate pages for gpulab-cli."""
+"""Login certificate pages for gpulab-cli (list, download a new login PEM, revoke)."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from portal.certs import views
+
+app_name = "certs"
+
+urlpatterns = [
+    path("", views.certificate_list, name="list"),
+    path("new/", views.certificate_download, name="download"),
+    path("<int:pk>/revoke/", views.certificate_revoke, name="revoke"),
+]

@@ -81,3 +81,40 @@ class Profile(models.Model):
     @property
     def ssh_key_list(self) -> list[str]:
         return [line.strip() for line in self.ssh_public_keys.splitlines() if line.strip()]
+
+
+class LoginCertificate(models.Model):
+    """A login certificate issued by the portal CA, for gpulab-cli's TLS client authentication.
+
+    Only the facts needed to accept or refuse the certificate are kept: never the private key.
+    A revoked or expired certificate stops working at once (checked on every request).
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="login_certificates"
+    )
+    serial = models.CharField(max_length=64, unique=True, help_text="Serial number, hexadecimal.")
+    fingerprint = models.CharField(
+        max_length=64, unique=True, help_text="SHA-256 of the DER certificate, hexadecimal."
+    )
+    not_before = models.DateTimeField()
+    not_after = models.DateTimeField()
+    created = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["user", "created"])]
+
+    def __str__(self) -> str:
+        return f"login certificate {self.serial[:12]} of {self.user}"
+
+    def state_at(self, now) -> str:
+        """One of: revoked, expired, not yet valid, valid (at ``now``)."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if now >= self.not_after:
+            return "expired"
+        if now < self.not_before:
+            return "not yet valid"
+        return "valid"

@@ -28,6 +28,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    # Swagger UI / Redoc files served locally for /api/docs/ (no CDN).
+    "drf_spectacular_sidecar",
     "django_q",
     "crispy_forms",
     "crispy_bootstrap5",
@@ -101,6 +103,9 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        # gpulab-cli's login certificate, handed over by the TLS front end. Last on purpose:
+        # see portal/certs/authentication.py.
+        "portal.certs.authentication.ClientCertificateAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -114,6 +119,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "GPULab v4.0-compatible job API plus portal endpoints.",
     "VERSION": "4.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Serve Swagger UI and Redoc from drf-spectacular-sidecar's static files: the portal loads
+    # nothing from the internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.

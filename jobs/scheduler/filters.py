@@ -16,27 +16,48 @@ Three families, in pipeline order:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from . import reservations as res_rules
 from .model import SchedulerConfig, SlaveState
 from .shape import Shape
-from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches
+from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches, single_class
 from .text import compress_names, fmt_gb, join_limited, plural
 from .timing import format_duration
 
 
-@dataclass(frozen=True, slots=True)
 class Env:
-    """What filters need besides the shape and the slave (``ctx`` is None outside a cycle)."""
+    """What filters need besides the shape and the slave (``ctx`` is None outside a cycle).
 
-    config: SchedulerConfig
-    ctx: Context | None = None
+    It also memoises per-slave counts: the same representative slaves are asked about again and
+    again (once per request shape), and the snapshot keeps them alive for the whole cycle.
+    """
 
+    __slots__ = ("config", "ctx", "_models", "_matching", "_cpus")
 
-def matching_gpus(slave: SlaveState, wanted: tuple[str, ...]) -> int:
-    """How many GPUs of the slave have a model the request accepts."""
-    return len({gpu.index for gpu in slave.gpus if model_matches(gpu.model.lower(), wanted)})
+    def __init__(self, config: SchedulerConfig, ctx: Context | None = None) -> None:
+        self.config = config
+        self.ctx = ctx
+        self._models: dict[int, dict[int, str]] = {}
+        self._matching: dict[tuple[int, tuple[str, ...]], int] = {}
+        self._cpus: dict[int, int] = {}
+
+    def matching_gpus(self, slave: SlaveState, wanted: tuple[str, ...]) -> int:
+        """How many GPUs of the slave have a model the request accepts."""
+        key = (id(slave), wanted)
+        found = self._matching.get(key)
+        if found is None:
+            models = self._models.get(id(slave))
+            if models is None:
+                models = self._models[id(slave)] = {g.index: g.model.lower() for g in slave.gpus}
+            found = sum(1 for model in models.values() if model_matches(model, wanted))
+            self._matching[key] = found
+        return found
+
+    def cpus(self, slave: SlaveState) -> int:
+        found = self._cpus.get(id(slave))
+        if found is None:
+            found = self._cpus[id(slave)] = len(set(slave.cpu_ids))
+        return found
 
 
 def _gpu_word(shape: Shape) -> str:
@@ -75,7 +96,14 @@ class SlaveNameFilter:
         return f"job asks for slave {shape.slave_name}"
 
     def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
-        return f"{scope_of(shape)}no slave named {shape.slave_name}"
+        """``groups`` are all classes: say where the slave is when it is elsewhere."""
+        for g in groups:
+            if shape.slave_name in g.names:
+                return (
+                    f"slave {shape.slave_name} is in cluster {g.cluster_id}, "
+                    f"not cluster {shape.cluster_id}"
+                )
+        return f"no slave named {shape.slave_name}"
 
 
 class PrivateAccessFilter:
@@ -105,7 +133,7 @@ class GpuModelFilter:
     name = "gpu model"
 
     def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
-        if not shape.gpu_models or matching_gpus(slave, shape.gpu_models):
+        if not shape.gpu_models or env.matching_gpus(slave, shape.gpu_models):
             return None
         has = join_limited(sorted({gpu.model for gpu in slave.gpus})) or "no GPUs"
         return f"slave {slave.name} has no GPU model {shape.models_label} (has: {has})"
@@ -156,10 +184,10 @@ class CapacityFilter:
     name = "capacity"
 
     def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
-        gpus = matching_gpus(slave, shape.gpu_models)
+        gpus = env.matching_gpus(slave, shape.gpu_models)
         if gpus < shape.gpus:
             return f"slave {slave.name} has {plural(gpus, _gpu_word(shape))}, job needs {shape.gpus}"
-        cpus = len(set(slave.cpu_ids))
+        cpus = env.cpus(slave)
         if cpus < shape.cpus:
             return f"slave {slave.name} has {plural(cpus, 'CPU')}, job needs {shape.cpus}"
         if slave.memory_gb + EPS < shape.memory_gb:
@@ -172,7 +200,7 @@ class CapacityFilter:
     def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
         scope = scope_of(shape)
         word = _gpu_word(shape)
-        sized = [(matching_gpus(g.rep, shape.gpu_models), g) for g in groups]
+        sized = [(env.matching_gpus(g.rep, shape.gpu_models), g) for g in groups]
         enough = [g for n, g in sized if n >= shape.gpus]
         if not enough:
             n, best = max(sized, key=lambda item: (item[0], -item[1].slaves[0].rank))
@@ -181,7 +209,7 @@ class CapacityFilter:
                 f"(largest: {n} on {best.slaves[0].name})"
             )
         with_gpus = f"with {plural(shape.gpus, word)} " if shape.gpus else ""
-        cpus = [(len(set(g.rep.cpu_ids)), g) for g in enough]
+        cpus = [(env.cpus(g.rep), g) for g in enough]
         roomy = [g for n, g in cpus if n >= shape.cpus]
         if not roomy:
             n, best = max(cpus, key=lambda item: (item[0], -item[1].slaves[0].rank))
@@ -197,9 +225,11 @@ class CapacityFilter:
         )
 
 
+CLUSTER = ClusterFilter()
+SLAVE_NAME = SlaveNameFilter()
 IDENTITY_FILTERS = (
-    ClusterFilter(),
-    SlaveNameFilter(),
+    CLUSTER,
+    SLAVE_NAME,
     PrivateAccessFilter(),
     GpuModelFilter(),
     CudaFilter(),
@@ -215,19 +245,28 @@ def identity_chain(
 
     Returns the classes that pass all of them, or (``[]``, why none does): the message comes from
     the first filter that rejects every class left by the ones before, so it names the real
-    obstacle ("no slave has GPU model A100") rather than the first difference.
+    obstacle ("no slave has GPU model A100") rather than the first difference. A job pinned to a
+    slave by name is narrowed to a one-slave view of it, and gets that slave's own reason.
     """
     left = list(groups)
     if not left:
-        return [], IDENTITY_FILTERS[0].summarize(shape, left, env)
+        return [], "no slaves are registered"
     for plugin in IDENTITY_FILTERS:
+        if plugin is SLAVE_NAME:
+            if shape.slave_name is None:
+                continue
+            pinned = next(
+                (s for g in left for s in g.slaves if s.name == shape.slave_name), None
+            )
+            if pinned is None:
+                return [], SLAVE_NAME.summarize(shape, groups, env)
+            left = [single_class(pinned)]
+            continue
         passed = [g for g in left if plugin(shape, g.rep, env) is None]
         if not passed:
-            if len(left) == 1 and shape.slave_name is not None:
-                reason = plugin(shape, left[0].rep, env)
-                if reason is not None and plugin.name != "cluster":
-                    return [], reason
-            return [], plugin.summarize(shape, left if plugin.name != "cluster" else groups, env)
+            if shape.slave_name is not None and plugin is not CLUSTER:
+                return [], plugin(shape, left[0].rep, env)
+            return [], plugin.summarize(shape, left if plugin is not CLUSTER else groups, env)
         left = passed
     return left, None
 

@@ -40,6 +40,7 @@ class ResRuntime:
         "limit",
         "non_entitled_gpus",
         "committed_gpus",
+        "_text",
     )
 
     def __init__(self, res: ReservationWindow, slaves: Sequence[SlaveState], now: datetime):
@@ -57,6 +58,7 @@ class ResRuntime:
         self.limit = self.total_gpus - max(0, held)
         self.non_entitled_gpus = 0  # active window: GPUs held now by jobs not entitled
         self.committed_gpus = 0  # future window: GPUs that will still be held at its start
+        self._text: str | None = None
 
     @property
     def whole(self) -> bool:
@@ -65,6 +67,11 @@ class ResRuntime:
 
     def describe(self, now: datetime) -> str:
         """``reservation R blocks gpu1-gpu4 from 14:00 UTC`` (or ``holds ... until`` when open)."""
+        if self._text is None:
+            self._text = self._describe(now)
+        return self._text
+
+    def _describe(self, now: datetime) -> str:
         names = compress_names(self.slave_names)
         what = names if self.whole else f"{plural(self.res.gpu_count or 0, 'GPU')} of {names}"
         if self.active:

@@ -17,8 +17,11 @@ from . import reservations as res_rules
 from .model import QueuedJob, SchedulerConfig
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Shape:
+    """Interned by :class:`ShapeFactory`: equal requests get the same object, which then hashes
+    and compares by identity (cheap, since every cache of the cycle is keyed by shape)."""
+
     gpus: int
     cpus: int
     memory_gb: float
@@ -50,7 +53,7 @@ class ShapeFactory:
     def __init__(
         self,
         *,
-        now: datetime,
+        now: datetime | None,
         config: SchedulerConfig,
         private_owners: Mapping[int, frozenset[str]],
         rrs: Sequence[res_rules.ResRuntime] = (),
@@ -61,6 +64,7 @@ class ShapeFactory:
         self._rrs = rrs
         self._owner_of: dict[str, frozenset[int]] = {}
         self._models: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._interned: dict[tuple, Shape] = {}
 
     def owner_of(self, project: str) -> frozenset[int]:
         found = self._owner_of.get(project)
@@ -85,19 +89,21 @@ class ShapeFactory:
             relation = res_rules.relation(job, rr, self._now)
             if relation is not None:
                 relations.append((rr.id, relation))
-        return Shape(
-            gpus=job.gpus,
-            cpus=job.cpus,
-            memory_gb=float(job.memory_gb),
-            gpu_models=models,
-            features=job.features,
-            min_cuda=job.min_cuda,
-            cluster_id=job.cluster_id,
-            slave_name=job.slave_name,
-            owner_of=self.owner_of(job.project),
-            guest_ok=job.cluster_id is None and job.min_duration_s <= self._guest_limit,
-            res=tuple(relations),
-            models_label=" or ".join(dict.fromkeys(m.strip() for m in job.gpu_models if m.strip()))
-            if models
-            else "",
+        key = (
+            job.gpus,
+            job.cpus,
+            float(job.memory_gb),
+            models,
+            job.features,
+            job.min_cuda,
+            job.cluster_id,
+            job.slave_name,
+            self.owner_of(job.project),
+            job.cluster_id is None and job.min_duration_s <= self._guest_limit,
+            tuple(relations),
         )
+        found = self._interned.get(key)
+        if found is None:
+            label = " or ".join(dict.fromkeys(m.strip() for m in job.gpu_models if m.strip()))
+            found = self._interned[key] = Shape(*key, models_label=label if models else "")
+        return found

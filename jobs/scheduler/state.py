@@ -63,11 +63,13 @@ class SlaveClass:
         "reservations",
         "slaves",
         "buckets",
+        "single",
         "_match",
     )
 
     def __init__(self, cid: int, rep: SlaveState, reservations: tuple) -> None:
         self.id = cid
+        self.single = False  # a one-slave view (pinned slaveName), not indexed
         self.rep = rep  # any member: all share the static attributes
         self.cluster_id = rep.cluster_id
         self.private = rep.cluster_private
@@ -109,13 +111,26 @@ class SlaveClass:
         insort(self.buckets[new_free], slave.rank)
 
 
+def single_class(slave: SlaveRuntime) -> SlaveClass:
+    """A view of one slave as its own class, for jobs pinned to it by slaveName.
+
+    It shares the reservations of the slave's real class but has no bucket index: placements
+    still go through (and re-index) the real class.
+    """
+    real = slave.cls
+    view = SlaveClass(-1 - slave.rank, slave.state, real.reservations if real else ())
+    view.single = True
+    view.slaves.append(slave)
+    return view
+
+
 def class_key(slave: SlaveState, covering: tuple[str, ...]) -> tuple:
     return (
         slave.cluster_id,
         slave.cluster_private,
         slave.cluster_owner_projects,
         slave.online and slave.accepting_jobs,
-        tuple(sorted((gpu.model.lower() for gpu in slave.gpus))),
+        tuple(sorted(gpu.model.lower() for gpu in slave.gpus)),
         len({gpu.index for gpu in slave.gpus}),
         slave.cuda_major,
         slave.features,

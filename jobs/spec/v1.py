@@ -14,7 +14,9 @@ Top level of a v1 document:
 - anything else is an error naming the key.
 Inside ``jobDefinition`` (and its ``resources`` and ``jobDataLocations`` items) only the keys of
 the mapping are allowed, spelled exactly; any other key is an error naming it. Scheduling is
-not part of v1: the converted job gets all scheduling defaults.
+not part of v1: the converted job gets all scheduling defaults. A jobDataLocations item with only
+mountPoint or only sharePath converts to a storage item with only containerPath or hostPath: the
+v2 validator then copies one into the other, which is the reference's rule.
 """
 
 from __future__ import annotations
@@ -183,10 +185,15 @@ def _storage(value: object, path: str, errs: Errors) -> list | None:
         if mount is None and share is None:
             errs.add(item_path, "needs mountPoint or sharePath")
             continue
-        # Each defaults to the other.
-        result.append(
-            {"containerPath": _first_given(mount, share), "hostPath": _first_given(share, mount)}
-        )
+        # "Each defaults to the other" is left to the v2 validator, which applies that very rule
+        # (plus its .ssh special case): copying here would report one mistake twice, once under
+        # a key the user never wrote.
+        location = {}
+        if mount is not None:
+            location["containerPath"] = mount
+        if share is not None:
+            location["hostPath"] = share
+        result.append(location)
     return result
 
 

@@ -103,8 +103,10 @@ def _request(value: object, path: str, errs: Errors, defaults: SpecDefaults) -> 
 def _ssh_key(item: object, path: str, errs: Errors) -> str | None:
     # Any key type is accepted (the real client adds ed25519, ecdsa and rsa keys); the SSH
     # front end decides what it can use, a job is never refused for its key.
-    text = check_str(item, path, errs, min_length=1, max_length=16384)
-    return None if text is None else text.strip()
+    # Stripped before the checks so that a normalised document validates again.
+    if isinstance(item, str):
+        item = item.strip()
+    return check_str(item, path, errs, min_length=1, max_length=16384)
 
 
 def _email(item: object, path: str, errs: Errors) -> str | None:

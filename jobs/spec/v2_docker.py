@@ -104,7 +104,7 @@ def _environment(value: object, path: str, errs: Errors) -> dict:
     result = {}
     for name, item in value.items():
         item_path = join(path, name)
-        if not ENV_NAME_RE.fullmatch(name):
+        if not isinstance(name, str) or not ENV_NAME_RE.fullmatch(name):
             errs.add(item_path, ENV_NAME_HINT)
         elif item is None or isinstance(item, float | list | dict):
             # GPULab's schema: str | int | bool. A float would be rendered differently by

@@ -34,8 +34,10 @@ MIN_MAX_DURATION_SECONDS = 60
 BUCKET_NAME_RE = re.compile(r"[\w][\w_\-@.]*")
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # RFC 3339 date-time; its section 5.6 note allows a space (or "t") instead of "T".
+# [0-9], not \d: \d also matches other scripts' digits, which int() would happily read.
 RFC3339_RE = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
+    r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
 )
 RFC3339_HINT = 'must be an RFC 3339 date-time with a timezone, like "2030-01-01T00:00:00+01:00"'
 UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"

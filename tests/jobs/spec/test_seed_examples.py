@@ -151,7 +151,9 @@ def test_defaults_example_equals_our_defaults():
 
 def test_bucket_example_has_a_name_gpulab_refuses():
     bucket = load_json(fixture_text("sched-bucket.json"))
-    errors = errors_of(normalize_job, wrap_scheduling({"maxSimultaneousJobs": bucket}), defaults=DEFAULTS)
+    errors = errors_of(
+        normalize_job, wrap_scheduling({"maxSimultaneousJobs": bucket}), defaults=DEFAULTS
+    )
     assert len(errors) == 1
     assert errors[0][0] == "request.scheduling.maxSimultaneousJobs.bucketName"
     assert "no spaces" in errors[0][1]
@@ -205,7 +207,13 @@ SNIPPETS = {
     ),
     "v2-command-list.snippet.txt": (
         "request.docker.command",
-        ["/project/experiment-executable", "--data", "/project_scratch/data/", "--log", "/project_scratch/logs/"],
+        [
+            "/project/experiment-executable",
+            "--data",
+            "/project_scratch/data/",
+            "--log",
+            "/project_scratch/logs/",
+        ],
     ),
     "v2-storage.snippet.txt": (
         "request.docker.storage",

@@ -51,19 +51,23 @@ ROWS = [
     (
         {f"{J}.jobDataLocations": [{"mountPoint": "/project"}]},
         "request.docker.storage",
-        [{"containerPath": "/project", "hostPath": "/project"}],
+        [{"containerPath": "/project"}],
     ),
     (
         {f"{J}.jobDataLocations": [{"sharePath": "/project_scratch"}]},
         "request.docker.storage",
-        [{"containerPath": "/project_scratch", "hostPath": "/project_scratch"}],
+        [{"hostPath": "/project_scratch"}],
     ),
     (
         {f"{J}.jobDataLocations": [{"sharePath": "/project/mycode/", "mountPoint": "/work/code/"}]},
         "request.docker.storage",
         [{"containerPath": "/work/code/", "hostPath": "/project/mycode/"}],
     ),
-    ({f"{J}.portMappings": [{"containerPort": 80, "hostPort": 8080}]}, "request.docker.portMappings", [{"containerPort": 80, "hostPort": 8080}]),
+    (
+        {f"{J}.portMappings": [{"containerPort": 80, "hostPort": 8080}]},
+        "request.docker.portMappings",
+        [{"containerPort": 80, "hostPort": 8080}],
+    ),
     ({f"{J}.environment": {"A": 1}}, "request.docker.environment", {"A": 1}),
     ({f"{J}.projectGidVariableName": "GID"}, "request.docker.projectGidVariableName", "GID"),
     ({f"{J}.workingDir": "/work"}, "request.docker.workingDir", "/work"),
@@ -78,7 +82,9 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "path", "expected"), ROWS, ids=[f"{i}:{r[1]}" for i, r in enumerate(ROWS)])
+@pytest.mark.parametrize(
+    ("changes", "path", "expected"), ROWS, ids=[f"{i}:{r[1]}" for i, r in enumerate(ROWS)]
+)
 def test_conversion_row(changes, path, expected):
     converted = convert_v1(with_changes(v1_minimal(), changes))
     assert value_at(converted, path) == expected
@@ -98,6 +104,33 @@ def test_dropped_keys_leave_no_trace(changes):
     assert convert_v1(with_changes(v1_minimal(), changes)) == convert_v1(v1_minimal())
 
 
+def test_missing_resources_are_reported_in_v1_terms():
+    doc = with_changes(v1_minimal(), {f"{J}.resources": DELETE})
+    assert errors_of(parse_job_document, doc, defaults=DEFAULTS) == [
+        (f"{J}.resources.cpuCores", "is required"),
+        (f"{J}.resources.gpus", "is required"),
+        (f"{J}.resources.systemMemory", "is required"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("location", "storage"),
+    [
+        ({"mountPoint": "/project"}, {"containerPath": "/project/", "hostPath": "/project/"}),
+        (
+            {"sharePath": "/project_scratch"},
+            {"containerPath": "/project_scratch/", "hostPath": "/project_scratch/"},
+        ),
+        ({"sharePath": ".ssh"}, {"containerPath": "/root/.ssh/", "hostPath": ".ssh/"}),
+    ],
+)
+def test_data_locations_default_to_each_other_once_validated(location, storage):
+    doc, _ = parse_job_document(
+        with_changes(v1_minimal(), {f"{J}.jobDataLocations": [location]}), defaults=DEFAULTS
+    )
+    assert doc["request"]["docker"]["storage"] == [storage]
+
+
 def test_conversion_has_no_scheduling_so_defaults_apply():
     converted = convert_v1(v1_minimal())
     assert "scheduling" not in converted["request"]
@@ -106,7 +139,13 @@ def test_conversion_has_no_scheduling_so_defaults_apply():
 
 
 def test_server_set_keys_are_ignored():
-    doc = {**v1_minimal(), "uuid": "x", "owner": {}, "deploymentEnvironment": "production", "state": None}
+    doc = {
+        **v1_minimal(),
+        "uuid": "x",
+        "owner": {},
+        "deploymentEnvironment": "production",
+        "state": None,
+    }
     assert convert_v1(doc) == convert_v1(v1_minimal())
 
 
@@ -168,7 +207,7 @@ def test_complete_v1_document_converts_and_validates():
                 "user": "root",
                 "command": [],
                 "storage": [
-                    {"containerPath": "/project", "hostPath": "/project"},
+                    {"containerPath": "/project"},
                     {"containerPath": "/work/code/", "hostPath": "/project/mycode/"},
                 ],
             },
@@ -205,13 +244,21 @@ ERRORS = [
     ({f"{J}.foo": 1}, f"{J}.foo", "unknown key"),
     ({f"{J}.docker_image": "x"}, f"{J}.docker_image", 'unknown key (did you mean "dockerImage"?)'),
     ({f"{J}.resources.memory": 1}, f"{J}.resources.memory", "unknown key"),
-    ({f"{J}.jobDataLocations": [{"mountPoint": "/a", "readOnly": True}]}, f"{J}.jobDataLocations[0].readOnly", "unknown key"),
+    (
+        {f"{J}.jobDataLocations": [{"mountPoint": "/a", "readOnly": True}]},
+        f"{J}.jobDataLocations[0].readOnly",
+        "unknown key",
+    ),
     ({f"{J}.jobDataLocations": [{}]}, f"{J}.jobDataLocations[0]", "needs mountPoint or sharePath"),
     ({f"{J}.jobDataLocations": ["/project"]}, f"{J}.jobDataLocations[0]", "must be an object"),
     ({f"{J}.jobDataLocations": {"mountPoint": "/a"}}, f"{J}.jobDataLocations", "must be a list"),
     ({f"{J}.clusterId": "abc"}, f"{J}.clusterId", "must be a cluster id"),
     ({f"{J}.clusterId": ["abc"]}, f"{J}.clusterId[0]", "must be a cluster id"),
-    ({f"{J}.resources.systemMemory": "lots"}, f"{J}.resources.systemMemory", "must be a number of MB"),
+    (
+        {f"{J}.resources.systemMemory": "lots"},
+        f"{J}.resources.systemMemory",
+        "must be a number of MB",
+    ),
     ({f"{J}.resources": 4}, f"{J}.resources", "must be an object"),
     ({J: DELETE}, J, "is required"),
     ({J: "x"}, J, "must be an object"),
@@ -232,13 +279,21 @@ V2_ERRORS_IN_V1_TERMS = [
     ({f"{J}.resources.cpuCores": 0}, f"{J}.resources.cpuCores", "must be > 0"),
     ({f"{J}.resources.systemMemory": 0}, f"{J}.resources.systemMemory", "must be > 0"),
     ({f"{J}.resources.gpus": -1}, f"{J}.resources.gpus", "must be >= 0"),
-    ({f"{J}.resources": DELETE}, f"{J}.resources.cpuCores", "is required"),
+    ({f"{J}.resources.cpuCores": DELETE}, f"{J}.resources.cpuCores", "is required"),
     ({f"{J}.dockerImage": "Bad Image"}, f"{J}.dockerImage", "does not match the image pattern"),
     ({f"{J}.dockerImage": DELETE}, f"{J}.dockerImage", "is required"),
     ({f"{J}.clusterId": -2}, f"{J}.clusterId", "must be >= 0"),
     ({f"{J}.name": ""}, f"{J}.name", "must not be empty"),
-    ({f"{J}.jobDataLocations": [{"mountPoint": "rel"}]}, f"{J}.jobDataLocations[0].mountPoint", "must be an absolute path"),
-    ({f"{J}.jobDataLocations": [{"mountPoint": "/a", "sharePath": "x"}]}, f"{J}.jobDataLocations[0].sharePath", "must be an absolute path"),
+    (
+        {f"{J}.jobDataLocations": [{"mountPoint": "rel"}]},
+        f"{J}.jobDataLocations[0].mountPoint",
+        "must be an absolute path",
+    ),
+    (
+        {f"{J}.jobDataLocations": [{"mountPoint": "/a", "sharePath": "x"}]},
+        f"{J}.jobDataLocations[0].sharePath",
+        "must be an absolute path",
+    ),
     ({f"{J}.dockerUser": "1000:1000"}, f"{J}.dockerUser", "must be a user name"),
     ({f"{J}.dockerGroupAdd": ["a-b"]}, f"{J}.dockerGroupAdd[0]", "must be a group"),
     ({f"{J}.environment": {"1X": 1}}, f"{J}.environment.1X", "must be a variable name"),

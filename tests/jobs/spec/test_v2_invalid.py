@@ -47,45 +47,133 @@ CASES = [
     ({f"{R}.slaveName": ""}, f"{R}.slaveName", "must not be empty"),
     ({f"{R}.slaveInstanceId": 7}, f"{R}.slaveInstanceId", "must be a string"),
     ({f"{R}.cpu": 1}, f"{R}.cpu", 'unknown key (did you mean "cpus"?)'),
-    ({f"{R}.cpu_memory_gb": 2}, f"{R}.cpu_memory_gb", "given twice (as cpuMemoryGb and cpu_memory_gb)"),
+    (
+        {f"{R}.cpu_memory_gb": 2},
+        f"{R}.cpu_memory_gb",
+        "given twice (as cpuMemoryGb and cpu_memory_gb)",
+    ),
     # docker
     ({f"{D}.image": DELETE}, f"{D}.image", "is required"),
-    ({f"{D}.image": "Debian:stable"}, f"{D}.image", "does not match the image pattern <user:pass@registry:port/image:tag>"),
+    (
+        {f"{D}.image": "Debian:stable"},
+        f"{D}.image",
+        "does not match the image pattern <user:pass@registry:port/image:tag>",
+    ),
     ({f"{D}.image": "debian stable"}, f"{D}.image", "does not match the image pattern"),
     ({f"{D}.image": "debian:stable\n"}, f"{D}.image", "does not match the image pattern"),
     ({f"{D}.command": 5}, f"{D}.command", "must be a string or a list of strings"),
     ({f"{D}.command": ["ls", 1]}, f"{D}.command[1]", "must be a string"),
     ({f"{D}.environment": {"1BAD": "x"}}, f"{D}.environment.1BAD", "must be a variable name"),
     ({f"{D}.environment": {"MY-VAR": "x"}}, f"{D}.environment.MY-VAR", "must be a variable name"),
-    ({f"{D}.environment": {"A": None}}, f"{D}.environment.A", "must be a string, integer or boolean, not null"),
-    ({f"{D}.environment": {"A": 1.5}}, f"{D}.environment.A", "must be a string, integer or boolean"),
-    ({f"{D}.environment": {"A": ["x"]}}, f"{D}.environment.A", "must be a string, integer or boolean"),
+    (
+        {f"{D}.environment": {"A": None}},
+        f"{D}.environment.A",
+        "must be a string, integer or boolean, not null",
+    ),
+    (
+        {f"{D}.environment": {"A": 1.5}},
+        f"{D}.environment.A",
+        "must be a string, integer or boolean",
+    ),
+    (
+        {f"{D}.environment": {"A": ["x"]}},
+        f"{D}.environment.A",
+        "must be a string, integer or boolean",
+    ),
     ({f"{D}.environment": ["A=1"]}, f"{D}.environment", "must be an object"),
     ({f"{D}.storage": "/project"}, f"{D}.storage", "must be a list"),
     ({f"{D}.storage": [{}]}, f"{D}.storage[0]", "needs containerPath or hostPath"),
     ({f"{D}.storage": [""]}, f"{D}.storage[0]", "must not be empty"),
     ({f"{D}.storage": [5]}, f"{D}.storage[0]", "must be an object"),
-    ({f"{D}.storage": [{"hostPath": "tmpfs", "sizeGb": 1}]}, f"{D}.storage[0].containerPath", 'is required with hostPath "tmpfs"'),
-    ({f"{D}.storage": [{"hostPath": "tmpfs", "containerPath": "/t"}]}, f"{D}.storage[0].sizeGb", 'is required with hostPath "tmpfs"'),
-    ({f"{D}.storage": [{"hostPath": "tmpfs", "containerPath": "/t", "sizeGb": 0}]}, f"{D}.storage[0].sizeGb", "must be > 0"),
-    ({f"{D}.storage": [{"hostPath": "tmpfs", "containerPath": "/t", "sizeGb": 1.5}]}, f"{D}.storage[0].sizeGb", "must be an integer"),
-    ({f"{D}.storage": [{"containerPath": "/a", "sizeGb": 1}]}, f"{D}.storage[0].sizeGb", 'only allowed with hostPath "tmpfs"'),
-    ({f"{D}.storage": [{"containerPath": "relative/dir"}]}, f"{D}.storage[0].containerPath", "must be an absolute path"),
+    (
+        {f"{D}.storage": [{"hostPath": "tmpfs", "sizeGb": 1}]},
+        f"{D}.storage[0].containerPath",
+        'is required with hostPath "tmpfs"',
+    ),
+    (
+        {f"{D}.storage": [{"hostPath": "tmpfs", "containerPath": "/t"}]},
+        f"{D}.storage[0].sizeGb",
+        'is required with hostPath "tmpfs"',
+    ),
+    (
+        {f"{D}.storage": [{"hostPath": "tmpfs", "containerPath": "/t", "sizeGb": 0}]},
+        f"{D}.storage[0].sizeGb",
+        "must be > 0",
+    ),
+    (
+        {f"{D}.storage": [{"hostPath": "tmpfs", "containerPath": "/t", "sizeGb": 1.5}]},
+        f"{D}.storage[0].sizeGb",
+        "must be an integer",
+    ),
+    (
+        {f"{D}.storage": [{"containerPath": "/a", "sizeGb": 1}]},
+        f"{D}.storage[0].sizeGb",
+        'only allowed with hostPath "tmpfs"',
+    ),
+    (
+        {f"{D}.storage": [{"containerPath": "relative/dir"}]},
+        f"{D}.storage[0].containerPath",
+        "must be an absolute path",
+    ),
     ({f"{D}.storage": [{"containerPath": "/"}]}, f"{D}.storage[0].containerPath", "root directory"),
-    ({f"{D}.storage": [{"hostPath": "data"}]}, f"{D}.storage[0].hostPath", 'must be an absolute path (or ".ssh", "PROJECT_SHARE_AUTO" or "tmpfs")'),
-    ({f"{D}.storage": [{"hostPath": "/project/../etc"}]}, f"{D}.storage[0].hostPath", '"." or ".." segments'),
-    ({f"{D}.storage": [{"containerPath": "/a"}, {"containerPath": "/a/"}]}, f"{D}.storage[1].containerPath", "is already used by request.docker.storage[0]"),
-    ({f"{D}.storage": [{"hostPath": "PROJECT_SHARE_AUTO"}]}, f"{D}.storage[0].containerPath", "is required with hostPath PROJECT_SHARE_AUTO"),
-    ({f"{D}.storage": [{"containerPath": "/a", "mode": "ro"}]}, f"{D}.storage[0].mode", "unknown key"),
-    ({f"{D}.portMappings": ["80"]}, f"{D}.portMappings[0]", 'must be an object like {"containerPort": 80} or a port number'),
+    (
+        {f"{D}.storage": [{"hostPath": "data"}]},
+        f"{D}.storage[0].hostPath",
+        'must be an absolute path (or ".ssh", "PROJECT_SHARE_AUTO" or "tmpfs")',
+    ),
+    (
+        {f"{D}.storage": [{"hostPath": "/project/../etc"}]},
+        f"{D}.storage[0].hostPath",
+        '"." or ".." segments',
+    ),
+    (
+        {f"{D}.storage": [{"containerPath": "/a"}, {"containerPath": "/a/"}]},
+        f"{D}.storage[1].containerPath",
+        "is already used by request.docker.storage[0]",
+    ),
+    (
+        {f"{D}.storage": [{"hostPath": "PROJECT_SHARE_AUTO"}]},
+        f"{D}.storage[0].containerPath",
+        "is required with hostPath PROJECT_SHARE_AUTO",
+    ),
+    (
+        {f"{D}.storage": [{"containerPath": "/a", "mode": "ro"}]},
+        f"{D}.storage[0].mode",
+        "unknown key",
+    ),
+    (
+        {f"{D}.portMappings": ["80"]},
+        f"{D}.portMappings[0]",
+        'must be an object like {"containerPort": 80} or a port number',
+    ),
     ({f"{D}.portMappings": [True]}, f"{D}.portMappings[0]", "must be an object like"),
     ({f"{D}.portMappings": 80}, f"{D}.portMappings", "must be a list"),
     ({f"{D}.portMappings": [0]}, f"{D}.portMappings[0].containerPort", "must be >= 1"),
-    ({f"{D}.portMappings": [{"containerPort": 70000}]}, f"{D}.portMappings[0].containerPort", "must be <= 65535"),
-    ({f"{D}.portMappings": [{"hostPort": 8080}]}, f"{D}.portMappings[0].containerPort", "is required"),
-    ({f"{D}.portMappings": [{"containerPort": 80, "hostPort": -1}]}, f"{D}.portMappings[0].hostPort", "must be >= 1"),
-    ({f"{D}.portMappings": [{"containerPort": 80, "hostIp": "nope"}]}, f"{D}.portMappings[0].hostIp", "must be an IP address"),
-    ({f"{D}.projectGidVariableName": "1GID"}, f"{D}.projectGidVariableName", "must be a variable name"),
+    (
+        {f"{D}.portMappings": [{"containerPort": 70000}]},
+        f"{D}.portMappings[0].containerPort",
+        "must be <= 65535",
+    ),
+    (
+        {f"{D}.portMappings": [{"hostPort": 8080}]},
+        f"{D}.portMappings[0].containerPort",
+        "is required",
+    ),
+    (
+        {f"{D}.portMappings": [{"containerPort": 80, "hostPort": -1}]},
+        f"{D}.portMappings[0].hostPort",
+        "must be >= 1",
+    ),
+    (
+        {f"{D}.portMappings": [{"containerPort": 80, "hostIp": "nope"}]},
+        f"{D}.portMappings[0].hostIp",
+        "must be an IP address",
+    ),
+    (
+        {f"{D}.projectGidVariableName": "1GID"},
+        f"{D}.projectGidVariableName",
+        "must be a variable name",
+    ),
     ({f"{D}.workingDir": "work"}, f"{D}.workingDir", "must be an absolute path"),
     ({f"{D}.workingDir": "/a//b"}, f"{D}.workingDir", "no empty segments"),
     ({f"{D}.workingDir": "/a/../b"}, f"{D}.workingDir", '"." or ".." segments'),
@@ -98,28 +186,72 @@ CASES = [
     ({S: []}, S, "must be an object"),
     ({f"{S}.interactive": "yes"}, f"{S}.interactive", "must be true or false"),
     ({f"{S}.restartable": 1}, f"{S}.restartable", "must be true or false"),
-    ({f"{S}.minDuration": "1d"}, f"{S}.minDuration", 'must be a duration like "3 hours" (units: s, sec'),
+    (
+        {f"{S}.minDuration": "1d"},
+        f"{S}.minDuration",
+        'must be a duration like "3 hours" (units: s, sec',
+    ),
     ({f"{S}.killable_after": "3 hr"}, f"{S}.killable_after", 'unknown unit "hr"'),
     ({f"{S}.maxDuration": "30 seconds"}, f"{S}.maxDuration", "must be at least 1 minute"),
     ({f"{S}.maxDuration": 3600}, f"{S}.maxDuration", "must be a duration like"),
     ({f"{S}.maxDuration": "1h30m"}, f"{S}.maxDuration", 'not "1h30m"'),
-    ({f"{S}.minDuration": "1 hour", f"{S}.killableAfter": "1 hour"}, f"{S}.killableAfter", "given twice (as minDuration and killableAfter)"),
-    ({f"{S}.interactive": True, f"{S}.notAfter": "2030-01-01T00:00:00Z"}, f"{S}.notAfter", "cannot be combined with interactive"),
-    ({f"{S}.notBefore": "2030-01-01T00:00:00"}, f"{S}.notBefore", "RFC 3339 date-time with a timezone"),
+    (
+        {f"{S}.minDuration": "1 hour", f"{S}.killableAfter": "1 hour"},
+        f"{S}.killableAfter",
+        "given twice (as minDuration and killableAfter)",
+    ),
+    (
+        {f"{S}.interactive": True, f"{S}.notAfter": "2030-01-01T00:00:00Z"},
+        f"{S}.notAfter",
+        "cannot be combined with interactive",
+    ),
+    (
+        {f"{S}.notBefore": "2030-01-01T00:00:00"},
+        f"{S}.notBefore",
+        "RFC 3339 date-time with a timezone",
+    ),
     ({f"{S}.notBefore": "2030-01-01"}, f"{S}.notBefore", "RFC 3339"),
     ({f"{S}.notBefore": "2030-02-30T00:00:00Z"}, f"{S}.notBefore", "RFC 3339"),
     ({f"{S}.notBefore": "2030-01-01T00:00:00+25:00"}, f"{S}.notBefore", "RFC 3339"),
     ({f"{S}.notBefore": 1893456000}, f"{S}.notBefore", "must be a string"),
-    ({f"{S}.notBefore": "2030-01-02T00:00:00Z", f"{S}.notAfter": "2030-01-01T00:00:00Z"}, f"{S}.notAfter", "must be later than notBefore"),
-    ({f"{S}.notBefore": "2030-01-01T01:00:00+01:00", f"{S}.notAfter": "2030-01-01T00:00:00Z"}, f"{S}.notAfter", "must be later than notBefore"),
-    ({f"{S}.maxSimultaneousJobs": {"bucketName": "a b", "bucketMax": 1}}, f"{S}.maxSimultaneousJobs.bucketName", r"must match ^[\w][\w_\-@.]*$"),
-    ({f"{S}.maxSimultaneousJobs": {"bucketName": "-b", "bucketMax": 1}}, f"{S}.maxSimultaneousJobs.bucketName", "must match"),
-    ({f"{S}.maxSimultaneousJobs": {"bucketName": "b", "bucketMax": 0}}, f"{S}.maxSimultaneousJobs.bucketMax", "must be > 0"),
-    ({f"{S}.maxSimultaneousJobs": {"bucketName": "b"}}, f"{S}.maxSimultaneousJobs.bucketMax", "is required"),
+    (
+        {f"{S}.notBefore": "2030-01-02T00:00:00Z", f"{S}.notAfter": "2030-01-01T00:00:00Z"},
+        f"{S}.notAfter",
+        "must be later than notBefore",
+    ),
+    (
+        {f"{S}.notBefore": "2030-01-01T01:00:00+01:00", f"{S}.notAfter": "2030-01-01T00:00:00Z"},
+        f"{S}.notAfter",
+        "must be later than notBefore",
+    ),
+    (
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "a b", "bucketMax": 1}},
+        f"{S}.maxSimultaneousJobs.bucketName",
+        r"must match ^[\w][\w_\-@.]*$",
+    ),
+    (
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "-b", "bucketMax": 1}},
+        f"{S}.maxSimultaneousJobs.bucketName",
+        "must match",
+    ),
+    (
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "b", "bucketMax": 0}},
+        f"{S}.maxSimultaneousJobs.bucketMax",
+        "must be > 0",
+    ),
+    (
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "b"}},
+        f"{S}.maxSimultaneousJobs.bucketMax",
+        "is required",
+    ),
     ({f"{S}.maxSimultaneousJobs": 3}, f"{S}.maxSimultaneousJobs", "must be an object"),
     ({f"{S}.reservationIds": ["not-a-uuid"]}, f"{S}.reservationIds[0]", "must be a UUID"),
     ({f"{S}.reservationId": "xyz"}, f"{S}.reservationId", "must be a UUID"),
-    ({f"{S}.reservationIds": [GOOD_UUID], f"{S}.reservationId": GOOD_UUID}, f"{S}.reservationId", "given twice"),
+    (
+        {f"{S}.reservationIds": [GOOD_UUID], f"{S}.reservationId": GOOD_UUID},
+        f"{S}.reservationId",
+        "given twice",
+    ),
     ({f"{S}.priority": 1}, f"{S}.priority", "unknown key"),
     # extra
     ({f"{E}.sshPubKeys": "ssh-ed25519 AAAA"}, f"{E}.sshPubKeys", "must be a list"),
@@ -130,7 +262,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "path", "fragment"), CASES, ids=[c[1] + ":" + c[2][:30] for c in CASES])
+@pytest.mark.parametrize(
+    ("changes", "path", "fragment"), CASES, ids=[c[1] + ":" + c[2][:30] for c in CASES]
+)
 def test_invalid(changes, path, fragment):
     errors = errors_of(normalize_job, with_changes(minimal_job(), changes), defaults=DEFAULTS)
     assert len(errors) == 1, errors
@@ -168,8 +302,13 @@ def test_all_errors_are_collected_in_document_order():
 
 def test_error_text_is_path_colon_message():
     with pytest.raises(SpecError) as info:
-        normalize_job(with_changes(minimal_job(), {f"{R}.gpus": -1, f"{R}.cpus": 0}), defaults=DEFAULTS)
-    assert str(info.value) == "request.resources.cpus: must be > 0\nrequest.resources.gpus: must be >= 0"
+        normalize_job(
+            with_changes(minimal_job(), {f"{R}.gpus": -1, f"{R}.cpus": 0}), defaults=DEFAULTS
+        )
+    assert (
+        str(info.value)
+        == "request.resources.cpus: must be > 0\nrequest.resources.gpus: must be >= 0"
+    )
     assert str(info.value.errors[0]) == "request.resources.cpus: must be > 0"
     assert info.value.as_dict() == {
         "request.resources.cpus": ["must be > 0"],
@@ -201,8 +340,14 @@ def test_document_needs_request_or_job_definition():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"name": "x",}', "invalid JSON at line 1 column 14: Expecting property name enclosed in double quotes"),
-        ('{\n  "name": "x"\n  "request": {}\n}', "invalid JSON at line 3 column 3: Expecting ',' delimiter"),
+        (
+            '{"name": "x",}',
+            "invalid JSON at line 1 column 14: Expecting property name enclosed in double quotes",
+        ),
+        (
+            '{\n  "name": "x"\n  "request": {}\n}',
+            "invalid JSON at line 3 column 3: Expecting ',' delimiter",
+        ),
         ('{"a": NaN}', "NaN is not valid JSON"),
         ("", "the document is empty"),
         (b"\xff\xfe{}", "not valid UTF-8"),

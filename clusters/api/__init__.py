@@ -1,0 +1,1 @@
+"""GPULab v4.0 ``clusters`` and ``slaves`` endpoints."""

@@ -1,0 +1,428 @@
+"""One Docker engine (a slave), behind a small interface. The only module importing ``docker``.
+
+Every method raises RuntimeFailure (permanent or transient, see errors) and nothing else, so
+callers never see SDK or HTTP exceptions. The SDK client is created on first use: building a
+DockerEngine never touches the network.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from urllib.parse import urlparse
+
+import docker
+import requests
+from docker import errors as docker_errors
+
+from clusters.runtime.errors import (
+    ContainerNotFound,
+    ContainerNotRunning,
+    RuntimeFailure,
+    is_permanent,
+    redact,
+)
+from clusters.runtime.spec import ContainerSpec, check_spec
+
+DEFAULT_TIMEOUT_S = 30.0
+CONTAINER_EVENTS = ("start", "die")
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    cpus: int
+    memory_bytes: int
+    server_version: str
+    runtimes: tuple[str, ...]
+    os: str
+    kernel: str
+    name: str
+    default_runtime: str = "runc"
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    """A container as inspected. ``exit_code`` is None until it has stopped; ``host_ports``
+    are GPULab-shaped ``{"containerPort", "hostPort", "hostIp"}`` dicts."""
+
+    id: str
+    name: str
+    status: str
+    running: bool
+    exit_code: int | None
+    oom_killed: bool
+    started_at: datetime | None
+    finished_at: datetime | None
+    labels: dict[str, str] = field(default_factory=dict)
+    host_ports: list[dict] = field(default_factory=list)
+    error: str | None = None
+
+
+def parse_docker_time(value: str | None) -> datetime | None:
+    """Docker's RFC 3339 times (nanoseconds, "Z"); its zero time means "never"."""
+    if not value or value.startswith("0001-01-01"):
+        return None
+    match = re.match(r"^(.*T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", value)
+    if not match:
+        return None
+    fraction = (match.group(2) or ".0")[:7]  # Python keeps microseconds
+    zone = "+00:00" if match.group(3) == "Z" else match.group(3)
+    return datetime.fromisoformat(f"{match.group(1)}{fraction}{zone}")
+
+
+def _host_ports(ports: Mapping | None) -> list[dict]:
+    result, seen = [], set()
+    for key, bindings in sorted((ports or {}).items()):
+        container_port = int(key.split("/", 1)[0])
+        for binding in bindings or ():
+            host_ip, host_port = binding.get("HostIp") or "", binding.get("HostPort")
+            if not host_port:
+                continue
+            # Docker lists "0.0.0.0" and "::" for one published port: report it once.
+            if host_ip == "::" and (container_port, int(host_port)) in seen:
+                continue
+            seen.add((container_port, int(host_port)))
+            result.append(
+                {"containerPort": container_port, "hostPort": int(host_port), "hostIp": host_ip}
+            )
+    return result
+
+
+def _state(data: Mapping) -> ContainerState:
+    state = data.get("State") or {}
+    stopped = state.get("Status") in ("exited", "dead")
+    return ContainerState(
+        id=data["Id"],
+        name=(data.get("Name") or "").lstrip("/"),
+        status=state.get("Status") or "",
+        running=bool(state.get("Running")),
+        exit_code=state.get("ExitCode") if stopped else None,
+        oom_killed=bool(state.get("OOMKilled")),
+        started_at=parse_docker_time(state.get("StartedAt")),
+        finished_at=parse_docker_time(state.get("FinishedAt")),
+        labels=dict((data.get("Config") or {}).get("Labels") or {}),
+        host_ports=_host_ports((data.get("NetworkSettings") or {}).get("Ports")),
+        error=state.get("Error") or None,
+    )
+
+
+def _seconds(value: datetime | float | int | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        value = value.timestamp()
+    return f"{float(value):.9f}"
+
+
+class DockerEngine:
+    """A Docker engine at ``unix:///path``, ``tcp://host:port`` (TLS when given files) or
+    ``http(s)://``. ``timeout`` bounds each request (not streams: events, long stops)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        tls_ca: str | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ):
+        parsed = urlparse(url)
+        if parsed.scheme not in ("unix", "tcp", "http", "https"):
+            raise RuntimeFailure(f"unsupported Docker URL {url!r}", permanent=True)
+        if bool(tls_cert) != bool(tls_key):
+            raise RuntimeFailure("TLS needs both a client certificate and a key", permanent=True)
+        self.url = url
+        self.timeout = timeout
+        self._tls = None
+        if tls_ca or tls_cert:
+            self._tls = docker.tls.TLSConfig(
+                client_cert=(tls_cert, tls_key) if tls_cert else None,
+                ca_cert=tls_ca or None,
+                verify=tls_ca or True,
+            )
+        # The engine's own socket is refused as a bind source like the standard ones.
+        self._own_sockets = (parsed.path,) if parsed.scheme == "unix" else ()
+        self._client: docker.APIClient | None = None
+
+    def __repr__(self) -> str:
+        return f"DockerEngine({self.url!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def api(self) -> docker.APIClient:
+        if self._client is None:
+            with self._translated("connect"):
+                self._client = docker.APIClient(
+                    base_url=self.url, version="auto", timeout=self.timeout, tls=self._tls or False
+                )
+        return self._client
+
+    @contextmanager
+    def _translated(
+        self, operation: str, *, secrets=(), container: str | None = None, what: str = ""
+    ):
+        """Turn SDK/HTTP exceptions into RuntimeFailure, secrets redacted. ``what`` prefixes
+        the message (default: the operation)."""
+        what = what or operation
+        try:
+            yield
+        except RuntimeFailure:
+            raise
+        except docker_errors.APIError as exc:
+            status = exc.status_code
+            message = redact(f"{what}: {exc.explanation or exc}", secrets)
+            if container and status == 404 and "container" in message.lower():
+                raise ContainerNotFound(message) from None
+            if container and status == 409 and "is not running" in message:
+                raise ContainerNotRunning(message) from None
+            permanent = is_permanent(message, status_code=status, operation=operation)
+            raise RuntimeFailure(message, permanent=permanent, status_code=status) from None
+        except (requests.exceptions.RequestException, docker_errors.DockerException, OSError) as exc:
+            # Never reached the engine, or it stopped answering: later may work.
+            message = redact(f"{what} on {self.url}: {exc}", secrets)
+            raise RuntimeFailure(message, permanent=False) from None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> DockerEngine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- engine -----------------------------------------------------------------------------
+
+    def info(self) -> EngineInfo:
+        with self._translated("info"):
+            data = self.api.info()
+        return EngineInfo(
+            cpus=int(data.get("NCPU") or 0),
+            memory_bytes=int(data.get("MemTotal") or 0),
+            server_version=data.get("ServerVersion") or "",
+            runtimes=tuple(sorted((data.get("Runtimes") or {}).keys())),
+            os=data.get("OperatingSystem") or "",
+            kernel=data.get("KernelVersion") or "",
+            name=data.get("Name") or "",
+            default_runtime=data.get("DefaultRuntime") or "runc",
+        )
+
+    def image_present(self, ref: str) -> bool:
+        with self._translated("inspect image"):
+            try:
+                self.api.inspect_image(ref)
+            except docker_errors.ImageNotFound:
+                return False
+        return True
+
+    def pull(
+        self,
+        repository: str,
+        tag: str = "latest",
+        *,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        """Pull ``repository:tag``; the password (and username:password) never appears in
+        errors. Registry errors reported inside the progress stream raise too."""
+        auth = {"username": username, "password": password} if username else None
+        secrets = (password, f"{username}:{password}" if username else None)
+        # A digest reference ("name@sha256:...") carries no tag.
+        tag = tag or (None if "@" in repository else "latest")
+        shown = f"pull {repository}:{tag}" if tag else f"pull {repository}"
+        with self._translated("pull", secrets=secrets, what=shown):
+            for line in self.api.pull(
+                repository, tag=tag, stream=True, decode=True, auth_config=auth
+            ):
+                if isinstance(line, dict) and line.get("error"):
+                    message = redact(f"{shown}: {line['error']}", secrets)
+                    # The stream answered 200: judge by the message as a 500 would be.
+                    permanent = is_permanent(message, status_code=500, operation="pull")
+                    raise RuntimeFailure(message, permanent=permanent, status_code=500)
+
+    # -- containers -------------------------------------------------------------------------
+
+    def run(self, spec: ContainerSpec) -> str:
+        """Create and start a container; returns its id. A container that fails to start is
+        removed again, so a failed run leaves nothing behind."""
+        check_spec(spec, extra_sockets=self._own_sockets)
+        with self._translated("create"):
+            created = self.api.create_container(**self._create_kwargs(spec))
+        container_id = created["Id"]
+        try:
+            with self._translated("start", container=container_id):
+                self.api.start(container_id)
+        except RuntimeFailure:
+            self.remove(container_id)
+            raise
+        return container_id
+
+    def _create_kwargs(self, spec: ContainerSpec) -> dict:
+        from docker.types import DeviceRequest, Mount
+
+        device_requests = None
+        if spec.gpu_all or spec.gpu_device_ids:
+            device_requests = [
+                DeviceRequest(
+                    driver="nvidia",
+                    count=-1 if spec.gpu_all else 0,
+                    device_ids=list(spec.gpu_device_ids or ()),
+                    capabilities=[["gpu"]],
+                )
+            ]
+        ports, bindings = [], {}
+        for mapping in spec.port_mappings:
+            key = str(mapping.container_port)
+            port = key if "/" in key else int(key)
+            ports.append(tuple(key.split("/")) if "/" in key else port)
+            host_ip, host_port = mapping.host_ip, mapping.host_port
+            if host_ip:
+                bindings[port] = (host_ip, host_port) if host_port else (host_ip,)
+            else:
+                bindings[port] = host_port
+        host_config = self.api.create_host_config(
+            cpuset_cpus=spec.cpuset_cpus,
+            mem_limit=spec.mem_limit_bytes,
+            # Equal to mem_limit: no swap on top of the memory the job was given.
+            memswap_limit=spec.mem_limit_bytes,
+            shm_size=spec.shm_size_bytes,
+            mounts=[
+                Mount(target=m.target, source=m.source, type="bind", read_only=m.read_only)
+                for m in spec.binds
+            ]
+            or None,
+            tmpfs={target: f"size={size}" for target, size in spec.tmpfs.items()} or None,
+            device_requests=device_requests,
+            port_bindings=bindings or None,
+            group_add=list(spec.group_add) or None,
+            # Fixed policy, whatever the caller asked: see spec.py.
+            security_opt=["no-new-privileges"],
+            privileged=False,
+            network_mode="bridge",
+        )
+        return {
+            "image": spec.image,
+            "command": list(spec.command) if spec.command is not None else None,
+            "environment": dict(spec.environment),
+            "labels": dict(spec.labels),
+            "name": spec.name,
+            "working_dir": spec.working_dir,
+            "user": spec.user,
+            "ports": ports or None,
+            "host_config": host_config,
+            # Never copy the portal host's ~/.docker/config.json proxies into jobs.
+            "use_config_proxy": False,
+        }
+
+    def inspect(self, container_id: str) -> ContainerState:
+        with self._translated("inspect", container=container_id):
+            return _state(self.api.inspect_container(container_id))
+
+    def list_by_labels(self, labels: Mapping[str, str]) -> list[ContainerState]:
+        """Every container (running or not) carrying all of ``labels``."""
+        filters = {"label": [f"{key}={value}" for key, value in labels.items()]}
+        with self._translated("list"):
+            summaries = self.api.containers(all=True, filters=filters)
+        states = []
+        for summary in summaries:
+            try:
+                states.append(self.inspect(summary["Id"]))
+            except ContainerNotFound:  # removed between list and inspect
+                continue
+        return states
+
+    def find_by_label(self, key: str, value: str) -> list[ContainerState]:
+        return self.list_by_labels({key: value})
+
+    def signal(self, container_id: str, signal_name: str) -> None:
+        """Send a signal ("USR1", "SIGTERM", ...) to the container's main process.
+        Raises ContainerNotRunning when it has already stopped."""
+        with self._translated("signal", container=container_id):
+            self.api.kill(container_id, signal=signal_name)
+
+    def stop(self, container_id: str, *, timeout_s: int) -> None:
+        """SIGTERM, then SIGKILL after ``timeout_s``. Stopping a stopped container is fine."""
+        with self._translated("stop", container=container_id):
+            self.api.stop(container_id, timeout=int(timeout_s))
+
+    def kill(self, container_id: str) -> None:
+        """SIGKILL; a container that has already stopped is left as it is."""
+        try:
+            self.signal(container_id, "SIGKILL")
+        except ContainerNotRunning:
+            pass
+
+    def wait(self, container_id: str, *, timeout_s: float) -> int:
+        """Block until the container stops; its exit code. Transient failure on timeout."""
+        with self._translated("wait", container=container_id):
+            return int(self.api.wait(container_id, timeout=timeout_s)["StatusCode"])
+
+    def remove(self, container_id: str, *, force: bool = True) -> None:
+        """Remove the container (killing it when ``force``); a missing one is fine."""
+        try:
+            with self._translated("remove", container=container_id):
+                self.api.remove_container(container_id, force=force)
+        except ContainerNotFound:
+            pass
+
+    def logs(self, container_id: str) -> bytes:
+        """stdout and stderr together, without timestamps. The engine captures the two
+        streams through separate pipes, so lines of one may be reordered against the other."""
+        with self._translated("logs", container=container_id):
+            return self.api.logs(container_id, stdout=True, stderr=True, timestamps=False)
+
+    def events(
+        self,
+        *,
+        since: datetime | float | None = None,
+        until: datetime | float | None = None,
+        filters: Mapping[str, object] | None = None,
+    ) -> Iterator[dict]:
+        """Container start/die events as dicts: ``id``, ``action`` ("start"/"die"), ``time``
+        (aware datetime), ``exit_code`` (die only), ``name``, ``image``, ``labels``.
+
+        ``filters`` adds Docker event filters, e.g. ``{"label": "gpuportal.instance=abc"}``.
+        The request is sent before this returns, so nothing that happens afterwards is
+        missed. Without ``until`` the stream never ends: close the iterator (or the engine)
+        to stop it. A broken stream raises a transient RuntimeFailure.
+        """
+        merged: dict[str, object] = {"type": "container", "event": list(CONTAINER_EVENTS)}
+        merged.update(filters or {})
+        with self._translated("events"):
+            stream = self.api.events(
+                since=_seconds(since), until=_seconds(until), filters=merged, decode=True
+            )
+        return self._event_dicts(stream)
+
+    def _event_dicts(self, stream) -> Iterator[dict]:
+        try:
+            with self._translated("events"):
+                for raw in stream:
+                    yield self._event(raw)
+        finally:
+            stream.close()
+
+    @staticmethod
+    def _event(raw: Mapping) -> dict:
+        attributes = dict((raw.get("Actor") or {}).get("Attributes") or {})
+        action = raw.get("Action") or raw.get("status") or ""
+        nano = raw.get("timeNano")
+        seconds = nano / 1e9 if nano else float(raw.get("time") or 0)
+        exit_code = attributes.pop("exitCode", None)
+        name, image = attributes.pop("name", ""), attributes.pop("image", "")
+        return {
+            "id": (raw.get("Actor") or {}).get("ID") or raw.get("id") or "",
+            "action": action,
+            "time": datetime.fromtimestamp(seconds, tz=UTC),
+            "exit_code": int(exit_code) if exit_code is not None else None,
+            "name": name,
+            "image": image,
+            "labels": attributes,
+        }

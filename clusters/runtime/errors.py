@@ -1,0 +1,137 @@
+"""Runtime failures, each flagged permanent (fail the job with the message) or transient (retry).
+
+The classification is pure (no Docker import) so that it can be tested on messages alone;
+``engine`` maps SDK and HTTP exceptions onto it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import quote
+
+REDACTED = "***"
+
+# Messages that no retry will change: the request itself is wrong, or the thing is not there.
+_PERMANENT_PATTERNS = re.compile(
+    "|".join(
+        [
+            r"pull access denied",
+            r"manifest unknown",
+            r"manifest for .* not found",
+            r"repository does not exist",
+            r"no such image",
+            r"not found",
+            r"unauthorized",
+            r"authentication required",
+            r"access (to the resource )?(is )?denied",
+            r"invalid reference format",
+            r"invalid (mount|argument|volume|port|cpuset|parameter)",
+            r"bind source path does not exist",
+            r"executable file not found",
+            r"no such file or directory",
+            r"could not select device driver",
+            r"unknown or invalid runtime",
+            r"conflict",
+            r"already in use",
+            r"refused: ",  # our own refusals (spec checks)
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+# Messages that say "later may work", even when they also match a permanent pattern above
+# (a registry answering 503 "not found" from a load balancer, a TLS handshake timeout, ...).
+_TRANSIENT_PATTERNS = re.compile(
+    "|".join(
+        [
+            r"timeout",
+            r"timed out",
+            r"temporar",  # temporary / temporarily
+            r"too many requests",
+            r"toomanyrequests",
+            r"service unavailable",
+            r"bad gateway",
+            r"connection reset",
+            r"broken pipe",
+            r"unexpected eof",
+            r"try again",
+        ]
+    ),
+    re.IGNORECASE,
+)
+
+# During a pull, a registry that cannot be resolved or refuses connections is a wrong image
+# reference far more often than a registry that happens to be down: failing at once gives the
+# user a clear message instead of a job that sits in retries.
+_PULL_PERMANENT_PATTERNS = re.compile(
+    r"connection refused|no such host|server misbehaving|http: server gave http response",
+    re.IGNORECASE,
+)
+
+
+class RuntimeFailure(Exception):
+    """A Docker operation that failed.
+
+    ``permanent``: retrying will not help (bad image, bad mount, refused by policy, ...); the
+    job should fail with ``str(failure)``. Otherwise the engine was unreachable, slow or busy
+    and the operation may be retried. ``status_code`` is the engine's HTTP status when it
+    answered. Messages never contain registry passwords (see ``redact``).
+    """
+
+    def __init__(self, message: str, *, permanent: bool, status_code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.permanent = permanent
+        self.status_code = status_code
+
+    def __repr__(self) -> str:
+        kind = "permanent" if self.permanent else "transient"
+        return f"RuntimeFailure({self.message!r}, {kind}, status={self.status_code})"
+
+
+class ContainerNotFound(RuntimeFailure):
+    """The container does not exist (removed by someone, or never created on this engine)."""
+
+    def __init__(self, message: str, *, status_code: int | None = 404):
+        super().__init__(message, permanent=True, status_code=status_code)
+
+
+class ContainerNotRunning(RuntimeFailure):
+    """A signal was sent to a container that has already stopped."""
+
+    def __init__(self, message: str, *, status_code: int | None = 409):
+        super().__init__(message, permanent=True, status_code=status_code)
+
+
+def is_permanent(message: str, *, status_code: int | None, operation: str = "") -> bool:
+    """Whether an engine answer (HTTP status and message) describes a permanent failure.
+
+    No status (the engine was never reached) is transient. 4xx answers are permanent except
+    408/429; 5xx answers are transient unless the message names a permanent cause (Docker
+    reports a missing image, a bad mount or an unknown executable as 500 on older engines).
+    """
+    if status_code is None:
+        return False
+    if 400 <= status_code < 500:
+        return status_code not in (408, 429)
+    if _TRANSIENT_PATTERNS.search(message):
+        return False
+    if operation == "pull" and _PULL_PERMANENT_PATTERNS.search(message):
+        return True
+    return bool(_PERMANENT_PATTERNS.search(message))
+
+
+# "user:password@" in an image reference that reached the engine unsplit.
+_INLINE_CREDENTIALS = re.compile(r"(?<![\w/])([\w\-+.]+):[^@\s/\"']+@")
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every non-empty secret (also URL-encoded) replaced by ``***``, and any
+    inline ``user:password@`` credentials reduced to ``user:***@``."""
+    for secret in secrets:
+        if not secret:
+            continue
+        for form in {secret, quote(secret, safe=""), quote(secret)}:
+            text = text.replace(form, REDACTED)
+    return _INLINE_CREDENTIALS.sub(rf"\1:{REDACTED}@", text)

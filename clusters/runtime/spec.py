@@ -1,0 +1,164 @@
+"""What a job container may get, as one frozen value, and the checks every engine applies to it.
+
+Which host paths a project may mount is decided elsewhere (the slave's storage roots); the
+checks here are defence in depth: whatever the caller passes, a container never gets the
+Docker socket, never runs privileged, never joins the host's network or PID namespace and
+never gains capabilities. ``engine`` applies ``check_spec`` before every create.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from clusters.runtime.errors import RuntimeFailure
+
+# Docker (and containerd) control sockets and the directories holding them. A bind of any of
+# these, of anything inside them, or of a parent directory (which would expose them) is refused.
+DOCKER_SOCKET_PATHS = (
+    "/run/docker.sock",
+    "/run/docker",
+    "/run/containerd",
+    "/run/gpuportal",
+    "/var/lib/docker",
+)
+
+_CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+_PORT_RE = re.compile(r"^(\d+)(/(tcp|udp|sctp))?$")
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A bind mount of ``source`` (a path on the slave) at ``target`` in the container."""
+
+    source: str
+    target: str
+    read_only: bool = False
+
+
+class PortMapping(NamedTuple):
+    """container_port: 8080 or "8080/udp"; host_port None lets Docker pick a free port."""
+
+    container_port: int | str
+    host_port: int | None = None
+    host_ip: str | None = None
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """Everything a job container may get. Lists given by callers are stored as tuples.
+
+    - command: argv (exec form) or None for the image's CMD (see commands.split_command)
+    - cpuset_cpus: "0,1" or "0-3"; mem_limit_bytes: hard limit, swap included
+    - tmpfs: container path -> size in bytes
+    - gpu_device_ids: GPU indexes or UUIDs passed as an NVIDIA device request; None for none.
+      gpu_all requests every GPU (the probe uses it).
+    - port_mappings: PortMapping or plain (container_port, host_port, host_ip) tuples
+    """
+
+    image: str
+    command: tuple[str, ...] | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    cpuset_cpus: str | None = None
+    mem_limit_bytes: int | None = None
+    binds: tuple[Mount, ...] = ()
+    tmpfs: Mapping[str, int] = field(default_factory=dict)
+    gpu_device_ids: tuple[str, ...] | None = None
+    gpu_all: bool = False
+    port_mappings: tuple[PortMapping, ...] = ()
+    working_dir: str | None = None
+    user: str | None = None
+    group_add: tuple[str, ...] = ()
+    name: str | None = None
+    shm_size_bytes: int | None = None
+
+    def __post_init__(self):
+        # Frozen: normalise through object.__setattr__, once, so the engine sees one shape.
+        set_ = object.__setattr__
+        if self.command is not None:
+            set_(self, "command", tuple(self.command))
+        set_(self, "environment", {str(k): str(v) for k, v in dict(self.environment).items()})
+        set_(self, "labels", {str(k): str(v) for k, v in dict(self.labels).items()})
+        set_(self, "binds", tuple(self.binds))
+        set_(self, "tmpfs", dict(self.tmpfs))
+        if self.gpu_device_ids is not None:
+            set_(self, "gpu_device_ids", tuple(str(g) for g in self.gpu_device_ids))
+        set_(self, "port_mappings", tuple(PortMapping(*p) for p in self.port_mappings))
+        set_(self, "group_add", tuple(str(g) for g in self.group_add))
+
+
+def refused(message: str) -> RuntimeFailure:
+    return RuntimeFailure(f"refused: {message}", permanent=True)
+
+
+def _canonical(path: str) -> str:
+    """Normalised absolute path with /var/run folded onto /run (one is a link to the other)."""
+    path = posixpath.normpath(path)
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    if path == "/var/run" or path.startswith("/var/run/"):
+        path = "/run" + path[len("/var/run") :]
+    return path
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def docker_socket_exposure(source: str, extra_sockets: Iterable[str] = ()) -> str | None:
+    """Why binding ``source`` would hand the container a Docker socket, or None when it would not.
+
+    Refused: the socket paths above, anything inside them, any parent of them ("/", "/run"),
+    and any ``*.sock`` whose name mentions docker. ``extra_sockets`` adds the socket of the
+    engine in use (e.g. /var/run/gpuportal/slave2.sock).
+    """
+    path = _canonical(source)
+    name = posixpath.basename(path)
+    if name.endswith(".sock") and ("docker" in name or "containerd" in name):
+        return f"{source} is a Docker socket"
+    for socket in (*DOCKER_SOCKET_PATHS, *extra_sockets):
+        socket = _canonical(socket)
+        if _within(path, socket):
+            return f"{source} is or is inside {socket}"
+        if _within(socket, path):
+            return f"{source} contains {socket}"
+    return None
+
+
+def check_spec(spec: ContainerSpec, *, extra_sockets: Sequence[str] = ()) -> None:
+    """Raise a permanent RuntimeFailure when the spec asks for something no job may have."""
+    if not spec.image or not isinstance(spec.image, str):
+        raise refused("an image is required")
+    for mount in spec.binds:
+        if not isinstance(mount, Mount):
+            raise refused(f"bind {mount!r} is not a Mount")
+        if not posixpath.isabs(mount.source) or not posixpath.isabs(mount.target):
+            raise refused(f"bind {mount.source} -> {mount.target}: paths must be absolute")
+        why = docker_socket_exposure(mount.source, extra_sockets)
+        if why:
+            raise refused(f"bind {why}")
+        if posixpath.normpath(mount.target) == "/":
+            raise refused("bind onto the container's / is not allowed")
+    for target, size in spec.tmpfs.items():
+        if not posixpath.isabs(target):
+            raise refused(f"tmpfs {target}: path must be absolute")
+        if not isinstance(size, int) or size <= 0:
+            raise refused(f"tmpfs {target}: size must be a positive number of bytes")
+    if spec.cpuset_cpus is not None and not _CPUSET_RE.match(spec.cpuset_cpus):
+        raise refused(f"cpuset {spec.cpuset_cpus!r} is not like '0,1' or '0-3'")
+    for value, what in ((spec.mem_limit_bytes, "memory"), (spec.shm_size_bytes, "shm size")):
+        if value is not None and (not isinstance(value, int) or value <= 0):
+            raise refused(f"{what} limit must be a positive number of bytes")
+    for mapping in spec.port_mappings:
+        port = str(mapping.container_port)
+        match = _PORT_RE.match(port)
+        if not match or not 1 <= int(match.group(1)) <= 65535:
+            raise refused(f"container port {port!r} is not a port number")
+        if mapping.host_port is not None and not 0 < int(mapping.host_port) <= 65535:
+            raise refused(f"host port {mapping.host_port!r} is not a port number")
+    if spec.gpu_all and spec.gpu_device_ids:
+        raise refused("ask for all GPUs or for GPU ids, not both")

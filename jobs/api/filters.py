@@ -1,0 +1,191 @@
+"""Query parameters of ``GET jobs`` (reference section 4), parsed strictly: a bad value is a 400
+that names the parameter, never a 500 and never silently ignored.
+
+- state groups ``pending``, ``running``, ``finished``, ``deleted`` (booleans). Some true: the
+  union of those groups. None true: every state but DELETED, minus the groups given as false.
+- ``allowed_states``: comma list of state names (case-insensitive); overrides the groups.
+- comma lists ``cluster_id`` (the assigned cluster, else the requested one), ``user_urn``,
+  ``user_name``, ``project_urn``, ``project_name``, ``assigned_slave_name``.
+- ``interactive`` (boolean), ``reservation_id`` (comma list of UUIDs the job names).
+- ``sort``: comma list of fields from SORT_FIELDS, ``-`` prefix for descending.
+
+Choice where GPULab is silent: owner and project filters only match jobs the caller sees in
+full (their projects' jobs; every job for admins), so that filtering cannot reveal who owns a
+sanitised job.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from django.conf import settings
+from django.db.models import Q, QuerySet, TextField
+from django.db.models.functions import Cast
+
+from jobs.selectors import project_ids_of, user_is_admin
+from jobs.states import DELETED, GROUPS, JobStatus
+from portal.api.common import parse_bool
+from portal.api_errors import BadRequest
+
+# sort key -> model field
+SORT_FIELDS = {
+    "created": "created",
+    "updated": "status_updated",
+    "status_updated": "status_updated",
+    "name": "name",
+    "status": "status",
+    "uuid": "uuid",
+    "gpus": "gpus",
+    "cpus": "cpus",
+    "cpu_memory": "cpu_memory_gb",
+    "project_name": "project__name",
+    "user_name": "owner__username",
+    "cluster_id": "requested_cluster_id",
+}
+DEFAULT_SORT = ["-created", "-id"]
+MAX_LIST_ITEMS = 100  # values in one comma list
+
+_URN_RE = re.compile(
+    r"^urn:publicid:IDN\+(?P<authority>[^+]+)\+(?P<kind>user|project)\+(?P<name>[^+]+)$"
+)
+
+
+def _bad(name: str, message: str) -> BadRequest:
+    return BadRequest(f"invalid query parameter {name}", [f"{name}: {message}"])
+
+
+def comma_list(params, name: str) -> list[str] | None:
+    """All values of ``name`` (repeated and/or comma separated), or None when absent."""
+    if name not in params:
+        return None
+    values = [
+        item.strip() for raw in params.getlist(name) for item in raw.split(",") if item.strip()
+    ]
+    if not values:
+        raise _bad(name, "must not be empty")
+    if len(values) > MAX_LIST_ITEMS:
+        raise _bad(name, f"at most {MAX_LIST_ITEMS} values")
+    return values
+
+
+def _urn_names(values: list[str], name: str, kind: str) -> list[str]:
+    names = []
+    for value in values:
+        # An unencoded "+" in a query string arrives as a space (curl users): URNs have none.
+        match = _URN_RE.match(value.replace(" ", "+"))
+        if match is None or match.group("kind") != kind:
+            raise _bad(
+                name, f"{value!r} is not a {kind} URN (urn:publicid:IDN+<authority>+{kind}+<name>)"
+            )
+        if match.group("authority") == settings.PORTAL_URN_AUTHORITY:
+            names.append(match.group("name"))
+    return names
+
+
+def _statuses(params) -> set[str]:
+    allowed = comma_list(params, "allowed_states")
+    if allowed is not None:
+        known = {s.value for s in JobStatus}
+        result = set()
+        for value in allowed:
+            state = value.upper()
+            if state not in known:
+                raise _bad(
+                    "allowed_states", f"unknown state {value!r} (known: {', '.join(sorted(known))})"
+                )
+            result.add(state)
+        return result
+    given = {group: parse_bool(params.get(group), group, default=None) for group in GROUPS}
+    chosen = {group for group, value in given.items() if value}
+    if chosen:
+        return set().union(*(GROUPS[group] for group in chosen))
+    result = {s.value for s in JobStatus} - set(DELETED)
+    for group, value in given.items():
+        if value is False:
+            result -= set(GROUPS[group])
+    return result
+
+
+def _ints(values: list[str], name: str) -> list[int]:
+    try:
+        ints = [int(v) for v in values]
+    except ValueError:
+        raise _bad(name, "must be a comma list of integers") from None
+    if any(i < 0 or i > 2**31 - 1 for i in ints):
+        raise _bad(name, "must be between 0 and 2147483647")
+    return ints
+
+
+def _uuids(values: list[str], name: str) -> list[str]:
+    try:
+        return [str(uuid.UUID(v)) for v in values]
+    except ValueError:
+        raise _bad(name, "must be a comma list of UUIDs") from None
+
+
+def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
+    """Apply the list filters of ``params`` (a QueryDict) to ``queryset``."""
+    queryset = queryset.filter(status__in=sorted(_statuses(params)))
+
+    cluster_ids = comma_list(params, "cluster_id")
+    if cluster_ids is not None:
+        ids = _ints(cluster_ids, "cluster_id")
+        queryset = queryset.filter(
+            Q(slave__cluster_id__in=ids) | Q(slave__isnull=True, requested_cluster_id__in=ids)
+        )
+
+    owner_filtered = False
+    user_urns = comma_list(params, "user_urn")
+    if user_urns is not None:
+        queryset = queryset.filter(owner__username__in=_urn_names(user_urns, "user_urn", "user"))
+        owner_filtered = True
+    user_names = comma_list(params, "user_name")
+    if user_names is not None:
+        queryset = queryset.filter(owner__username__in=user_names)
+        owner_filtered = True
+    project_urns = comma_list(params, "project_urn")
+    if project_urns is not None:
+        names = _urn_names(project_urns, "project_urn", "project")
+        queryset = queryset.filter(project__name__in=names)
+        owner_filtered = True
+    project_names = comma_list(params, "project_name")
+    if project_names is not None:
+        queryset = queryset.filter(project__name__in=project_names)
+        owner_filtered = True
+    if owner_filtered and not user_is_admin(user):
+        queryset = queryset.filter(project_id__in=sorted(project_ids_of(user)))
+
+    slave_names = comma_list(params, "assigned_slave_name")
+    if slave_names is not None:
+        queryset = queryset.filter(slave__name__in=slave_names)
+
+    interactive = parse_bool(params.get("interactive"), "interactive", default=None)
+    if interactive is not None:
+        queryset = queryset.filter(interactive=interactive)
+
+    reservation_ids = comma_list(params, "reservation_id")
+    if reservation_ids is not None:
+        wanted = Q()
+        for rid in _uuids(reservation_ids, "reservation_id"):
+            wanted |= Q(_reservation_ids_text__contains=f'"{rid}"')
+        queryset = queryset.annotate(
+            _reservation_ids_text=Cast("reservation_ids", TextField())
+        ).filter(wanted)
+    return queryset
+
+
+def sort_jobs(queryset: QuerySet, params) -> QuerySet:
+    fields = comma_list(params, "sort")
+    if fields is None:
+        return queryset.order_by(*DEFAULT_SORT)
+    order = []
+    for field in fields:
+        descending = field.startswith("-")
+        key = field.lstrip("-+")
+        if key not in SORT_FIELDS:
+            raise _bad(
+                "sort", f"cannot sort by {key!r} (allowed: {', '.join(sorted(SORT_FIELDS))})"
+            )
+        order.append(("-" if descending else "") + SORT_FIELDS[key])
+    return queryset.order_by(*order, "-id")

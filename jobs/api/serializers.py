@@ -1,0 +1,84 @@
+"""JSON of the job endpoints besides the Job object itself (which ``jobs.gpulab_json`` owns), and
+serializers that only describe shapes for the OpenAPI schema."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from portal.timefmt import utc_z
+
+
+def debug_event(event, *, job_uuid: str) -> dict:
+    """A JobEvent as GPULab's debug event ``{jobId, type, time, newState, msg}``."""
+    return {
+        "jobId": job_uuid,
+        "type": str(event.type),
+        "time": utc_z(event.time),
+        "newState": event.new_state or None,
+        "msg": event.message,
+    }
+
+
+def explanation(job) -> dict:
+    """``GET /api/portal/jobs/<uuid>/explain``: why the job is (still) where it is."""
+    return {
+        "uuid": str(job.uuid),
+        "status": str(job.status),
+        "status_updated": utc_z(job.status_updated),
+        "queued_explanations": [str(x) for x in job.queued_explanations or []],
+        "end_reason": job.end_reason or None,
+    }
+
+
+# --- OpenAPI descriptions -----------------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    errors = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text='"path: rule" per problem'
+    )
+
+
+class JobSerializer(serializers.Serializer):
+    """GPULab's Job object (see docs/api.md and the GPULab reference for the nested keys)."""
+
+    uuid = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    deploymentEnvironment = serializers.CharField()
+    request = serializers.DictField(help_text="resources, docker, scheduling, extra")
+    owner = serializers.DictField(help_text="projectUrn, userUrn, userEmail")
+    state = serializers.DictField(help_text="status, scheduling, eventTimes, resources")
+    restartInfo = serializers.DictField(help_text="initialJobUuid, restartCount")
+
+
+class JobListSerializer(serializers.Serializer):
+    items = JobSerializer(many=True)
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    total = serializers.IntegerField()
+    pages = serializers.IntegerField()
+    has_next = serializers.BooleanField()
+
+
+class DebugEventSerializer(serializers.Serializer):
+    jobId = serializers.UUIDField()
+    type = serializers.ChoiceField(choices=["Status Change", "Debug", "Info", "Warning", "Error"])
+    time = serializers.CharField()
+    newState = serializers.CharField(allow_null=True)
+    msg = serializers.CharField()
+
+
+class ExplanationSerializer(serializers.Serializer):
+    uuid = serializers.UUIDField()
+    status = serializers.CharField()
+    status_updated = serializers.CharField()
+    queued_explanations = serializers.ListField(child=serializers.CharField())
+    end_reason = serializers.CharField(allow_null=True)
+
+
+class ConvertedJobSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    request = serializers.DictField()

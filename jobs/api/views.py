@@ -1,0 +1,346 @@
+"""GPULab v4.0 job endpoints, as the real ``gpulab-cli`` uses them (reference section 4), and the
+portal's own job endpoints (convert, explain).
+
+Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.services``
+(their errors become 403/409 in ``portal.api_errors``); the JSON comes from ``jobs.gpulab_json``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.http import Http404, HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from jobs import services
+from jobs.api.filters import filter_jobs, sort_jobs
+from jobs.api.pagination import paginate
+from jobs.api.serializers import (
+    ConvertedJobSerializer,
+    DebugEventSerializer,
+    ErrorSerializer,
+    ExplanationSerializer,
+    JobListSerializer,
+    JobSerializer,
+    debug_event,
+    explanation,
+)
+from jobs.gpulab_json import job_to_gpulab
+from jobs.logs import job_log_range
+from jobs.models import Job
+from jobs.selectors import job_list_visible_to, job_sees_full, projects_of, user_is_admin
+from jobs.spec import parse_job_document
+from jobs.spec.images import redact_image
+from jobs.states import DELETED, FINISHED, JobStatus
+from portal.api.common import (
+    PortalAPIView,
+    parse_bool,
+    parse_uuid_or_404,
+    read_body,
+    read_json_object,
+    read_text,
+)
+from portal.api_errors import BadRequest
+from portal.errors import Conflict, NotAllowed
+from portal.models import Project
+
+S = JobStatus
+TAG = "GPULab v4.0"
+PORTAL_TAG = "portal"
+_ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+_PROJECT_URN_RE = re.compile(r"^urn:publicid:IDN\+(?P<authority>[^+]+)\+project\+(?P<name>[^+]+)$")
+_RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d{1,18})\s*-\s*(\d{0,18})\s*$", re.IGNORECASE)
+
+
+def get_visible_job(request, job_id: str) -> Job:
+    """The job with that uuid if the caller may see it (full or sanitised); 404 otherwise."""
+    job_uuid = parse_uuid_or_404(job_id)
+    job = job_list_visible_to(request.user).filter(uuid=job_uuid).first()
+    if job is None:
+        raise Http404("no such job")
+    return job
+
+
+def _require_full_view(user, job: Job) -> None:
+    if not job_sees_full(user, job):
+        raise NotAllowed("only members of the job's project may see its log and history")
+
+
+# --- jobs ---------------------------------------------------------------------------------
+
+
+def _project_for_submit(user, document: dict) -> Project:
+    """The project a submission names in ``owner.projectUrn`` (a URN, or a project name), or
+    the caller's only project when it names none."""
+    owner = document.get("owner")
+    if owner is not None and not isinstance(owner, dict):
+        raise BadRequest("invalid job", ['owner: must be an object like {"projectUrn": ...}'])
+    value = None
+    if owner:
+        value = owner.get("projectUrn", owner.get("project_urn"))
+    if value is None:
+        mine = list(projects_of(user)[:2])
+        if len(mine) == 1:
+            return mine[0]
+        why = "you are a member of several projects" if mine else "you are in no project"
+        raise BadRequest("invalid job", [f"owner.projectUrn: is required ({why})"])
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest("invalid job", ["owner.projectUrn: must be a project URN or name"])
+    value = value.strip()
+    match = _PROJECT_URN_RE.match(value)
+    name = match.group("name") if match else value
+    project = Project.objects.filter(name=name).first()
+    if project is None:
+        raise BadRequest("invalid job", [f"owner.projectUrn: no project {name!r}"])
+    return project
+
+
+class JobListView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="gpulab_jobs_list",
+        tags=[TAG],
+        summary="List jobs (own projects' jobs in full, others sanitised)",
+        parameters=[
+            OpenApiParameter(g, OpenApiTypes.BOOL, description=f"state group {g}")
+            for g in ("pending", "running", "finished", "deleted")
+        ]
+        + [
+            OpenApiParameter(p, OpenApiTypes.STR, description="comma list")
+            for p in (
+                "allowed_states",
+                "cluster_id",
+                "user_urn",
+                "user_name",
+                "project_urn",
+                "project_name",
+                "assigned_slave_name",
+                "reservation_id",
+                "sort",
+            )
+        ]
+        + [
+            OpenApiParameter("interactive", OpenApiTypes.BOOL),
+            OpenApiParameter("page", OpenApiTypes.INT, description="from 1"),
+            OpenApiParameter("page_size", OpenApiTypes.INT, description="default 10, max 200"),
+        ],
+        responses={200: JobListSerializer, **_ERRORS},
+    )
+    def get(self, request):
+        params = request.query_params
+        queryset = job_list_visible_to(request.user).prefetch_related("slave__gpus")
+        queryset = sort_jobs(filter_jobs(queryset, params, user=request.user), params)
+        rows, paging = paginate(queryset, params)
+        items = [job_to_gpulab(job, viewer=request.user) for job in rows]
+        return Response({"items": items, **paging})
+
+    @extend_schema(
+        operation_id="gpulab_jobs_submit",
+        tags=[TAG],
+        summary="Submit a job (v1 or v2 document); answers the new uuid as plain text",
+        parameters=[OpenApiParameter("hold", OpenApiTypes.BOOL, description="submit ONHOLD")],
+        request={"application/json": OpenApiTypes.OBJECT},
+        responses={
+            (201, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the job uuid"),
+            **_ERRORS,
+            413: ErrorSerializer,
+        },
+    )
+    def post(self, request):
+        hold = parse_bool(request.query_params.get("hold"), "hold")
+        document = read_json_object(request)
+        project = _project_for_submit(request.user, document)
+        job = services.job_submit(user=request.user, project=project, document=document, hold=hold)
+        response = HttpResponse(str(job.uuid), status=201, content_type="text/plain; charset=utf-8")
+        response["Location"] = request.build_absolute_uri(
+            reverse("gpulab-job-detail", args=[str(job.uuid)])
+        )
+        return response
+
+
+class JobDetailView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="gpulab_job_get",
+        tags=[TAG],
+        summary="One job",
+        responses={200: JobSerializer, **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        return Response(job_to_gpulab(job, viewer=request.user))
+
+    @extend_schema(
+        operation_id="gpulab_job_delete",
+        tags=[TAG],
+        summary="Delete a finished job (real and force: admins only)",
+        parameters=[
+            OpenApiParameter("finished", OpenApiTypes.BOOL, description="only a finished job"),
+            OpenApiParameter("real", OpenApiTypes.BOOL, description="remove the row (admin)"),
+            OpenApiParameter("force", OpenApiTypes.BOOL, description="end a pending job (admin)"),
+        ],
+        request=None,
+        responses={204: None, **_ERRORS, 409: ErrorSerializer},
+    )
+    def delete(self, request, job_id: str):
+        finished = parse_bool(request.query_params.get("finished"), "finished")
+        real = parse_bool(request.query_params.get("real"), "real")
+        force = parse_bool(request.query_params.get("force"), "force")
+        job = get_visible_job(request, job_id)
+        if (real or force) and not user_is_admin(request.user):
+            raise NotAllowed("'real' and 'force' deletion are for admins only")
+        if finished and job.status not in FINISHED and job.status not in DELETED:
+            raise Conflict(f"the job is not finished (it is {job.status})")
+        services.job_delete(job=job, user=request.user, real=real, force=force)
+        return Response(status=204)
+
+
+STATUS_ACTIONS = {
+    S.CANCELLED: services.job_cancel,
+    S.MUSTHALT: services.job_halt_request,
+    S.ONHOLD: services.job_hold,
+    S.QUEUED: services.job_release,
+}
+
+
+class JobStatusView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="gpulab_job_status_put",
+        tags=[TAG],
+        summary="Cancel, halt, hold or release: plain-text body CANCELLED/MUSTHALT/ONHOLD/QUEUED",
+        request={"text/plain": OpenApiTypes.STR},
+        responses={200: JobSerializer, **_ERRORS, 409: ErrorSerializer},
+    )
+    def put(self, request, job_id: str):
+        text = read_text(request).strip().strip('"').strip().upper()
+        job = get_visible_job(request, job_id)
+        action = STATUS_ACTIONS.get(text)
+        if action is None:
+            shown = text[:40] or "(empty)"
+            raise BadRequest(
+                "invalid status",
+                [f"(body): must be one of CANCELLED, MUSTHALT, ONHOLD, QUEUED, not {shown}"],
+            )
+        action(job=job, user=request.user)
+        job.refresh_from_db()
+        return Response(job_to_gpulab(job, viewer=request.user))
+
+
+def _parse_range(header: str | None) -> tuple[int, int | None] | None:
+    """``bytes=N-`` (or ``bytes=N-M``) -> (N, M or None); anything else -> None (ignored)."""
+    if not header:
+        return None
+    match = _RANGE_RE.match(header)
+    if match is None:
+        return None
+    start = int(match.group(1))
+    end = int(match.group(2)) if match.group(2) else None
+    if end is not None and end < start:
+        return None
+    return start, end
+
+
+class JobLogView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="gpulab_job_log",
+        tags=[TAG],
+        summary="The job's log; Range: bytes=N- for what follows offset N",
+        description=(
+            "200 with the whole log without Range; 206 with `Content-Range: bytes A-END/TOTAL` "
+            "where END is the offset where the next read starts (send it as the next N); "
+            "204 when there is no (new) data. Never 416."
+        ),
+        parameters=[OpenApiParameter("Range", OpenApiTypes.STR, OpenApiParameter.HEADER)],
+        responses={
+            (200, "text/plain"): OpenApiTypes.STR,
+            (206, "text/plain"): OpenApiTypes.STR,
+            204: None,
+            **_ERRORS,
+        },
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        _require_full_view(request.user, job)
+        wanted = _parse_range(request.headers.get("Range"))
+        start = wanted[0] if wanted else 0
+        data, total = job_log_range(job, start)
+        if start >= total or not data:
+            response = HttpResponse(status=204)
+        elif wanted is None:
+            response = HttpResponse(data, status=200, content_type="text/plain; charset=utf-8")
+        else:
+            if wanted[1] is not None:
+                data = data[: wanted[1] - start + 1]
+            response = HttpResponse(data, status=206, content_type="text/plain; charset=utf-8")
+            response["Content-Range"] = f"bytes {start}-{start + len(data)}/{total}"
+        response["Accept-Ranges"] = "bytes"
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class JobDebugView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="gpulab_job_debug",
+        tags=[TAG],
+        summary="The job's event history",
+        responses={200: DebugEventSerializer(many=True), **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        _require_full_view(request.user, job)
+        job_uuid = str(job.uuid)
+        events = job.events.order_by("time", "id")
+        return Response([debug_event(event, job_uuid=job_uuid) for event in events])
+
+
+# --- portal job endpoints -----------------------------------------------------------------
+
+
+class JobExplainView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_explain",
+        tags=[PORTAL_TAG],
+        summary="Why a job is (still) in its state: the scheduler's explanations",
+        responses={200: ExplanationSerializer, **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        body = explanation(job)
+        if not job_sees_full(request.user, job):
+            body["end_reason"] = None
+        return Response(body)
+
+
+class ConvertView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_convert",
+        tags=[PORTAL_TAG],
+        summary="Validate a v1 or v2 job document and answer its canonical v2 form",
+        request={"application/json": OpenApiTypes.OBJECT},
+        responses={200: ConvertedJobSerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+    )
+    def post(self, request):
+        canonical, was_v1 = parse_job_document(
+            read_body(request), defaults=services.spec_defaults()
+        )
+        docker = canonical["request"]["docker"]
+        docker["image"] = redact_image(docker["image"], member=True)
+        response = Response(canonical)
+        response["X-Converted-From"] = "v1" if was_v1 else "v2"
+        return response

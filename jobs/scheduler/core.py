@@ -1,0 +1,239 @@
+"""One scheduling cycle: ``run_cycle(snapshot) -> CycleResult``.
+
+The pipeline, in order:
+
+1. running jobs that reached maxDuration are cancelled;
+2. open reservations halt running jobs that are not entitled and past their minDuration;
+3. queued jobs whose notAfter passed fail;
+4. the rest, in fair-share order (``ordering.py``), each either
+   waits (notBefore, bucket, user limits), starts on the best slave (filters, then scorers),
+   fails (interactive jobs that cannot start now), holds room behind halted jobs (private
+   cluster owners, then much lighter users), or waits for room;
+5. every job left waiting gets its explanations, computed once per request shape.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from . import fairness, private
+from . import reservations as res_rules
+from .explain import shape_reasons
+from .filters import Env
+from .halts import HaltPlanner, RoomPlan, halt_info
+from .limits import Limits
+from .model import (
+    CycleResult,
+    Decision,
+    Fail,
+    Halt,
+    HaltReason,
+    QueuedJob,
+    RunningJob,
+    Snapshot,
+)
+from .ordering import order_queue
+from .placement import FailureMemo, Placer
+from .shape import Shape, ShapeFactory
+from .state import Context, build_context
+from .timing import max_duration_cancel, not_after_reason, not_before_reason
+
+
+def run_cycle(snapshot: Snapshot) -> CycleResult:
+    """Decide what starts, halts, fails and is cancelled now, and why the rest waits."""
+    if snapshot.now.tzinfo is None or snapshot.now.utcoffset() is None:
+        raise ValueError("Snapshot.now must be timezone-aware")
+    return _Cycle(snapshot).run()
+
+
+class _Cycle:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.ctx: Context = build_context(snapshot)
+        self.env = Env(snapshot.config, self.ctx)
+        self.decisions: list[Decision] = []
+        self.explanations: dict[str, tuple[str, ...]] = {}
+        self.halted: set[str] = set()  # running jobs halted in this cycle
+        self.cancelled: set[str] = set()  # running jobs cancelled in this cycle
+
+    def run(self) -> CycleResult:
+        self._cancel_overdue()
+        self._reservation_halts()
+        res_rules.compute_budgets(self.ctx.reservations, self.ctx.running, self.ctx.leaving)
+        self._schedule_queue()
+        return CycleResult(tuple(self.decisions), dict(self.explanations))
+
+    # --- running jobs ----------------------------------------------------------------------
+
+    def _cancel_overdue(self) -> None:
+        for job in self.ctx.running:
+            cancel = max_duration_cancel(job, self.ctx.now)
+            if cancel is not None:
+                self.decisions.append(cancel)
+                self.ctx.leaving.add(job.id)
+                self.cancelled.add(job.id)
+
+    def _reservation_halts(self) -> None:
+        ctx = self.ctx
+        for rr in ctx.reservations:
+            victims = res_rules.activation_victims(
+                rr, ctx.running_by_slave, ctx.leaving, ctx.usage, ctx.now
+            )
+            by_slave: dict[str, list[RunningJob]] = defaultdict(list)
+            for job in victims:
+                by_slave[job.slave].append(job)
+            for name in sorted(by_slave):
+                self._halt(HaltReason.RESERVATION, name, by_slave[name], started=())
+
+    def _halt(
+        self,
+        reason: HaltReason,
+        slave_name: str,
+        victims: Sequence[RunningJob],
+        started: Sequence[QueuedJob],
+    ) -> None:
+        ctx = self.ctx
+        info = halt_info(
+            ctx,
+            reason=reason,
+            slave=ctx.by_name[slave_name],
+            started=[j.id for j in started],
+            halted=victims,
+            started_users=[j.user for j in started],
+        )
+        for job in victims:
+            self.decisions.append(Halt(job.id, reason, info))
+            ctx.leaving.add(job.id)
+            self.halted.add(job.id)
+
+    # --- queued jobs -----------------------------------------------------------------------
+
+    def _schedule_queue(self) -> None:
+        ctx, snapshot = self.ctx, self.snapshot
+        now = ctx.now
+        live: list[QueuedJob] = []
+        for job in order_queue(snapshot.queued, ctx.usage):
+            reason = not_after_reason(job, now)
+            if reason is not None:
+                self.decisions.append(Fail(job.id, reason))
+            else:
+                live.append(job)
+
+        limits = Limits(snapshot)
+        factory = ShapeFactory(
+            now=now,
+            config=ctx.config,
+            private_owners=ctx.private_owners,
+            rrs=ctx.reservations,
+        )
+        shapes = {job.id: factory.shape(job) for job in live}
+        placer = Placer(ctx, self.env)
+        demand = private.count_owner_demand(
+            ctx,
+            live,
+            shapes,
+            placer.candidates,
+            lambda job: not_before_reason(job, now) is not None or limits.blocked(job) is not None,
+        )
+
+        def settle(job: QueuedJob) -> None:
+            """The job no longer waits for room on its private clusters."""
+            for cluster_id in demand.pop(job.id, ()):
+                ctx.owner_demand[cluster_id] -= 1
+                if ctx.owner_demand[cluster_id] == 0:
+                    placer.invalidate()  # guests may use that cluster again
+
+        planner = HaltPlanner(ctx)
+        heaviest = planner.heaviest_haltable_usage()
+        score_halts = 0
+        # Shapes for which no room could be found behind running jobs: with new halts allowed
+        # ("full") or only behind jobs already leaving. Later jobs have at least as much usage
+        # (queue order), so they cannot do better.
+        halt_failed = {True: FailureMemo(), False: FailureMemo()}
+        waiting: dict[Shape, list[QueuedJob]] = {}
+        interactive_waiting: list[tuple[QueuedJob, Shape]] = []
+
+        for job in live:
+            shape = shapes[job.id]
+            reason = not_before_reason(job, now) or limits.blocked(job)
+            if reason is not None:
+                settle(job)
+                self._wait_or_fail(job, (reason,))
+                continue
+            slave = placer.place(shape)
+            if slave is not None:
+                self.decisions.append(placer.commit(job, shape, slave))
+                limits.record_start(job)
+                settle(job)
+                continue
+            if job.interactive:
+                # Never halts: halted jobs take time to end, and it must start now or fail.
+                settle(job)
+                interactive_waiting.append((job, shape))
+                continue
+            # Room behind running jobs: private cluster owners first, then fair share.
+            plan, kind = None, HaltReason.SCORE
+            if shape.owner_of:
+                owned = private.owner_classes(shape, placer.open_classes(shape))
+                plan = planner.plan(shape, owned, private.guest_victim, max_new=len(ctx.running))
+                kind = HaltReason.CLUSTER
+            if plan is None:
+                kind = HaltReason.SCORE
+                job_usage = ctx.usage_of(job.user)
+                full = fairness.may_halt_for(job, ctx, score_halts) and fairness.much_heavier(
+                    heaviest, job_usage, ctx.config
+                )
+                if not halt_failed[True].known(shape) and not (
+                    not full and halt_failed[False].known(shape)
+                ):
+                    plan = planner.plan(
+                        shape,
+                        placer.open_classes(shape),
+                        fairness.victim_rule(job, shape, ctx) if full else None,
+                        ctx.config.max_fairness_halts_per_cycle - score_halts,
+                        fairness.usage_threshold(job_usage, ctx.config),
+                    )
+                    if plan is None:
+                        halt_failed[full].add(shape)
+            if plan is not None:
+                settle(job)
+                self._hold(job, plan, kind)
+                if kind == HaltReason.SCORE:
+                    score_halts += len(plan.new_halts)
+                planner.claim(plan)
+                continue
+            waiting.setdefault(shape, []).append(job)
+
+        # Explanations on the final state of the cycle, once per shape.
+        cache: dict[Shape, tuple[str, ...]] = {}
+
+        def reasons_for(shape: Shape) -> tuple[str, ...]:
+            if shape not in cache:
+                cache[shape] = shape_reasons(shape, ctx, self.env, placer.identity)
+            return cache[shape]
+
+        for shape, jobs in waiting.items():
+            for job in jobs:
+                self.explanations[job.id] = reasons_for(shape)
+        for job, shape in interactive_waiting:
+            self._wait_or_fail(job, reasons_for(shape))
+
+    def _hold(self, job: QueuedJob, plan: RoomPlan, kind: HaltReason) -> None:
+        """Halt the plan's victims for this job; the job waits for the room they free."""
+        if plan.new_halts:
+            self._halt(kind, plan.slave.name, plan.new_halts, started=(job,))
+        count = len(plan.new_halts) + len(plan.waiting_on)
+        # Jobs cancelled for their maxDuration also free room soon; don't call them halted.
+        what = "ending" if any(j.id in self.cancelled for j in plan.waiting_on) else "halted"
+        self.explanations[job.id] = (
+            f"waiting for {count} {what} job(s) on {plan.slave.name} to free room",
+        )
+
+    def _wait_or_fail(self, job: QueuedJob, reasons: tuple[str, ...]) -> None:
+        if job.interactive:
+            self.decisions.append(
+                Fail(job.id, "interactive job could not start at once: " + "; ".join(reasons[:3]))
+            )
+        else:
+            self.explanations[job.id] = reasons

@@ -1,0 +1,240 @@
+"""Making room by halting: choose the smallest set of running jobs that frees one slave for a job.
+
+Used for private-cluster priority (``private.py``) and fairness (``fairness.py``); both only
+decide which running jobs *may* be halted, this module decides which ones *are*.
+
+Rules shared by every kind of halt:
+
+* only jobs past their minDuration are ever halted (the pool holds nothing else);
+* jobs that are already leaving (halting, or halted/cancelled earlier in this cycle) free their
+  room at no cost: a queued job waits for them before it halts anything new, and each leaving
+  job's room is claimed by one queued job only;
+* the chosen set is minimal (no member can be left out) and prefers leaving jobs, then
+  restartable jobs, then the heaviest users, then the most recently started (least work lost);
+* across slaves the plan with the fewest new halts wins, then the one freeing the fewest GPUs,
+  then the slave name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .model import HaltInfo, RunningJob
+from .shape import Shape
+from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches
+from .timing import past_min_duration
+
+Eligible = Callable[[RunningJob, SlaveClass], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class RoomPlan:
+    slave: SlaveRuntime
+    new_halts: tuple[RunningJob, ...]  # to halt now
+    waiting_on: tuple[RunningJob, ...]  # already leaving; their room is claimed
+
+
+class HaltPlanner:
+    """Finds room behind running jobs; remembers claims for the rest of the cycle."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.claimed: set[str] = set()
+        # Per slave: the jobs that are leaving or may be halted (past minDuration).
+        self.pool: dict[str, list[RunningJob]] = {}
+        for name, jobs in ctx.running_by_slave.items():
+            if name not in ctx.by_name:
+                continue
+            usable = [j for j in jobs if j.id in ctx.leaving or past_min_duration(j, ctx.now)]
+            if usable:
+                self.pool[name] = usable
+        # Per slave: leaving jobs nobody claimed yet, and the heaviest user among the others
+        # (lets a plan skip slaves that cannot help without looking at their jobs).
+        self._free_leaving: dict[str, int] = {}
+        self._heaviest: dict[str, float] = {}
+        for name, jobs in self.pool.items():
+            self._free_leaving[name] = sum(1 for j in jobs if j.id in ctx.leaving)
+            self._heaviest[name] = max(
+                (ctx.usage_of(j.user) for j in jobs if j.id not in ctx.leaving), default=-1.0
+            )
+        self._pool_by_class: dict[int, list[SlaveRuntime]] = {}
+        for cls in ctx.classes:
+            members = [s for s in cls.slaves if s.name in self.pool]
+            if members:
+                self._pool_by_class[cls.id] = members
+
+    def heaviest_haltable_usage(self) -> float:
+        """Largest usage among owners of jobs that could still be halted (0 when none)."""
+        leaving, usage_of = self.ctx.leaving, self.ctx.usage_of
+        return max(
+            (usage_of(j.user) for jobs in self.pool.values() for j in jobs if j.id not in leaving),
+            default=0.0,
+        )
+
+    def _slaves(self, cls: SlaveClass) -> list[SlaveRuntime]:
+        if cls.single:
+            return [s for s in cls.slaves if s.name in self.pool]
+        return self._pool_by_class.get(cls.id, [])
+
+    def plan(
+        self,
+        shape: Shape,
+        classes: Iterable[SlaveClass],
+        eligible: Eligible | None,
+        max_new: int,
+        victim_usage_above: float | None = None,
+    ) -> RoomPlan | None:
+        """Best room for the shape behind leaving jobs and (when ``eligible``) new halts.
+
+        ``victim_usage_above``: a necessary condition of ``eligible`` (the victim's user has more
+        usage than this), used to skip slaves without looking at their jobs.
+        """
+        best: RoomPlan | None = None
+        best_key: tuple | None = None
+        may_halt = eligible is not None and max_new > 0
+        for cls in classes:
+            for slave in self._slaves(cls):
+                name = slave.name
+                if not self._free_leaving[name] and (
+                    not may_halt
+                    or (victim_usage_above is not None and self._heaviest[name] <= victim_usage_above)
+                ):
+                    continue
+                found = self._plan_slave(shape, cls, slave, eligible, max_new)
+                if found is None:
+                    continue
+                plan, freed = found
+                key = (len(plan.new_halts), freed, slave.rank)
+                if best_key is None or key < best_key:
+                    best, best_key = plan, key
+        return best
+
+    def _plan_slave(
+        self,
+        shape: Shape,
+        cls: SlaveClass,
+        slave: SlaveRuntime,
+        eligible: Eligible | None,
+        max_new: int,
+    ) -> tuple[RoomPlan, int] | None:
+        wanted = shape.gpu_models
+        need_g = shape.gpus - len(slave.matching_free(wanted))
+        need_c = shape.cpus - len(slave.free_cpus)
+        need_m = shape.memory_gb - slave.free_mem
+        if need_g <= 0 and need_c <= 0 and need_m <= EPS:
+            return None  # room is there: something else keeps the job off this slave
+        leaving = self.ctx.leaving
+        models = slave.gpu_models
+
+        def gpus_of(job: RunningJob) -> int:
+            if not wanted:
+                return len(job.gpu_ids)
+            return sum(1 for i in job.gpu_ids if i in models and model_matches(models[i], wanted))
+
+        candidates = []
+        for job in self.pool[slave.name]:
+            if job.id in self.claimed:
+                continue
+            if job.id in leaving:
+                cost = 0
+            elif max_new > 0 and eligible is not None and eligible(job, cls):
+                cost = 1
+            else:
+                continue
+            candidates.append((cost, job))
+        if not candidates:
+            return None
+        # Quick bound: everything together must be enough.
+        if (
+            sum(gpus_of(j) for _, j in candidates) < need_g
+            or sum(len(j.cpu_ids) for _, j in candidates) < need_c
+            or sum(j.memory_gb for _, j in candidates) + EPS < need_m
+        ):
+            return None
+        usage_of = self.ctx.usage_of
+        candidates.sort(
+            key=lambda item: (
+                item[0],
+                not item[1].restartable,
+                -usage_of(item[1].user),
+                -item[1].started_at.timestamp(),
+                item[1].id,
+            )
+        )
+        chosen = _minimal_cover(need_g, need_c, need_m, candidates, gpus_of)
+        if chosen is None:
+            return None
+        new = tuple(j for cost, j in chosen if cost)
+        if len(new) > max_new:
+            return None
+        waiting = tuple(j for cost, j in chosen if not cost)
+        freed = sum(len(j.gpu_ids) for _, j in chosen)
+        return RoomPlan(slave, new, waiting), freed
+
+    def claim(self, plan: RoomPlan) -> None:
+        for job in plan.new_halts + plan.waiting_on:
+            self.claimed.add(job.id)
+            self.ctx.leaving.add(job.id)
+        self._free_leaving[plan.slave.name] -= len(plan.waiting_on)
+
+
+def _minimal_cover(need_g, need_c, need_m, candidates, gpus_of):
+    """A small set covering the needs: greedy in preference order, pruned, or one job if better.
+
+    ``candidates`` are (cost, job) sorted by preference. Returns (cost, job) pairs or None.
+    """
+
+    def covers(items) -> bool:
+        return (
+            sum(gpus_of(j) for _, j in items) >= need_g
+            and sum(len(j.cpu_ids) for _, j in items) >= need_c
+            and sum(j.memory_gb for _, j in items) + EPS >= need_m
+        )
+
+    chosen = []
+    left_g, left_c, left_m = need_g, need_c, need_m
+    for item in candidates:
+        job = item[1]
+        g, c, m = gpus_of(job), len(job.cpu_ids), job.memory_gb
+        if (left_g > 0 and g) or (left_c > 0 and c) or (left_m > EPS and m > 0):
+            chosen.append(item)
+            left_g, left_c, left_m = left_g - g, left_c - c, left_m - m
+            if left_g <= 0 and left_c <= 0 and left_m <= EPS:
+                break
+    else:
+        return None
+    # Drop members that turned out unnecessary, least preferred first.
+    for item in reversed(list(chosen)):
+        rest = [other for other in chosen if other is not item]
+        if covers(rest):
+            chosen = rest
+    single = next((item for item in candidates if covers([item])), None)
+    if single is not None:
+        cost_chosen = (sum(cost for cost, _ in chosen), len(chosen))
+        if (single[0], 1) < cost_chosen:
+            chosen = [single]
+    return chosen
+
+
+def halt_info(
+    ctx: Context,
+    *,
+    reason: str,
+    slave: SlaveRuntime,
+    started: Iterable[str],
+    halted: Iterable[RunningJob],
+    started_users: Iterable[str] = (),
+) -> HaltInfo:
+    """GPULab's HaltInfo for halts on one slave; scores are the users' decayed usage."""
+    halted = tuple(halted)
+    return HaltInfo(
+        reason=reason,
+        time=ctx.now,
+        started_job_uuids=tuple(started),
+        halted_job_uuids=tuple(j.id for j in halted),
+        slave_name=slave.name,
+        slave_instance=slave.state.instance_id or slave.name,
+        started_job_scores=tuple(ctx.usage_of(u) for u in started_users),
+        halted_job_scores=tuple(ctx.usage_of(j.user) for j in halted),
+    )

@@ -1,0 +1,195 @@
+"""Find the best slave for a request shape and take its resources.
+
+Cost control, since one cycle may see 10,000 queued jobs and 1,000 slaves:
+
+* static filters run once per (shape, slave class), and the passing classes are cached;
+* inside a class, slaves sit in buckets by free GPU count, so the best-packed slave with room is
+  the first suitable one of the lowest sufficient bucket: no scan of full slaves;
+* a shape that found no room is remembered as failed for the rest of the cycle -- free room only
+  shrinks during a cycle (halted jobs keep theirs until they end) -- so later jobs of that shape
+  cost one set lookup. The only thing that can open room for a failed shape within a cycle is
+  the last waiting owner job of a private cluster being served; :meth:`Placer.invalidate` then
+  forgets the failures;
+* slaves whose CPUs or memory are too short for a shape are skipped by that shape from then on.
+"""
+
+from __future__ import annotations
+
+from . import reservations as res_rules
+from .filters import (
+    AVAILABILITY,
+    OWNER_DEMAND,
+    RESERVATION,
+    RESERVATION_BUDGET,
+    Env,
+    identity_chain,
+)
+from .model import QueuedJob, Start
+from .scorers import total_score
+from .shape import Shape
+from .state import EPS, Context, SlaveClass, SlaveRuntime
+
+
+class FailureMemo:
+    """Request shapes known to fail, and every shape that asks for at least as much.
+
+    Shapes that differ only in GPU/CPU/memory amounts share a "rest"; if a request failed, a
+    larger request with the same rest fails too (room only shrinks within a cycle).
+    """
+
+    def __init__(self) -> None:
+        self._failed: dict[tuple, list[tuple[int, int, float]]] = {}
+        self._rest: dict[Shape, tuple] = {}
+
+    def _rest_of(self, shape: Shape) -> tuple:
+        rest = self._rest.get(shape)
+        if rest is None:
+            rest = self._rest[shape] = (
+                shape.gpu_models,
+                shape.features,
+                shape.min_cuda,
+                shape.cluster_id,
+                shape.slave_name,
+                shape.owner_of,
+                shape.guest_ok,
+                shape.res,
+            )
+        return rest
+
+    def known(self, shape: Shape) -> bool:
+        failed = self._failed.get(self._rest_of(shape))
+        if not failed:
+            return False
+        g, c, m = shape.gpus, shape.cpus, shape.memory_gb
+        return any(g >= fg and c >= fc and m >= fm for fg, fc, fm in failed)
+
+    def add(self, shape: Shape) -> None:
+        self._failed.setdefault(self._rest_of(shape), []).append(
+            (shape.gpus, shape.cpus, shape.memory_gb)
+        )
+
+    def clear(self) -> None:
+        self._failed.clear()
+
+
+class Placer:
+    """Placement search and bookkeeping for one cycle."""
+
+    def __init__(self, ctx: Context, env: Env) -> None:
+        self.ctx = ctx
+        self.env = env
+        self._identity: dict[Shape, tuple[list[SlaveClass], str | None]] = {}
+        self._candidates: dict[Shape, list[SlaveClass]] = {}
+        self._failed = FailureMemo()
+        self._skip: dict[Shape, set[int]] = {}
+
+    def identity(self, shape: Shape) -> tuple[list[SlaveClass], str | None]:
+        """:func:`identity_chain` over all classes, memoised per shape."""
+        found = self._identity.get(shape)
+        if found is None:
+            found = self._identity[shape] = identity_chain(shape, self.ctx.classes, self.env)
+        return found
+
+    def candidates(self, shape: Shape) -> list[SlaveClass]:
+        """Classes (or the pinned slave's view) that pass every identity and runtime filter."""
+        found = self._candidates.get(shape)
+        if found is None:
+            passing, _ = self.identity(shape)
+            found = [
+                cls
+                for cls in passing
+                if AVAILABILITY(shape, cls.rep, self.env) is None
+                and RESERVATION.blocking(shape, cls) is None
+            ]
+            self._candidates[shape] = found
+        return found
+
+    def open_classes(self, shape: Shape) -> list[SlaveClass]:
+        """Candidates that the dynamic class filters (owner demand, budgets) also let through."""
+        ctx = self.ctx
+        return [
+            cls
+            for cls in self.candidates(shape)
+            if not OWNER_DEMAND.rejects(shape, cls, ctx)
+            and RESERVATION_BUDGET.blocking(shape, cls) is None
+        ]
+
+    def invalidate(self) -> None:
+        """Forget failed shapes (room opened for them: a private cluster's owners are served)."""
+        self._failed.clear()
+
+    def place(self, shape: Shape) -> SlaveRuntime | None:
+        """The best slave with room for the shape now, or None."""
+        if self._failed.known(shape):
+            return None
+        best: SlaveRuntime | None = None
+        best_key: tuple | None = None
+        for cls in self.open_classes(shape):
+            hit = self._find(shape, cls)
+            if hit is None:
+                continue
+            slave, free, total = hit
+            key = (-total_score(shape, cls, free, total), slave.rank)
+            if best_key is None or key < best_key:
+                best, best_key = slave, key
+        if best is None:
+            self._failed.add(shape)
+        return best
+
+    def _find(self, shape: Shape, cls: SlaveClass) -> tuple[SlaveRuntime, int, int] | None:
+        """Best-packed member of the class with room: (slave, its free GPUs, its GPUs)."""
+        wanted = shape.gpu_models
+        if cls.single or cls.match_mode(wanted) != "all":
+            # Pinned slave, or a class where only some GPU models match: look at each member.
+            best = None
+            for slave in cls.slaves:
+                free = len(slave.matching_free(wanted))
+                if (
+                    free >= shape.gpus
+                    and len(slave.free_cpus) >= shape.cpus
+                    and slave.free_mem + EPS >= shape.memory_gb
+                    and (best is None or free < best[1])
+                ):
+                    best = (slave, free)
+            if best is None:
+                return None
+            return best[0], best[1], self.env.matching_gpus(cls.rep, wanted)
+        skip = self._skip.get(shape)
+        cpus = shape.cpus
+        memory = shape.memory_gb - EPS
+        slaves = self.ctx.slaves
+        buckets = cls.buckets
+        for free in range(shape.gpus, cls.ngpus + 1):
+            for rank in buckets[free]:
+                if skip is not None and rank in skip:
+                    continue
+                slave = slaves[rank]
+                if len(slave.free_cpus) >= cpus and slave.free_mem >= memory:
+                    return slave, free, cls.ngpus
+                if skip is None:
+                    skip = self._skip[shape] = set()
+                skip.add(rank)
+        return None
+
+    def commit(self, job: QueuedJob, shape: Shape, slave: SlaveRuntime) -> Start:
+        """Take the lowest free ids of an accepted model, update indexes and budgets."""
+        cls = slave.cls
+        assert cls is not None
+        before = len(slave.free_gpus)
+        if shape.gpus and shape.gpu_models and cls.match_mode(shape.gpu_models) != "all":
+            gpu_ids = slave.matching_free(shape.gpu_models)[: shape.gpus]
+            taken = set(gpu_ids)
+            slave.free_gpus = [i for i in slave.free_gpus if i not in taken]
+        else:
+            gpu_ids = slave.free_gpus[: shape.gpus]
+            slave.free_gpus = slave.free_gpus[shape.gpus :]
+        cpu_ids = slave.free_cpus[: shape.cpus]
+        slave.free_cpus = slave.free_cpus[shape.cpus :]
+        slave.free_mem -= shape.memory_gb
+        cls.move(slave, before)
+        ignoring = frozenset(
+            rr.id
+            for rr in cls.reservations
+            if res_rules.record_start(shape.rel(rr.id), rr, shape.gpus)
+        )
+        return Start(job.id, slave.name, tuple(gpu_ids), tuple(cpu_ids), ignoring)

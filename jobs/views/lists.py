@@ -1,0 +1,108 @@
+"""The job list: filters, search, pagination, and a partial that htmx polls while any shown job
+is active."""
+
+import re
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
+
+from clusters.models import Cluster
+from jobs.forms import JobFilterForm
+from jobs.selectors import (
+    job_list_not_deleted,
+    job_list_visible_to,
+    project_ids_of,
+    user_is_admin,
+)
+from jobs.states import ACTIVE, GROUPS
+from jobs.views.common import present
+from portal.models import Project
+
+PAGE_SIZE = 25
+_UUID_PREFIX = re.compile(r"^(?:job-)?([0-9a-fA-F]{6}[0-9a-fA-F-]{0,30})$")
+
+
+def filter_jobs(queryset, form: JobFilterForm, user):
+    """Apply the list filters. Name, user and project filters only reach jobs the viewer sees
+    in full, so a sanitised job is never found by its hidden name, owner or project."""
+    data = form.cleaned_data if form.is_valid() else {}
+    admin = user_is_admin(user)
+    mine = project_ids_of(user)
+
+    def only_full(qs):
+        return qs if admin else qs.filter(project_id__in=mine)
+
+    state = data.get("state") or ""
+    if state == "active":
+        queryset = queryset.filter(status__in=ACTIVE)
+    elif state in GROUPS:
+        queryset = queryset.filter(status__in=GROUPS[state])
+    else:
+        queryset = job_list_not_deleted(queryset)
+    if data.get("project"):
+        queryset = only_full(queryset.filter(project_id=int(data["project"])))
+    if data.get("user"):
+        queryset = only_full(queryset.filter(owner__username=data["user"].strip()))
+    if data.get("mine"):
+        queryset = queryset.filter(owner=user)
+    if data.get("cluster"):
+        cluster_id = int(data["cluster"])
+        queryset = queryset.filter(
+            Q(slave__cluster_id=cluster_id)
+            | Q(slave__isnull=True, requested_cluster_id=cluster_id)
+        )
+    q = (data.get("q") or "").strip()
+    if q:
+        match = _UUID_PREFIX.match(q)
+        by_name = Q(name__icontains=q)
+        if not admin:
+            by_name &= Q(project_id__in=mine)
+        condition = by_name
+        if match:
+            condition |= Q(uuid__istartswith=match.group(1).lower())
+        queryset = queryset.filter(condition)
+    return queryset.order_by("-created", "-id")
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def job_list(request):
+    user = request.user
+    admin = user_is_admin(user)
+    projects = list(Project.objects.order_by("name") if admin else _my_projects(user))
+    clusters = list(Cluster.objects.order_by("id"))
+    form = JobFilterForm(request.GET or None, projects=projects, clusters=clusters)
+    queryset = filter_jobs(job_list_visible_to(user), form, user)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    jobs = [present(job, user, now=now) for job in page.object_list]
+    context = {
+        "form": form,
+        "page": page,
+        "jobs": jobs,
+        "any_active": any(job.ui_active for job in jobs),
+        "usernames": _known_usernames(user, admin),
+        "filtered": bool(request.GET.get("q") or any(
+            request.GET.get(k) for k in ("state", "project", "user", "cluster", "mine")
+        )),
+    }
+    if request.headers.get("HX-Request"):
+        return render(request, "jobs/_job_table.html", context)
+    return render(request, "jobs/list.html", context)
+
+
+def _my_projects(user):
+    return Project.objects.filter(memberships__user=user).order_by("name")
+
+
+def _known_usernames(user, admin: bool) -> list[str]:
+    """Usernames for the user filter's suggestions: the members of the viewer's projects."""
+    users = get_user_model().objects.order_by("username")
+    if not admin:
+        users = users.filter(memberships__project_id__in=project_ids_of(user)).distinct()
+    return list(users.values_list("username", flat=True)[:200])

@@ -1,0 +1,1 @@
+"""Portal API: shared helpers, version, token, projects and memberships."""

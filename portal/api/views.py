@@ -1,0 +1,182 @@
+"""``GET version`` (GPULab) and the portal's account endpoints: API token, projects, me."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.authtoken.models import Token
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+
+from jobs.selectors import projects_of, user_is_admin
+from portal.api.common import PortalAPIView
+from portal.models import Project, user_urn
+from portal.timefmt import utc_z
+
+PORTAL_TAG = "portal"
+
+
+class VersionSerializer(serializers.Serializer):
+    latest_client_version = serializers.CharField()
+    portal_version = serializers.CharField()
+    api_version = serializers.CharField()
+    deployment_environment = serializers.CharField()
+
+
+class VersionView(PortalAPIView):
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        operation_id="gpulab_version",
+        tags=["GPULab v4.0"],
+        summary="Server version; gpulab-cli warns when older than latest_client_version",
+        responses={200: VersionSerializer},
+    )
+    def get(self, request):
+        return Response(
+            {
+                "latest_client_version": settings.PORTAL_LATEST_CLIENT_VERSION,
+                "portal_version": settings.PORTAL_VERSION,
+                "api_version": "4.0",
+                "deployment_environment": settings.PORTAL_DEPLOYMENT_ENVIRONMENT,
+            }
+        )
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField(allow_null=True)
+    created = serializers.CharField(allow_null=True)
+    username = serializers.CharField()
+
+
+def _token_body(user, token: Token | None) -> dict:
+    return {
+        "token": token.key if token else None,
+        "created": utc_z(token.created) if token else None,
+        "username": user.username,
+    }
+
+
+class TokenView(PortalAPIView):
+    """The caller's API token (``Authorization: Token <key>``)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_token_get",
+        tags=[PORTAL_TAG],
+        summary="Show your API token (null when you have none yet)",
+        responses={200: TokenSerializer},
+    )
+    def get(self, request):
+        token = Token.objects.filter(user=request.user).first()
+        return Response(_token_body(request.user, token))
+
+    @extend_schema(
+        operation_id="portal_token_rotate",
+        tags=[PORTAL_TAG],
+        summary="Create or rotate your API token (the old one stops working)",
+        request=None,
+        responses={201: TokenSerializer},
+    )
+    def post(self, request):
+        with transaction.atomic():
+            Token.objects.filter(user=request.user).delete()
+            token = Token.objects.create(user=request.user)
+        return Response(_token_body(request.user, token), status=201)
+
+
+class MemberSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    urn = serializers.CharField()
+    role = serializers.CharField()
+
+
+class ProjectSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    urn = serializers.CharField()
+    description = serializers.CharField()
+    gid = serializers.IntegerField()
+    my_role = serializers.CharField(allow_null=True)
+    members = MemberSerializer(many=True)
+
+
+class ProjectListView(PortalAPIView):
+    """Projects the caller belongs to (admins: every project), with their members."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_projects",
+        tags=[PORTAL_TAG],
+        summary="Your projects and their memberships (admins: all projects)",
+        responses={200: ProjectSerializer(many=True)},
+    )
+    def get(self, request):
+        user = request.user
+        projects = Project.objects.all() if user_is_admin(user) else projects_of(user)
+        projects = projects.order_by("name").prefetch_related("memberships__user")
+        result = []
+        for project in projects:
+            memberships = list(project.memberships.all())
+            mine = next((m.role for m in memberships if m.user_id == user.pk), None)
+            result.append(
+                {
+                    "name": project.name,
+                    "urn": project.urn,
+                    "description": project.description,
+                    "gid": project.gid,
+                    "my_role": mine,
+                    "members": [
+                        {
+                            "username": m.user.username,
+                            "urn": user_urn(m.user.username),
+                            "role": m.role,
+                        }
+                        for m in memberships
+                    ],
+                }
+            )
+        return Response(result)
+
+
+class MeMembershipSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    project_urn = serializers.CharField()
+    role = serializers.CharField()
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    urn = serializers.CharField()
+    email = serializers.CharField()
+    is_admin = serializers.BooleanField()
+    memberships = MeMembershipSerializer(many=True)
+
+
+class MeView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_me",
+        tags=[PORTAL_TAG],
+        summary="Who you are: username, URN, admin flag and memberships",
+        responses={200: MeSerializer},
+    )
+    def get(self, request):
+        user = request.user
+        memberships = user.memberships.select_related("project").order_by("project__name")
+        return Response(
+            {
+                "username": user.username,
+                "urn": user_urn(user.username),
+                "email": user.email,
+                "is_admin": user_is_admin(user),
+                "memberships": [
+                    {"project": m.project.name, "project_urn": m.project.urn, "role": m.role}
+                    for m in memberships
+                ],
+            }
+        )

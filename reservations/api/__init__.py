@@ -1,0 +1,1 @@
+"""Portal reservation endpoints (``/api/portal/reservations``)."""

@@ -1,0 +1,281 @@
+"""Portal reservation endpoints: every logged-in user lists them (with an ``entitled`` flag);
+only admins create, change and delete them, through ``reservations.services`` (every change asks
+the scheduler for a tick).
+
+Choices: the list shows current and future reservations (``?include_past=true`` adds ended
+ones); the entitled projects and users are shown to admins only (others see null there and learn
+only whether they themselves are entitled).
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.http import Http404
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.response import Response
+
+from clusters.models import Cluster, Slave
+from jobs.selectors import project_ids_of, user_is_admin
+from portal.api.common import PortalAPIView, parse_bool, parse_uuid_or_404, read_json_object
+from portal.api_errors import BadRequest
+from portal.models import Project, user_urn
+from portal.timefmt import utc_z
+from reservations.models import Reservation
+from reservations.services import reservation_changed, reservation_create, reservation_delete
+
+TAG = "portal"
+FIELDS = ("name", "description", "cluster_id", "slaves", "gpu_count", "start", "end")
+FIELDS += ("projects", "users")
+_URN_RE = re.compile(r"^urn:publicid:IDN\+[^+]+\+(?P<kind>user|project)\+(?P<name>[^+]+)$")
+
+
+class IsAdminForWrites(BasePermission):
+    message = "only admins may create, change or delete reservations"
+
+    def has_permission(self, request, view):
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return True
+        return user_is_admin(request.user)
+
+
+class ReservationSerializer(serializers.Serializer):
+    """Input of create (all required fields) and update (PATCH: any subset)."""
+
+    name = serializers.CharField(max_length=100)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    cluster_id = serializers.IntegerField(min_value=0)
+    slaves = serializers.ListField(
+        child=serializers.CharField(max_length=64), required=False, default=list, max_length=1000
+    )
+    gpu_count = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    projects = serializers.ListField(
+        child=serializers.CharField(max_length=300),
+        required=False,
+        default=list,
+        max_length=1000,
+        help_text="project names or URNs",
+    )
+    users = serializers.ListField(
+        child=serializers.CharField(max_length=300),
+        required=False,
+        default=list,
+        max_length=1000,
+        help_text="usernames or user URNs",
+    )
+
+
+class ReservationOutSerializer(serializers.Serializer):
+    uuid = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    cluster_id = serializers.IntegerField()
+    slaves = serializers.ListField(child=serializers.CharField())
+    gpu_count = serializers.IntegerField(allow_null=True)
+    start = serializers.CharField()
+    end = serializers.CharField()
+    active = serializers.BooleanField()
+    entitled = serializers.BooleanField()
+    projects = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    users = serializers.ListField(child=serializers.CharField(), allow_null=True)
+
+
+def _names(values: list[str], kind: str) -> list[str]:
+    names = []
+    for value in values:
+        match = _URN_RE.match(value)
+        names.append(match.group("name") if match and match.group("kind") == kind else value)
+    return names
+
+
+def _resolve(data: dict, *, current: Reservation | None = None) -> dict:
+    """Turn validated input into model objects; BadRequest naming every unknown reference."""
+    errors = []
+    resolved = dict(data)
+    if "cluster_id" in data:
+        cluster = Cluster.objects.filter(pk=data["cluster_id"]).first()
+        if cluster is None:
+            errors.append(f"cluster_id: no cluster {data['cluster_id']}")
+        resolved["cluster"] = cluster
+    else:
+        resolved["cluster"] = current.cluster if current else None
+    if "slaves" in data or "cluster_id" in data:
+        names = data.get("slaves", [s.name for s in current.slaves.all()] if current else [])
+        slaves = {s.name: s for s in Slave.objects.filter(name__in=names)}
+        cluster = resolved["cluster"]
+        for index, name in enumerate(names):
+            slave = slaves.get(name)
+            if slave is None:
+                errors.append(f"slaves[{index}]: no slave {name!r}")
+            elif cluster is not None and slave.cluster_id != cluster.pk:
+                errors.append(f"slaves[{index}]: {name!r} is not in cluster {cluster.pk}")
+        resolved["slaves"] = [slaves[n] for n in names if n in slaves]
+    if "projects" in data:
+        names = _names(data["projects"], "project")
+        found = {p.name: p for p in Project.objects.filter(name__in=names)}
+        for index, name in enumerate(names):
+            if name not in found:
+                errors.append(f"projects[{index}]: no project {name!r}")
+        resolved["projects"] = [found[n] for n in names if n in found]
+    if "users" in data:
+        names = _names(data["users"], "user")
+        found = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+        for index, name in enumerate(names):
+            if name not in found:
+                errors.append(f"users[{index}]: no user {name!r}")
+        resolved["users"] = [found[n] for n in names if n in found]
+    start = data.get("start", current.start if current else None)
+    end = data.get("end", current.end if current else None)
+    if start is not None and end is not None and end <= start:
+        errors.append("end: must be after start")
+    if errors:
+        raise BadRequest("invalid reservation", errors)
+    return resolved
+
+
+def _validated(request, *, partial: bool) -> dict:
+    body = read_json_object(request)
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise BadRequest("invalid reservation", [f"{key}: unknown field" for key in unknown])
+    serializer = ReservationSerializer(data=body, partial=partial)
+    serializer.is_valid(raise_exception=True)
+    data = dict(serializer.validated_data)
+    if partial:  # only what was sent: defaults must not overwrite stored values
+        data = {key: value for key, value in data.items() if key in body}
+    return data
+
+
+def reservation_json(reservation: Reservation, *, user, now) -> dict:
+    admin = user_is_admin(user)
+    projects = list(reservation.projects.all())
+    users = list(reservation.users.all())
+    mine = project_ids_of(user)
+    entitled = any(u.pk == user.pk for u in users) or any(p.pk in mine for p in projects)
+    return {
+        "uuid": str(reservation.uuid),
+        "name": reservation.name,
+        "description": reservation.description,
+        "cluster_id": reservation.cluster_id,
+        "slaves": [s.name for s in reservation.slaves.all()],
+        "gpu_count": reservation.gpu_count,
+        "start": utc_z(reservation.start),
+        "end": utc_z(reservation.end),
+        "active": reservation.start <= now < reservation.end,
+        "entitled": entitled,
+        "projects": [p.urn for p in projects] if admin else None,
+        "users": [user_urn(u.username) for u in users] if admin else None,
+    }
+
+
+def _reservations():
+    return Reservation.objects.prefetch_related("slaves", "projects", "users").order_by(
+        "start", "id"
+    )
+
+
+def _get(reservation_id: str) -> Reservation:
+    found = _reservations().filter(uuid=parse_uuid_or_404(reservation_id)).first()
+    if found is None:
+        raise Http404("no such reservation")
+    return found
+
+
+class ReservationListView(PortalAPIView):
+    permission_classes = [IsAuthenticated, IsAdminForWrites]
+
+    @extend_schema(
+        operation_id="portal_reservations_list",
+        tags=[TAG],
+        summary="Current and future reservations, with whether you are entitled to each",
+        parameters=[OpenApiParameter("include_past", bool, description="also ended ones")],
+        responses={200: ReservationOutSerializer(many=True)},
+    )
+    def get(self, request):
+        now = timezone.now()
+        include_past = parse_bool(request.query_params.get("include_past"), "include_past")
+        queryset = _reservations()
+        if not include_past:
+            queryset = queryset.filter(end__gt=now)
+        return Response([reservation_json(r, user=request.user, now=now) for r in queryset])
+
+    @extend_schema(
+        operation_id="portal_reservation_create",
+        tags=[TAG],
+        summary="Create a reservation (admins)",
+        request=ReservationSerializer,
+        responses={201: ReservationOutSerializer},
+    )
+    def post(self, request):
+        data = _resolve(_validated(request, partial=False))
+        reservation = reservation_create(
+            name=data["name"],
+            description=data.get("description", ""),
+            cluster=data["cluster"],
+            start=data["start"],
+            end=data["end"],
+            created_by=request.user,
+            slaves=data.get("slaves", []),
+            gpu_count=data.get("gpu_count"),
+            projects=data.get("projects", []),
+            users=data.get("users", []),
+        )
+        body = reservation_json(_get(str(reservation.uuid)), user=request.user, now=timezone.now())
+        return Response(body, status=201)
+
+
+class ReservationDetailView(PortalAPIView):
+    permission_classes = [IsAuthenticated, IsAdminForWrites]
+
+    @extend_schema(
+        operation_id="portal_reservation_get",
+        tags=[TAG],
+        summary="One reservation",
+        responses={200: ReservationOutSerializer},
+    )
+    def get(self, request, reservation_id: str):
+        return Response(
+            reservation_json(_get(reservation_id), user=request.user, now=timezone.now())
+        )
+
+    @extend_schema(
+        operation_id="portal_reservation_update",
+        tags=[TAG],
+        summary="Change a reservation (admins; send only the fields to change)",
+        request=ReservationSerializer,
+        responses={200: ReservationOutSerializer},
+    )
+    def patch(self, request, reservation_id: str):
+        reservation = _get(reservation_id)
+        data = _resolve(_validated(request, partial=True), current=reservation)
+        with transaction.atomic():
+            for field in ("name", "description", "gpu_count", "start", "end"):
+                if field in data:
+                    setattr(reservation, field, data[field])
+            reservation.cluster = data["cluster"]
+            reservation.save()
+            for relation in ("slaves", "projects", "users"):
+                if relation in data:
+                    getattr(reservation, relation).set(data[relation])
+            # reservations.services has no update service: the same tick as create/delete.
+            reservation_changed(reservation=reservation)
+        return Response(
+            reservation_json(_get(reservation_id), user=request.user, now=timezone.now())
+        )
+
+    @extend_schema(
+        operation_id="portal_reservation_delete",
+        tags=[TAG],
+        summary="Delete a reservation (admins)",
+        responses={204: None},
+    )
+    def delete(self, request, reservation_id: str):
+        reservation_delete(reservation=_get(reservation_id))
+        return Response(status=204)

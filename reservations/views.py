@@ -1,0 +1,174 @@
+"""Reservations: a timeline per cluster and details for everyone; create, edit and delete for
+admins (through reservations.services, which ask the scheduler for a tick)."""
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.db.models import Q
+from django.http import HttpResponseForbidden
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+
+from clusters.models import Cluster
+from jobs.selectors import project_ids_of, user_is_admin
+from reservations import services
+from reservations.forms import ReservationForm
+from reservations.models import Reservation
+
+TIMELINE_DAYS = 14
+LIST_LIMIT = 200
+RECENT_DAYS = 7
+
+
+def entitled_ids(user, reservations) -> set[int]:
+    """Ids of those reservations that ``user`` (directly or through a project) may use. 1 query."""
+    ids = [r.pk for r in reservations]
+    if not ids or not user.is_authenticated:
+        return set()
+    mine = project_ids_of(user)
+    return set(
+        Reservation.objects.filter(pk__in=ids)
+        .filter(Q(users=user) | Q(projects__in=mine))
+        .values_list("pk", flat=True)
+        .distinct()
+    )
+
+
+def _timeline(reservations, clusters, now) -> dict:
+    """CSS bars: per cluster, each reservation's left offset and width in % of the window."""
+    start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    end = start + timedelta(days=TIMELINE_DAYS)
+    span = (end - start).total_seconds()
+    rows = []
+    for cluster in clusters:
+        bars = []
+        for r in reservations:
+            if r.cluster_id != cluster.pk or r.end <= start or r.start >= end:
+                continue
+            left = max(0.0, (r.start - start).total_seconds() / span * 100)
+            right = min(100.0, (r.end - start).total_seconds() / span * 100)
+            bars.append(
+                {
+                    "r": r,
+                    "left": f"{left:.2f}",
+                    "width": f"{max(0.6, right - left):.2f}",
+                    "active": r.start <= now < r.end,
+                }
+            )
+        rows.append({"cluster": cluster, "bars": bars})
+    days = [
+        {"date": start + timedelta(days=i), "left": f"{i / TIMELINE_DAYS * 100:.2f}"}
+        for i in range(TIMELINE_DAYS)
+    ]
+    now_left = f"{(now - start).total_seconds() / span * 100:.2f}"
+    return {"rows": rows, "days": days, "start": start, "end": end, "now_left": now_left}
+
+
+def _with_relations(qs):
+    return qs.select_related("cluster").prefetch_related("slaves", "projects", "users")
+
+
+@login_required
+def reservation_list(request):
+    user = request.user
+    now = timezone.now()
+    current = list(_with_relations(Reservation.objects.filter(end__gt=now)).order_by("start")[
+        :LIST_LIMIT
+    ])
+    recent = list(
+        _with_relations(
+            Reservation.objects.filter(end__lte=now, end__gt=now - timedelta(days=RECENT_DAYS))
+        ).order_by("-end")[:20]
+    )
+    mine = entitled_ids(user, current + recent)
+    for r in current + recent:
+        r.ui_entitled = r.pk in mine
+        r.ui_active = r.start <= now < r.end
+    clusters = list(Cluster.objects.order_by("id"))
+    return render(
+        request,
+        "reservations/list.html",
+        {
+            "current": current,
+            "recent": recent,
+            "limited": len(current) >= LIST_LIMIT,
+            "timeline": _timeline(current, clusters, now),
+            "is_admin": user_is_admin(user),
+            "now": now,
+        },
+    )
+
+
+@login_required
+def reservation_detail(request, uuid):
+    reservation = get_object_or_404(_with_relations(Reservation.objects), uuid=uuid)
+    now = timezone.now()
+    reservation.ui_entitled = reservation.pk in entitled_ids(request.user, [reservation])
+    reservation.ui_active = reservation.start <= now < reservation.end
+    return render(
+        request,
+        "reservations/detail.html",
+        {"r": reservation, "is_admin": user_is_admin(request.user), "now": now},
+    )
+
+
+def _admin_only(request):
+    if not user_is_admin(request.user):
+        return HttpResponseForbidden("Only admins manage reservations.")
+    return None
+
+
+@login_required
+def reservation_create(request):
+    if refused := _admin_only(request):
+        return refused
+    form = ReservationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        reservation = services.reservation_create(
+            name=data["name"],
+            description=data["description"],
+            cluster=data["cluster"],
+            start=data["start"],
+            end=data["end"],
+            gpu_count=data["gpu_count"],
+            slaves=data["slaves"],
+            projects=data["projects"],
+            users=data["users"],
+            created_by=request.user,
+        )
+        messages.success(request, f"Reservation {reservation.name} created.")
+        return redirect("reservations:detail", uuid=reservation.uuid)
+    return render(request, "reservations/form.html", {"form": form, "creating": True})
+
+
+@login_required
+def reservation_edit(request, uuid):
+    if refused := _admin_only(request):
+        return refused
+    reservation = get_object_or_404(Reservation, uuid=uuid)
+    form = ReservationForm(request.POST or None, instance=reservation)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            reservation = form.save()
+            services.reservation_changed(reservation=reservation)
+        messages.success(request, f"Reservation {reservation.name} saved.")
+        return redirect("reservations:detail", uuid=reservation.uuid)
+    return render(
+        request, "reservations/form.html", {"form": form, "creating": False, "r": reservation}
+    )
+
+
+@login_required
+def reservation_delete(request, uuid):
+    if refused := _admin_only(request):
+        return refused
+    reservation = get_object_or_404(Reservation.objects.select_related("cluster"), uuid=uuid)
+    if request.method == "POST" and request.POST.get("confirmed") == "1":
+        name = reservation.name
+        services.reservation_delete(reservation=reservation)
+        messages.success(request, f"Reservation {name} deleted.")
+        return redirect("reservations:list")
+    return render(request, "reservations/confirm_delete.html", {"r": reservation})

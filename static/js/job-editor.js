@@ -1,0 +1,314 @@
+/* Create Job: keeps the common fields and the JSON document in step, converts a pasted v1
+   jobDefinition through the server, validates on request and warns about shell operators.
+   Without this file the document alone is submitted (and "Apply fields" rewrites it). */
+(function () {
+  "use strict";
+
+  var FIELD_PATHS = {
+    name: "name",
+    image: "request.docker.image",
+    command: "request.docker.command",
+    gpus: "request.resources.gpus",
+    cpus: "request.resources.cpus",
+    cpu_memory_gb: "request.resources.cpuMemoryGb",
+    gpu_model: "request.resources.gpuModel",
+    cluster: "request.resources.clusterId",
+    min_duration: "request.scheduling.minDuration",
+    max_duration: "request.scheduling.maxDuration",
+    interactive: "request.scheduling.interactive",
+    restartable: "request.scheduling.restartable"
+  };
+  var INTEGER_FIELDS = { gpus: 1, cpus: 1, cpu_memory_gb: 1 };
+  var SHELL_OPERATORS = ["&&", "||", "$(", "|", ">", "<", ";", "`"];
+  var SHELL_WRAPPER = /^\s*(\/usr)?(\/bin\/)?(ba|da|z)?sh\s+(-\w*\s+)*-\w*c\b/;
+
+  var form = document.getElementById("job-form");
+  if (!form) return;
+  var editor = document.getElementById("id_document");
+  var status = document.getElementById("editor-status");
+  var errorList = document.getElementById("job-json-errors");
+  var warningBox = document.getElementById("command-warning");
+  var convertUrl = form.getAttribute("data-convert-url");
+  var templates = JSON.parse(document.getElementById("job-templates").textContent);
+  var lastConverted = null;
+  var timer = null;
+
+  document.documentElement.classList.add("job-editor-js");
+  var apply = document.getElementById("apply-fields");
+  if (apply) apply.hidden = true;
+  var noJsNote = document.getElementById("nojs-note");
+  if (noJsNote) noJsNote.hidden = true;
+  document.getElementById("job-validate").hidden = false;
+
+  /* Enter in a field edits the document; it does not submit the job. */
+  form.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && event.target.matches("input[data-doc-field]")) event.preventDefault();
+  });
+
+  function field(name) { return form.querySelector('[data-doc-field="' + name + '"]'); }
+
+  function say(text, kind) {
+    status.textContent = text || "";
+    status.className = "editor-status " + (kind ? "text-" + kind : "text-body-secondary");
+  }
+
+  function getPath(doc, path) {
+    var value = doc;
+    var keys = path.split(".");
+    for (var i = 0; i < keys.length; i++) {
+      if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+      value = value[keys[i]];
+    }
+    return value;
+  }
+
+  function setPath(doc, path, value, remove) {
+    var keys = path.split(".");
+    var target = doc;
+    for (var i = 0; i < keys.length - 1; i++) {
+      if (target[keys[i]] === null || typeof target[keys[i]] !== "object" || Array.isArray(target[keys[i]])) {
+        if (remove) return;
+        target[keys[i]] = {};
+      }
+      target = target[keys[i]];
+    }
+    if (remove) delete target[keys[keys.length - 1]];
+    else target[keys[keys.length - 1]] = value;
+  }
+
+  function parse(text) {
+    try {
+      var doc = JSON.parse(text);
+      return doc !== null && typeof doc === "object" && !Array.isArray(doc) ? doc : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function commandValue(text) {
+    var trimmed = text.trim();
+    if (trimmed.charAt(0) === "[") {
+      try {
+        var list = JSON.parse(trimmed);
+        if (Array.isArray(list) && list.every(function (x) { return typeof x === "string"; })) return list;
+      } catch (e) { /* a string after all */ }
+    }
+    return trimmed;
+  }
+
+  /* one field -> the document */
+  function writeField(doc, name) {
+    var el = field(name);
+    var path = FIELD_PATHS[name];
+    if (el.type === "checkbox") return setPath(doc, path, el.checked);
+    var raw = el.value;
+    if (name === "command") return setPath(doc, path, commandValue(raw));
+    if (name === "gpu_model") {
+      return setPath(doc, path, raw.split(",").map(function (s) { return s.trim(); }).filter(Boolean));
+    }
+    if (name === "cluster") return setPath(doc, path, raw === "" ? null : parseInt(raw, 10));
+    if (INTEGER_FIELDS[name]) {
+      if (raw.trim() === "") return;
+      var number = Number(raw);
+      return setPath(doc, path, Number.isInteger(number) ? number : raw);
+    }
+    if ((name === "min_duration" || name === "max_duration") && raw.trim() === "") {
+      return setPath(doc, path, null, true);
+    }
+    setPath(doc, path, raw);
+  }
+
+  /* the document -> every field except the one being edited */
+  function readFields(doc) {
+    Object.keys(FIELD_PATHS).forEach(function (name) {
+      var el = field(name);
+      if (!el || el === document.activeElement) return;
+      var value = getPath(doc, FIELD_PATHS[name]);
+      if (el.type === "checkbox") { el.checked = value === true; return; }
+      if (name === "command") value = Array.isArray(value) ? (value.length ? JSON.stringify(value) : "") : value;
+      else if (name === "gpu_model") value = Array.isArray(value) ? value.join(", ") : value;
+      if (value === undefined || value === null) value = "";
+      value = String(value);
+      if (el.tagName === "SELECT" && value !== "" && !el.querySelector('option[value="' + CSS.escape(value) + '"]')) {
+        var option = document.createElement("option");
+        option.value = value;
+        option.textContent = value + " (not registered)";
+        el.appendChild(option);
+      }
+      el.value = value;
+    });
+    updateWarning(doc);
+  }
+
+  function commandWarnings(command) {
+    if (typeof command !== "string" || !command.trim() || SHELL_WRAPPER.test(command)) return [];
+    var found = SHELL_OPERATORS.filter(function (op) { return command.indexOf(op) >= 0; });
+    if (found.indexOf("||") >= 0) found = found.filter(function (op) { return op !== "|"; });
+    if (!found.length) return [];
+    return ["The command uses shell operators (" + found.join(" ") + ") but is not run through a " +
+      "shell: Docker passes them to the program as plain arguments. Wrap it: bash -c '" + command.trim() + "'"];
+  }
+
+  function updateWarning(doc) {
+    var warnings = commandWarnings(getPath(doc, "request.docker.command"));
+    warningBox.hidden = !warnings.length;
+    warningBox.querySelector("span").textContent = warnings.join(" ");
+  }
+
+  function setDocument(doc) {
+    editor.value = JSON.stringify(doc, null, 2);
+    readFields(doc);
+  }
+
+  function clearErrors() {
+    errorList.innerHTML = "";
+    errorList.hidden = true;
+    form.querySelectorAll(".is-invalid[data-doc-field]").forEach(function (el) { el.classList.remove("is-invalid"); });
+    form.querySelectorAll(".js-feedback").forEach(function (el) { el.remove(); });
+  }
+
+  function showErrors(errors) {
+    clearErrors();
+    if (!errors.length) return;
+    errorList.hidden = false;
+    errors.forEach(function (error) {
+      var item = document.createElement("li");
+      item.className = "list-group-item list-group-item-danger py-1";
+      var code = document.createElement("code");
+      code.textContent = error.path;
+      item.appendChild(code);
+      item.appendChild(document.createTextNode(": " + error.message));
+      if (error.line) {
+        item.setAttribute("role", "button");
+        item.title = "Go to line " + error.line + ", column " + error.column;
+        item.addEventListener("click", function () { goTo(error.line, error.column); });
+      }
+      errorList.appendChild(item);
+      if (error.field && field(error.field)) {
+        var el = field(error.field);
+        el.classList.add("is-invalid");
+        var feedback = document.createElement("div");
+        feedback.className = "invalid-feedback js-feedback";
+        feedback.textContent = error.path + ": " + error.message;
+        el.insertAdjacentElement("afterend", feedback);
+      }
+    });
+  }
+
+  function goTo(line, column) {
+    var lines = editor.value.split("\n");
+    var position = 0;
+    for (var i = 0; i < line - 1 && i < lines.length; i++) position += lines[i].length + 1;
+    position += Math.max(0, column - 1);
+    editor.focus();
+    editor.setSelectionRange(position, position + 1);
+    var lineHeight = parseFloat(getComputedStyle(editor).lineHeight) || 16;
+    editor.scrollTop = Math.max(0, (line - 5) * lineHeight);
+  }
+
+  function ask(text) {
+    var body = new FormData();
+    body.append("document", text);
+    body.append("csrfmiddlewaretoken", form.querySelector("[name=csrfmiddlewaretoken]").value);
+    return fetch(convertUrl, {
+      method: "POST",
+      body: body,
+      headers: { "X-Requested-With": "fetch" },
+      credentials: "same-origin"
+    }).then(function (response) {
+      if (!response.ok) throw new Error("the server answered " + response.status);
+      return response.json();
+    });
+  }
+
+  function convert(text) {
+    if (text === lastConverted) return;
+    lastConverted = text;
+    say("Converting the v1 jobDefinition…");
+    ask(text).then(function (answer) {
+      if (answer.document) {
+        var doc = parse(answer.document);
+        if (doc) setDocument(doc);
+        lastConverted = editor.value;
+      }
+      showErrors(answer.errors || []);
+      if (answer.converted) {
+        say(answer.ok ? "Converted from a v1 jobDefinition to v2." :
+          "Converted from a v1 jobDefinition to v2; fix the errors below.", answer.ok ? "success" : "danger");
+      } else if (!answer.ok) {
+        say("The document has errors.", "danger");
+      }
+    }).catch(function (error) { say("Could not convert: " + error.message, "danger"); });
+  }
+
+  function fromEditor() {
+    var doc = parse(editor.value);
+    if (!doc) {
+      say("Not valid JSON yet: the fields follow once it parses (Validate shows where).", "warning");
+      return;
+    }
+    if (doc.jobDefinition !== undefined && doc.request === undefined) {
+      convert(editor.value);
+      return;
+    }
+    say("");
+    readFields(doc);
+  }
+
+  form.addEventListener("input", function (event) {
+    var name = event.target.getAttribute("data-doc-field");
+    if (event.target === editor) {
+      clearTimeout(timer);
+      timer = setTimeout(fromEditor, 300);
+      return;
+    }
+    if (!name) return;
+    var doc = parse(editor.value);
+    if (!doc) {
+      say("Fix the JSON document first: fields write into it.", "warning");
+      return;
+    }
+    writeField(doc, name);
+    editor.value = JSON.stringify(doc, null, 2);
+    updateWarning(doc);
+    say("");
+  });
+  editor.addEventListener("paste", function () {
+    clearTimeout(timer);
+    setTimeout(fromEditor, 0);
+  });
+
+  document.getElementById("job-validate").addEventListener("click", function () {
+    say("Checking…");
+    ask(editor.value).then(function (answer) {
+      showErrors(answer.errors || []);
+      if (answer.converted && answer.document) {
+        var doc = parse(answer.document);
+        if (doc) setDocument(doc);
+      }
+      warningBox.hidden = !(answer.warnings || []).length;
+      if ((answer.warnings || []).length) warningBox.querySelector("span").textContent = answer.warnings.join(" ");
+      say(answer.ok ? "The document is valid." : "The document has errors.", answer.ok ? "success" : "danger");
+    }).catch(function (error) { say("Could not check: " + error.message, "danger"); });
+  });
+
+  document.querySelectorAll("a[data-template]").forEach(function (link) {
+    link.addEventListener("click", function (event) {
+      var doc = templates[link.getAttribute("data-template")];
+      if (!doc) return;
+      event.preventDefault();
+      clearErrors();
+      setDocument(JSON.parse(JSON.stringify(doc)));
+      say("Loaded the " + link.textContent.trim() + " template.", "success");
+    });
+  });
+
+  document.querySelectorAll("[data-goto-line]").forEach(function (el) {
+    el.addEventListener("click", function () {
+      goTo(parseInt(el.getAttribute("data-goto-line"), 10), parseInt(el.getAttribute("data-goto-column"), 10));
+    });
+  });
+
+  var initial = parse(editor.value);
+  if (initial && initial.request) updateWarning(initial);
+})();

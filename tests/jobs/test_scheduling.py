@@ -1,0 +1,132 @@
+"""The bridge: snapshot from the database, decisions applied through services, the tick."""
+
+import copy
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from jobs.models import Job, UserUsage
+from jobs.scheduling import build_snapshot, tick
+from jobs.spec import SpecError
+
+pytestmark = pytest.mark.django_db
+
+
+def job_doc(hello_world, **resources):
+    doc = copy.deepcopy(hello_world)
+    doc["request"]["resources"].update(resources)
+    return doc
+
+
+def test_tick_assigns_distinct_gpus_and_fires_launches(submit, hello_world, recorded_tasks,
+                                                       django_capture_on_commit_callbacks):
+    jobs = [submit(job_doc(hello_world, gpus=2)) for _ in range(3)]
+    recorded_tasks.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        summaries = tick()
+    assert summaries[0]["started"] == 2
+    assigned = Job.objects.filter(status="ASSIGNED")
+    gpu_sets = [set(j.gpu_ids) for j in assigned]
+    assert len(gpu_sets) == 2 and not (gpu_sets[0] & gpu_sets[1])
+    assert {g for s in gpu_sets for g in s} == {0, 1, 2, 3}
+    launches = [args for path, args in recorded_tasks if path == "jobs.tasks.job_launch"]
+    assert sorted(a[0] for a in launches) == sorted(j.pk for j in assigned)
+    waiting = Job.objects.get(status="QUEUED")
+    assert waiting.pk in {j.pk for j in jobs}
+    assert waiting.queued_explanations, "a job left queued must say why"
+    assert any("GPU" in line for line in waiting.queued_explanations)
+
+
+def test_interactive_job_that_cannot_start_fails(submit, hello_world):
+    submit(job_doc(hello_world, gpus=4))
+    tick()  # the first job takes every GPU
+    doc = job_doc(hello_world, gpus=1)
+    doc["request"]["scheduling"]["interactive"] = True
+    interactive = submit(doc)
+    tick()
+    interactive.refresh_from_db()
+    assert interactive.status == "FAILED"
+    assert interactive.end_reason and interactive.event_times.get("FAILED")
+
+
+def test_not_after_passed_fails_the_job(submit, hello_world):
+    doc = job_doc(hello_world, gpus=1)
+    doc["request"]["scheduling"]["notAfter"] = "2030-01-01T00:00:00Z"
+    job = submit(doc)
+    tick(now=datetime(2031, 1, 1, tzinfo=UTC))
+    job.refresh_from_db()
+    assert job.status == "FAILED" and "notAfter" in job.end_reason
+
+
+def test_impossible_request_is_refused_at_submit(submit, hello_world):
+    with pytest.raises(SpecError) as caught:
+        submit(job_doc(hello_world, gpus=9))
+    assert "no registered slave can run this job" in str(caught.value)
+    with pytest.raises(SpecError) as caught:
+        submit(job_doc(hello_world, gpuModel=["A100"]))
+    assert "A100" in str(caught.value)
+    assert Job.objects.count() == 0
+
+
+def test_snapshot_uses_a_fixed_number_of_queries(submit, hello_world, slave):
+    def count():
+        with CaptureQueriesContext(connection) as ctx:
+            build_snapshot(timezone.now())
+        return len(ctx)
+
+    for _ in range(3):
+        submit(job_doc(hello_world, gpus=1))
+    tick()
+    few = count()
+    for _ in range(30):
+        submit(job_doc(hello_world, gpus=1))
+    tick()
+    assert count() == few
+
+
+def test_usage_accrues_for_running_jobs(submit, hello_world, member):
+    job = submit(job_doc(hello_world, gpus=2))
+    tick()
+    start = timezone.now()
+    Job.objects.filter(pk=job.pk).update(status="RUNNING", started_at=start)
+    build_snapshot(start)
+    build_snapshot(start + timedelta(hours=1))
+    usage = UserUsage.objects.get(user=member)
+    # Two GPUs for an hour (plus small CPU/memory weights), barely decayed over one hour.
+    assert 2 * 3600 * 0.99 < usage.value < 2 * 3600 * 1.2
+
+
+def test_max_duration_cancels_a_running_job(submit, hello_world, recorded_tasks,
+                                            django_capture_on_commit_callbacks):
+    doc = job_doc(hello_world)
+    doc["request"]["scheduling"]["maxDuration"] = "10 minutes"
+    job = submit(doc)
+    tick()
+    started = timezone.now()
+    Job.objects.filter(pk=job.pk).update(status="RUNNING", started_at=started)
+    recorded_tasks.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        tick(now=started + timedelta(minutes=11))
+    job.refresh_from_db()
+    assert job.status == "CANCELLING" and "maxDuration" in job.end_reason
+    assert ("jobs.tasks.job_stop", (job.pk,)) in recorded_tasks
+
+
+def test_stale_start_on_a_held_gpu_is_skipped(submit, hello_world, slave):
+    """A decision made on an old snapshot must never hand out a GPU another job holds now."""
+    from jobs.scheduler.model import Start
+    from jobs.scheduling import apply_starts
+
+    holder, late = submit(job_doc(hello_world)), submit(job_doc(hello_world))
+    Job.objects.filter(pk=holder.pk).update(status="RUNNING", slave=slave, gpu_ids=[0], cpu_ids=[0])
+    decisions = [Start(job_id=str(late.uuid), slave=slave.name, gpu_ids=(0,), cpu_ids=(1,))]
+    assert apply_starts(decisions, {str(late.uuid): late}, timezone.now()) == 0
+    late.refresh_from_db()
+    assert late.status == "QUEUED"
+    decisions = [Start(job_id=str(late.uuid), slave=slave.name, gpu_ids=(1,), cpu_ids=(1,))]
+    assert apply_starts(decisions, {str(late.uuid): late}, timezone.now()) == 1
+    late.refresh_from_db()
+    assert late.status == "ASSIGNED" and late.gpu_ids == [1]
