@@ -30,8 +30,16 @@ def _apply(modeladmin, request, queryset, service, verb):
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = [
-        "name", "uuid", "owner", "project", "status", "gpus", "cpus", "cpu_memory_gb",
-        "slave", "created",
+        "name",
+        "uuid",
+        "owner",
+        "project",
+        "status",
+        "gpus",
+        "cpus",
+        "cpu_memory_gb",
+        "slave",
+        "created",
     ]
     list_filter = ["status", "project", "slave__cluster", "interactive", "restartable"]
     search_fields = ["name", "uuid", "owner__username", "project__name", "container_id"]

@@ -148,9 +148,7 @@ class JobFieldsForm(forms.Form):
         label="Max duration",
         help_text="Cancelled when it has run this long, e.g. 2 weeks.",
     )
-    interactive = forms.BooleanField(
-        required=False, label="Interactive (start at once or fail)"
-    )
+    interactive = forms.BooleanField(required=False, label="Interactive (start at once or fail)")
     restartable = forms.BooleanField(
         required=False, label="Restartable (queued again after a halt)"
     )

@@ -13,8 +13,11 @@ class Job(models.Model):
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, null=True)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs")
+    # null, not "": GPULab distinguishes "no description" (null) from an empty one.
+    description = models.TextField(blank=True, null=True)  # noqa: DJ001
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs"
+    )
     project = models.ForeignKey("portal.Project", on_delete=models.PROTECT, related_name="jobs")
     deployment_environment = models.CharField(max_length=32, default="production")
     # The canonical v2 request; a registry password in the image is stored as XXXX here and

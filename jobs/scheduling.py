@@ -98,9 +98,7 @@ QUEUED_FIELDS = (
 
 def running_rows() -> list[dict]:
     return list(
-        Job.objects.filter(status__in=HOLDS_RESOURCES, slave__isnull=False).values(
-            *RUNNING_FIELDS
-        )
+        Job.objects.filter(status__in=HOLDS_RESOURCES, slave__isnull=False).values(*RUNNING_FIELDS)
     )
 
 

@@ -35,8 +35,7 @@ def lease_acquire_or_request_rerun(*, holder: str, now: datetime | None = None) 
         if taken:
             return True
         asked = (
-            SchedulerLease.objects.filter(pk=1).exclude(holder="").update(rerun_requested=True)
-            == 1
+            SchedulerLease.objects.filter(pk=1).exclude(holder="").update(rerun_requested=True) == 1
         )
         if asked:
             return False

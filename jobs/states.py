@@ -47,7 +47,9 @@ RUNNING = frozenset({S.STARTING, S.RUNNING, S.MUSTHALT, S.HALTING})
 FINISHED = frozenset({S.FINISHED, S.FAILED, S.CANCELLED, S.HALTED})
 DELETED = frozenset({S.DELETED})
 # States in which the job holds a slave's GPUs, CPUs and memory.
-HOLDS_RESOURCES = frozenset({S.ASSIGNED, S.STARTING, S.RUNNING, S.MUSTHALT, S.HALTING, S.CANCELLING})
+HOLDS_RESOURCES = frozenset(
+    {S.ASSIGNED, S.STARTING, S.RUNNING, S.MUSTHALT, S.HALTING, S.CANCELLING}
+)
 # States in which a container may exist (the runtime and reconcile look at these).
 ON_SLAVE = HOLDS_RESOURCES
 ACTIVE = PENDING | HOLDS_RESOURCES

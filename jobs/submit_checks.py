@@ -41,4 +41,6 @@ def check_request_against_slaves(*, project, request: dict, user: str = "") -> N
     check_storage(request=request, slaves=slaves, project=project.name, user=user or "user")
     reason = impossible_reason_for_request(request=request, project=project, slaves=slaves)
     if reason:
-        raise SpecError([FieldError("request.resources", f"no registered slave can run this job: {reason}")])
+        raise SpecError(
+            [FieldError("request.resources", f"no registered slave can run this job: {reason}")]
+        )

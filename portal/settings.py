@@ -124,6 +124,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Swagger UI would otherwise ask validator.swagger.io to check the schema.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.

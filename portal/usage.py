@@ -67,8 +67,9 @@ def _chart(series: Series, days: list[datetime]) -> Series:
                 "h": f"{height:.1f}",
                 "day": day,
                 "value": value,
-                "label_x": f"{i * slot + slot / 2:.1f}",
+                "label_x": f"{i * slot + (0 if i == 0 else slot if i == len(days) - 1 else slot / 2):.1f}",
                 "show_label": i % 5 == 0 or i == len(days) - 1,
+                "anchor": "start" if i == 0 else "end" if i == len(days) - 1 else "middle",
             }
         )
     series.bars = bars
@@ -138,6 +139,7 @@ def usage_page_data(user, *, now: datetime) -> dict:
         "fair_share": fair_share(user),
         "chart_w": CHART_W,
         "chart_h": CHART_H,
+        "chart_pad_top": CHART_PAD_TOP,
     }
 
 

@@ -38,7 +38,9 @@ def impossible_reason(
     private cluster access, GPU model, CUDA version, features and total GPUs/CPUs/memory.
     """
     config = config or SchedulerConfig()
-    runtimes = [SlaveRuntime(s, rank) for rank, s in enumerate(sorted(slaves, key=lambda s: s.name))]
+    runtimes = [
+        SlaveRuntime(s, rank) for rank, s in enumerate(sorted(slaves, key=lambda s: s.name))
+    ]
     classes = build_classes(runtimes, ())
     owners = {s.cluster_id: s.cluster_owner_projects for s in slaves if s.cluster_private}
     shape = ShapeFactory(now=None, config=config, private_owners=owners).shape(job)
@@ -135,9 +137,7 @@ def _cluster_line(shape: Shape, cluster_id: int, members: Sequence[SlaveClass]):
             f"{scope}: largest free block is {block} on {name}, job needs {shape.gpus}",
         )
     with_gpus = [slaves_by_rank[rank] for rank, _, _ in _members_with(shape, members, shape.gpus)]
-    where = (
-        f"a slave with {plural(shape.gpus, 'free GPU')}" if shape.gpus else "one slave"
-    )
+    where = f"a slave with {plural(shape.gpus, 'free GPU')}" if shape.gpus else "one slave"
     best = max(with_gpus, key=lambda s: (len(s.free_cpus), -s.rank))
     if len(best.free_cpus) < shape.cpus:
         free = len(best.free_cpus)

@@ -117,7 +117,9 @@ class PrivateAccessFilter:
         if shape.cluster_id is not None:
             return f"cluster {slave.cluster_id} is private to its owners' projects"
         limit = format_duration(env.config.private_guest_max_min_duration_s)
-        return f"private cluster {slave.cluster_id} takes guest jobs only with minDuration <= {limit}"
+        return (
+            f"private cluster {slave.cluster_id} takes guest jobs only with minDuration <= {limit}"
+        )
 
     def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
         clusters = sorted({g.cluster_id for g in groups})
@@ -186,7 +188,9 @@ class CapacityFilter:
     def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
         gpus = env.matching_gpus(slave, shape.gpu_models)
         if gpus < shape.gpus:
-            return f"slave {slave.name} has {plural(gpus, _gpu_word(shape))}, job needs {shape.gpus}"
+            return (
+                f"slave {slave.name} has {plural(gpus, _gpu_word(shape))}, job needs {shape.gpus}"
+            )
         cpus = env.cpus(slave)
         if cpus < shape.cpus:
             return f"slave {slave.name} has {plural(cpus, 'CPU')}, job needs {shape.cpus}"
@@ -255,9 +259,7 @@ def identity_chain(
         if plugin is SLAVE_NAME:
             if shape.slave_name is None:
                 continue
-            pinned = next(
-                (s for g in left for s in g.slaves if s.name == shape.slave_name), None
-            )
+            pinned = next((s for g in left for s in g.slaves if s.name == shape.slave_name), None)
             if pinned is None:
                 return [], SLAVE_NAME.summarize(shape, groups, env)
             left = [single_class(pinned)]

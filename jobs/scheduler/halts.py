@@ -98,7 +98,10 @@ class HaltPlanner:
                 name = slave.name
                 if not self._free_leaving[name] and (
                     not may_halt
-                    or (victim_usage_above is not None and self._heaviest[name] <= victim_usage_above)
+                    or (
+                        victim_usage_above is not None
+                        and self._heaviest[name] <= victim_usage_above
+                    )
                 ):
                     continue
                 found = self._plan_slave(shape, cls, slave, eligible, max_new)

@@ -44,7 +44,9 @@ def count_owner_demand(
         shape = shapes[job.id]
         if not shape.owner_of or held(job):
             continue
-        clusters = tuple(sorted({cls.cluster_id for cls in owner_classes(shape, candidates(shape))}))
+        clusters = tuple(
+            sorted({cls.cluster_id for cls in owner_classes(shape, candidates(shape))})
+        )
         if clusters:
             counted[job.id] = clusters
             for cluster_id in clusters:

@@ -75,7 +75,9 @@ class ResRuntime:
         names = compress_names(self.slave_names)
         what = names if self.whole else f"{plural(self.res.gpu_count or 0, 'GPU')} of {names}"
         if self.active:
-            return f"reservation {self.res.name} holds {what} until {format_clock(self.res.end, now)}"
+            return (
+                f"reservation {self.res.name} holds {what} until {format_clock(self.res.end, now)}"
+            )
         return f"reservation {self.res.name} blocks {what} from {format_clock(self.res.start, now)}"
 
 
@@ -179,7 +181,9 @@ def activation_victims(
         for job in running_by_slave.get(name, ())
         if job.id not in leaving and not job.halting and not running_entitled(job, rr.res)
     ]
-    haltable = [job for job in candidates if (now - job.started_at).total_seconds() >= job.min_duration_s]
+    haltable = [
+        job for job in candidates if (now - job.started_at).total_seconds() >= job.min_duration_s
+    ]
     if rr.whole:
         return haltable
     excess = sum(len(job.gpu_ids) for job in candidates) - rr.limit

@@ -69,7 +69,9 @@ class ShapeFactory:
     def owner_of(self, project: str) -> frozenset[int]:
         found = self._owner_of.get(project)
         if found is None:
-            found = frozenset(cid for cid, owners in self._private_owners.items() if project in owners)
+            found = frozenset(
+                cid for cid, owners in self._private_owners.items() if project in owners
+            )
             self._owner_of[project] = found
         return found
 

@@ -76,7 +76,9 @@ def _running(rng, slaves, users, projects_of, now, buckets) -> list[RunningJob]:
             gpu_ids, free_gpus = free_gpus[:want], free_gpus[want:]
             cpu_ids, free_cpus = free_cpus[:cpus], free_cpus[cpus:]
             free_mem -= memory
-            project = PRIVATE_OWNER if slave.cluster_private and rng.random() < 0.5 else projects_of[user]
+            project = (
+                PRIVATE_OWNER if slave.cluster_private and rng.random() < 0.5 else projects_of[user]
+            )
             running.append(
                 RunningJob(
                     id=f"r{len(running):06d}",

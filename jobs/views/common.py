@@ -62,7 +62,7 @@ ACTIONS = {
     ),
     "halt": (
         "Halt",
-        "outline-warning",
+        "outline-dark",
         "Halt job {name}? It gets SIGUSR1 and must exit with status 123 within the grace "
         "period (a restartable job is queued again).",
         "Halt requested for job {name}.",
@@ -110,6 +110,11 @@ def action_buttons(job: Job) -> list[dict]:
     for name in allowed_actions(job):
         label, style, question, _done = ACTIONS[name]
         result.append(
-            {"name": name, "label": label, "style": style, "question": question.format(name=job.name)}
+            {
+                "name": name,
+                "label": label,
+                "style": style,
+                "question": question.format(name=job.name),
+            }
         )
     return result

@@ -179,5 +179,3 @@ def job_action(request, uuid, action):
             "allowed": action in allowed_actions(job),
         },
     )
-
-

@@ -53,8 +53,7 @@ def filter_jobs(queryset, form: JobFilterForm, user):
     if data.get("cluster"):
         cluster_id = int(data["cluster"])
         queryset = queryset.filter(
-            Q(slave__cluster_id=cluster_id)
-            | Q(slave__isnull=True, requested_cluster_id=cluster_id)
+            Q(slave__cluster_id=cluster_id) | Q(slave__isnull=True, requested_cluster_id=cluster_id)
         )
     q = (data.get("q") or "").strip()
     if q:
@@ -87,9 +86,10 @@ def job_list(request):
         "jobs": jobs,
         "any_active": any(job.ui_active for job in jobs),
         "usernames": _known_usernames(user, admin),
-        "filtered": bool(request.GET.get("q") or any(
-            request.GET.get(k) for k in ("state", "project", "user", "cluster", "mine")
-        )),
+        "filtered": bool(
+            request.GET.get("q")
+            or any(request.GET.get(k) for k in ("state", "project", "user", "cluster", "mine"))
+        ),
     }
     if request.headers.get("HX-Request"):
         return render(request, "jobs/_job_table.html", context)

@@ -83,9 +83,9 @@ def duration(seconds) -> str:
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
-        return f"{days}d {hours}h"
+        return f"{days}d {hours}h" if hours else f"{days}d"
     if hours:
-        return f"{hours}h {minutes:02d}m"
+        return f"{hours}h {minutes:02d}m" if minutes else f"{hours}h"
     if minutes:
         return f"{minutes}m {secs:02d}s"
     return f"{secs}s"

@@ -79,7 +79,9 @@ def check(value, spec, path: str = "$") -> list[str]:
                 if not isinstance(sub, Opt):
                     problems.append(f"{path}: missing key {key!r}")
                 continue
-            problems += check(value[key], sub.spec if isinstance(sub, Opt) else sub, f"{path}.{key}")
+            problems += check(
+                value[key], sub.spec if isinstance(sub, Opt) else sub, f"{path}.{key}"
+            )
         return problems
     if isinstance(spec, ListOf):
         if not isinstance(value, list):

@@ -58,14 +58,26 @@ def test_bad_documents(member_client, slave, nothing_written, text, fragment):
 @pytest.mark.parametrize(
     "mutate,expected",
     [
-        (lambda d: d["request"]["resources"].update(gpus=-1), "request.resources.gpus: must be >= 0"),
+        (
+            lambda d: d["request"]["resources"].update(gpus=-1),
+            "request.resources.gpus: must be >= 0",
+        ),
         (lambda d: d["request"]["resources"].update(cpus="many"), "request.resources.cpus"),
-        (lambda d: d["request"]["resources"].update(cpuMemoryGb=1.5), "request.resources.cpuMemoryGb"),
+        (
+            lambda d: d["request"]["resources"].update(cpuMemoryGb=1.5),
+            "request.resources.cpuMemoryGb",
+        ),
         (lambda d: d["request"]["docker"].update(image="Bad Image!"), "request.docker.image"),
         (lambda d: d["request"].update(colour="blue"), "request.colour"),
         (lambda d: d.update(nmae="typo"), "nmae"),
-        (lambda d: d["request"]["docker"].update(environment={"1BAD": "x"}), "request.docker.environment"),
-        (lambda d: d["request"]["scheduling"].update(maxDuration="1 month"), "request.scheduling.maxDuration"),
+        (
+            lambda d: d["request"]["docker"].update(environment={"1BAD": "x"}),
+            "request.docker.environment",
+        ),
+        (
+            lambda d: d["request"]["scheduling"].update(maxDuration="1 month"),
+            "request.scheduling.maxDuration",
+        ),
         (lambda d: d["request"]["scheduling"].update(reservationIds=["nope"]), "reservationIds"),
         (lambda d: d.update(name=""), "name"),
     ],
@@ -118,7 +130,9 @@ def test_huge_body_is_413(member_client, slave, settings, nothing_written):
     document = copy.deepcopy(HELLO_WORLD)
     document["description"] = "x" * 20_000
     for path in (API + "jobs", PORTAL + "convert", PORTAL + "reservations"):
-        response = member_client.post(path, data=json.dumps(document), content_type="application/json")
+        response = member_client.post(
+            path, data=json.dumps(document), content_type="application/json"
+        )
         assert response.status_code == 413, path
         assert "too large" in response.json()["error"]
     huge = "CANCELLED" + " " * 20_000
@@ -157,7 +171,12 @@ def test_bad_or_unknown_uuids_are_404(member_client, path):
 
 
 def test_bad_uuid_on_writes_is_404(member_client, admin_client, nothing_written):
-    assert member_client.put(API + "jobs/x/state/status", data="CANCELLED", content_type="text/plain").status_code == 404
+    assert (
+        member_client.put(
+            API + "jobs/x/state/status", data="CANCELLED", content_type="text/plain"
+        ).status_code
+        == 404
+    )
     assert member_client.delete(API + "jobs/x").status_code == 404
     assert admin_client.delete(PORTAL + "reservations/x").status_code == 404
     assert member_client.get(PORTAL + "jobs/x/explain").status_code == 404
@@ -190,7 +209,11 @@ def test_bad_uuid_on_writes_is_404(member_client, admin_client, nothing_written)
 )
 def test_bad_filters_name_the_parameter(member_client, query, param):
     method = member_client.post if param == "hold" else member_client.get
-    kwargs = {"data": json.dumps(HELLO_WORLD), "content_type": "application/json"} if param == "hold" else {}
+    kwargs = (
+        {"data": json.dumps(HELLO_WORLD), "content_type": "application/json"}
+        if param == "hold"
+        else {}
+    )
     response = method(API + "jobs?" + query, **kwargs)
     assert response.status_code == 400, response.content
     assert param in response.json()["error"]
@@ -246,13 +269,26 @@ def test_delete_unfinished_is_409(member_client, submit):
     "payload,expected",
     [
         ({"name": "x"}, "cluster_id: This field is required."),
-        ({"name": "x", "cluster_id": 1, "start": "tomorrow", "end": "2030-01-01T00:00:00Z"}, "start:"),
         (
-            {"name": "x", "cluster_id": 1, "start": "2030-01-02T00:00:00Z", "end": "2030-01-01T00:00:00Z"},
+            {"name": "x", "cluster_id": 1, "start": "tomorrow", "end": "2030-01-01T00:00:00Z"},
+            "start:",
+        ),
+        (
+            {
+                "name": "x",
+                "cluster_id": 1,
+                "start": "2030-01-02T00:00:00Z",
+                "end": "2030-01-01T00:00:00Z",
+            },
             "end: must be after start",
         ),
         (
-            {"name": "x", "cluster_id": 7, "start": "2030-01-01T00:00:00Z", "end": "2030-01-02T00:00:00Z"},
+            {
+                "name": "x",
+                "cluster_id": 7,
+                "start": "2030-01-01T00:00:00Z",
+                "end": "2030-01-02T00:00:00Z",
+            },
             "cluster_id: no cluster 7",
         ),
         (
@@ -279,14 +315,18 @@ def test_bad_reservations(admin_client, slave, nothing_written, payload, expecte
 
 
 def test_bad_reservation_json(admin_client, nothing_written):
-    response = admin_client.post(PORTAL + "reservations", data="{oops", content_type="application/json")
+    response = admin_client.post(
+        PORTAL + "reservations", data="{oops", content_type="application/json"
+    )
     assert response.status_code == 400
     assert "line 1 column 2" in response.json()["errors"][0]
 
 
 def test_convert_errors(member_client):
     response = member_client.post(
-        PORTAL + "convert", data='{"jobDefinition": {"cpuCores": 1, "bogus": 2}}', content_type="application/json"
+        PORTAL + "convert",
+        data='{"jobDefinition": {"cpuCores": 1, "bogus": 2}}',
+        content_type="application/json",
     )
     assert response.status_code == 400
     assert any("jobDefinition.bogus" in e for e in response.json()["errors"]), response.json()

@@ -46,7 +46,9 @@ def test_submit_on_hold(submit_api):
         "urn:publicid:IDN+ilabt.imec.be+project+vision",  # a GPULab user's URN: name fallback
     ],
 )
-def test_submit_picks_the_project_by_urn_or_name(submit_api, project, other_project, member, project_ref):
+def test_submit_picks_the_project_by_urn_or_name(
+    submit_api, project, other_project, member, project_ref
+):
     from portal.models import Membership
 
     Membership.objects.create(user=member, project=other_project)  # two projects now
@@ -121,7 +123,9 @@ def test_cancel_running_job_stops_it_in_the_background(
 ):
     with django_capture_on_commit_callbacks(execute=True):
         response = member_client.put(
-            f"{API}jobs/{running_job.uuid}/state/status", data="CANCELLED", content_type="text/plain"
+            f"{API}jobs/{running_job.uuid}/state/status",
+            data="CANCELLED",
+            content_type="text/plain",
         )
     assert response.json()["state"]["status"] == "CANCELLING"
     assert ("jobs.tasks.job_stop", (running_job.pk,)) in recorded_tasks
@@ -210,7 +214,10 @@ def test_default_list_is_everything_but_deleted(member_client, zoo):
         ("running=true", {"running"}),
         ("finished=true", {"finished", "failed"}),
         ("deleted=true", {"deleted"}),
-        ("pending=true&finished=true", {"queued", "onhold", "theirs", "interactive", "finished", "failed"}),
+        (
+            "pending=true&finished=true",
+            {"queued", "onhold", "theirs", "interactive", "finished", "failed"},
+        ),
         ("pending=false", {"assigned", "running", "finished", "failed"}),
         ("allowed_states=ASSIGNED,deleted", {"assigned", "deleted"}),
         ("allowed_states=RUNNING&pending=true", {"running"}),
@@ -218,13 +225,28 @@ def test_default_list_is_everything_but_deleted(member_client, zoo):
         ("assigned_slave_name=nope", set()),
         ("interactive=true", {"interactive"}),
         ("interactive=false&pending=true", {"queued", "onhold", "theirs"}),
-        ("cluster_id=1", {"queued", "onhold", "assigned", "running", "finished", "failed", "theirs", "interactive"}),
+        (
+            "cluster_id=1",
+            {
+                "queued",
+                "onhold",
+                "assigned",
+                "running",
+                "finished",
+                "failed",
+                "theirs",
+                "interactive",
+            },
+        ),
         ("cluster_id=2,3", set()),
         ("project_name=speech", set()),  # not my project: filtering cannot reveal owners
         ("user_name=bob", set()),
         ("project_name=vision&pending=true", {"queued", "onhold", "interactive"}),
         ("project_urn=" + VISION + "&running=true", {"running"}),
-        ("user_urn=urn:publicid:IDN+gpuportal.local+user+alice&finished=true", {"finished", "failed"}),
+        (
+            "user_urn=urn:publicid:IDN+gpuportal.local+user+alice&finished=true",
+            {"finished", "failed"},
+        ),
         ("user_urn=urn:publicid:IDN+elsewhere+user+alice", set()),
     ],
 )
@@ -242,13 +264,19 @@ def test_reservation_filter(member_client, member, project, slave):
 
     now = timezone.now()
     reservation = reservation_create(
-        name="r", cluster=slave.cluster, start=now, end=now + timezone.timedelta(hours=1), projects=[project]
+        name="r",
+        cluster=slave.cluster,
+        start=now,
+        end=now + timezone.timedelta(hours=1),
+        projects=[project],
     )
     document = copy.deepcopy(HELLO_WORLD)
     document["request"]["scheduling"]["reservationIds"] = [str(reservation.uuid)]
     with_reservation = job_submit(user=member, project=project, document=document)
     job_submit(user=member, project=project, document=copy.deepcopy(HELLO_WORLD))
-    assert _uuids(member_client, f"reservation_id={reservation.uuid}") == {str(with_reservation.uuid)}
+    assert _uuids(member_client, f"reservation_id={reservation.uuid}") == {
+        str(with_reservation.uuid)
+    }
     other = "11111111-2222-3333-4444-555555555555"
     assert _uuids(member_client, f"reservation_id={other}") == set()
 

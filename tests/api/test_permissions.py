@@ -37,7 +37,13 @@ MATRIX = [
     ("release", "put", API + "jobs/{onhold}/state/status", "QUEUED", (401, 403, 200, 200)),
     ("halt", "put", API + "jobs/{running}/state/status", "MUSTHALT", (401, 403, 200, 200)),
     ("delete", "delete", API + "jobs/{finished}", None, (401, 403, 204, 204)),
-    ("delete finished", "delete", API + "jobs/{finished}?finished=true", None, (401, 403, 204, 204)),
+    (
+        "delete finished",
+        "delete",
+        API + "jobs/{finished}?finished=true",
+        None,
+        (401, 403, 204, 204),
+    ),
     ("delete real", "delete", API + "jobs/{finished}?real=true", None, (401, 403, 403, 204)),
     ("delete force", "delete", API + "jobs/{queued}?force=true", None, (401, 403, 403, 204)),
     ("explain", "get", PORTAL + "jobs/{queued}/explain", None, (401, 200, 200, 200)),
@@ -52,7 +58,13 @@ MATRIX = [
         {"name": "renamed"},
         (401, 403, 403, 200),
     ),
-    ("delete reservation", "delete", PORTAL + "reservations/{reservation}", None, (401, 403, 403, 204)),
+    (
+        "delete reservation",
+        "delete",
+        PORTAL + "reservations/{reservation}",
+        None,
+        (401, 403, 403, 204),
+    ),
     ("projects", "get", PORTAL + "projects", None, (401, 200, 200, 200)),
     ("me", "get", PORTAL + "me", None, (401, 200, 200, 200)),
     ("token", "get", PORTAL + "token", None, (401, 200, 200, 200)),
@@ -111,7 +123,9 @@ def test_session_writes_need_csrf(member, slave, project):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(member)
     assert client.get(API + "jobs").status_code == 200
-    refused = client.post(API + "jobs", data=json.dumps(SUBMISSION), content_type="application/json")
+    refused = client.post(
+        API + "jobs", data=json.dumps(SUBMISSION), content_type="application/json"
+    )
     assert refused.status_code == 403
     assert "CSRF" in refused.json()["error"]
     assert Job.objects.count() == 0

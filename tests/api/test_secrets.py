@@ -42,7 +42,7 @@ def test_no_response_contains_the_registry_password(clients, responses, submit_a
         }
     }
 
-    for who, client in clients.items():
+    for client in clients.values():
         client.get(API + "jobs")
         client.get(API + "jobs?allowed_states=RUNNING&page_size=200")
         client.get(f"{API}jobs/{job.uuid}")
@@ -54,7 +54,9 @@ def test_no_response_contains_the_registry_password(clients, responses, submit_a
         client.get(API + "clusters")
         client.post(PORTAL + "convert", data=_secret_document(), format="json")
         client.post(PORTAL + "convert", data=v1, format="json")
-        client.post(API + "jobs", data=json.dumps(_secret_document()), content_type="application/json")
+        client.post(
+            API + "jobs", data=json.dumps(_secret_document()), content_type="application/json"
+        )
         # an invalid document that carries the password must not echo it in the errors
         broken = _secret_document()
         broken["request"]["resources"]["gpus"] = -1

@@ -240,12 +240,12 @@ def test_portal_endpoint_shapes(member_client, admin_client, submit, slave, proj
     shapes.assert_shape(version.json(), shapes.VERSION)
     explain = member_client.get(f"{PORTAL}jobs/{job.uuid}/explain")
     shapes.assert_shape(explain.json(), shapes.EXPLANATION)
-    converted = member_client.post(
-        PORTAL + "convert", data=HELLO_WORLD, format="json"
-    )
+    converted = member_client.post(PORTAL + "convert", data=HELLO_WORLD, format="json")
     shapes.assert_shape(converted.json(), shapes.CANONICAL_JOB)
     shapes.assert_shape(member_client.get(PORTAL + "token").json(), shapes.TOKEN)
-    shapes.assert_shape(member_client.get(PORTAL + "projects").json(), shapes.ListOf(shapes.PROJECT))
+    shapes.assert_shape(
+        member_client.get(PORTAL + "projects").json(), shapes.ListOf(shapes.PROJECT)
+    )
     shapes.assert_shape(member_client.get(PORTAL + "me").json(), shapes.ME)
     now = timezone.now()
     created = admin_client.post(
@@ -274,7 +274,9 @@ def test_error_bodies_have_one_shape(member_client, anon_client, submit):
         anon_client.get(API + "jobs"),
         member_client.get(API + "jobs/not-a-uuid"),
         member_client.get(API + "jobs?page=0"),
-        member_client.put(f"{API}jobs/{job.uuid}/state/status", data="NOPE", content_type="text/plain"),
+        member_client.put(
+            f"{API}jobs/{job.uuid}/state/status", data="NOPE", content_type="text/plain"
+        ),
         member_client.post(API + "jobs", data="{", content_type="application/json"),
         member_client.delete(f"{API}jobs/{job.uuid}"),
     ]

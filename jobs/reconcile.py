@@ -1,0 +1,127 @@
+"""Periodic repair: make the database and the slaves agree again after anything was missed.
+
+Per slave: probe it; match its portal-labelled containers to jobs; finish jobs whose container
+exited (events lost, watcher down, portal restarted); fail jobs whose container vanished; stop
+containers whose job ended or is unknown; and, when a slave has been unreachable for longer than
+the grace period, fail its jobs ("slave lost") and restart the restartable ones.
+"""
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from clusters.models import Slave
+from clusters.runtime.errors import RuntimeFailure
+from clusters.services import engine_for, slave_probe
+from jobs.launch import LABEL_INSTANCE, LABEL_JOB
+from jobs.models import Job
+from jobs.runtime_services import job_finish_run, job_restart_create, tick_request_now
+from jobs.states import ON_SLAVE, JobStatus
+from jobs.transitions import job_event_add, job_transition
+
+log = logging.getLogger(__name__)
+S = JobStatus
+# A launch may still be creating the container: don't call it missing before this.
+LAUNCH_GRACE = timedelta(minutes=5)
+
+
+def reconcile_all(now: datetime | None = None) -> None:
+    for slave in Slave.objects.select_related("cluster"):
+        try:
+            reconcile_slave(slave=slave, now=now)
+        except Exception:  # one broken slave must not stop the others
+            log.exception("reconcile of slave %s failed", slave.name)
+
+
+def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
+    now = now or timezone.now()
+    slave_probe(slave=slave, now=now)
+    jobs = {
+        str(j.uuid): j
+        for j in Job.objects.filter(slave=slave, status__in=ON_SLAVE).select_related(
+            "slave", "project", "owner"
+        )
+    }
+    if not slave.online:
+        _fail_lost_jobs(slave=slave, jobs=list(jobs.values()), now=now)
+        return
+    try:
+        with engine_for(slave) as engine:
+            containers = engine.list_by_labels({LABEL_INSTANCE: settings.PORTAL_INSTANCE})
+    except RuntimeFailure as failure:
+        log.warning("reconcile: cannot list containers on %s: %s", slave.name, failure)
+        return
+    seen = set()
+    for container in containers:
+        job_uuid = container.labels.get(LABEL_JOB, "")
+        seen.add(job_uuid)
+        job = jobs.get(job_uuid)
+        if job is None:
+            _stop_orphan(slave=slave, container=container, job_uuid=job_uuid)
+        elif not container.running and container.exit_code is not None:
+            if not job.container_id:
+                Job.objects.filter(pk=job.pk).update(container_id=container.id)
+            job_finish_run(job_id=job.pk)
+    for job_uuid, job in jobs.items():
+        if job_uuid in seen or job.status in (S.ASSIGNED, S.STARTING):
+            continue
+        if now - job.status_updated < LAUNCH_GRACE and not job.container_id:
+            continue
+        job.refresh_from_db()
+        if job.status in ON_SLAVE and job.status not in (S.ASSIGNED, S.STARTING):
+            if job.status == S.CANCELLING:
+                job_transition(job=job, to=S.CANCELLED, message="container already gone")
+            else:
+                job_transition(
+                    job=job,
+                    to=S.FAILED,
+                    message="the container disappeared from the slave",
+                    fields={"end_reason": "the container disappeared from the slave"},
+                )
+            tick_request_now()
+
+
+def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:
+    """A portal container whose job ended or is unknown: stop it and say so."""
+    job = Job.objects.filter(uuid=job_uuid).first() if _is_uuid(job_uuid) else None
+    message = f"stopped stray container {container.id[:12]} on {slave.name}"
+    log.warning("reconcile: %s (job %s)", message, job_uuid or "unknown")
+    if job is not None:
+        job_event_add(job=job, message=message, type="Warning")
+    try:
+        with engine_for(slave) as engine:
+            engine.remove(container.id, force=True)
+    except RuntimeFailure as failure:
+        log.warning("reconcile: could not remove %s: %s", container.id[:12], failure)
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+        return True
+    except ValueError:
+        return False
+
+
+def _fail_lost_jobs(*, slave: Slave, jobs: list[Job], now: datetime) -> None:
+    """Past the grace period, the jobs of an unreachable slave are given up as lost."""
+    if not jobs or slave.offline_since is None:
+        return
+    grace = timedelta(seconds=settings.PORTAL_SLAVE_LOST_GRACE_S)
+    if now - slave.offline_since < grace:
+        return
+    reason = (
+        f"slave lost: {slave.name} unreachable since {slave.offline_since:%Y-%m-%d %H:%M:%S} UTC"
+    )
+    for job in jobs:
+        target = S.CANCELLED if job.status == S.CANCELLING else S.FAILED
+        if job_transition(
+            job=job, to=target, message=reason, fields={"end_reason": reason, "ended_at": now}
+        ):
+            if target == S.FAILED and job.restartable and job.started_at:
+                job_restart_create(job=job)
+    tick_request_now()

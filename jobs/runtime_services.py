@@ -1,0 +1,366 @@
+"""What happens to a job on its slave: launch, finish, stop (cancel), halt, restart.
+
+Called by the thin tasks in ``jobs/tasks.py``. Each function loads the job afresh, does nothing
+when the job is no longer in the state it handles (tasks can run twice: a retry after a crash, a
+watcher event and a reconcile for the same exit), and changes status only through
+``job_transition``.
+"""
+
+import logging
+import os
+import time
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
+from clusters.services import engine_for
+from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
+from jobs.logs import job_log_archive
+from jobs.models import Job, JobPullSecret
+from jobs.spec import format_duration
+from jobs.states import ON_SLAVE, JobStatus
+from jobs.storage import StorageRefused, escapes_root
+from jobs.ticks import tick_request
+from jobs.transitions import job_event_add, job_transition
+from portal.tasks import fire
+
+log = logging.getLogger(__name__)
+S = JobStatus
+HALT_EXIT_CODE = 123
+FINISH_TASK = "jobs.tasks.job_finish"
+LAUNCH_ATTEMPTS = 3
+
+
+def _load(job_id: int) -> Job | None:
+    return (
+        Job.objects.select_related("slave", "slave__cluster", "project", "owner")
+        .filter(pk=job_id)
+        .first()
+    )
+
+
+def _fail(job: Job, reason: str, **fields) -> bool:
+    return job_transition(
+        job=job, to=S.FAILED, message=reason, fields={"end_reason": reason[:1000], **fields}
+    )
+
+
+# --- launch --------------------------------------------------------------------------------
+
+
+def _prepare_storage(job: Job) -> list:
+    """Resolve mounts on this slave and create the folders with the project's group."""
+    mounts = job_mounts(job, job.slave)
+    local = job.slave.docker_url.startswith("unix://")
+    for mount in mounts:
+        if not local:
+            continue  # a remote slave's folders live on that machine (documented)
+        os.makedirs(mount.root_host_path, exist_ok=True)
+        os.makedirs(mount.host_path, exist_ok=True)
+        for path in {mount.root_host_path, mount.host_path}:
+            try:
+                os.chown(path, -1, job.project.gid)
+                os.chmod(path, 0o2775)  # setgid: files created inside keep the project group
+            except PermissionError:
+                log.warning("cannot give %s to gid %s", path, job.project.gid)
+        if escapes_root(mount):
+            raise StorageRefused(mount.container_path, "a symlink leads outside the storage root")
+    return mounts
+
+
+def _ensure_image(engine, job: Job) -> None:
+    target = pull_target(job)
+    if engine.image_present(target.reference):
+        return
+    job_event_add(job=job, message=f"pulling {target.reference}")
+    engine.pull(target.repository, target.tag, username=target.username, password=target.password)
+
+
+def _start_container(engine, job: Job) -> str:
+    """The job's container id: an existing one (a retried launch) or a new one."""
+    existing = engine.find_by_label(LABEL_JOB, str(job.uuid))
+    if existing:
+        container = existing[0]
+        if not container.running and container.exit_code is None:
+            engine.api.start(container.id)  # created but never started before a crash
+        return container.id
+    _ensure_image(engine, job)
+    mounts = _prepare_storage(job)
+    return engine.run(container_spec(job, job.slave, mounts))
+
+
+def _launch_with_retries(job: Job):
+    """Start (or find) the container; transient engine errors are retried a few times."""
+    for attempt in range(LAUNCH_ATTEMPTS):
+        try:
+            with engine_for(job.slave) as engine:
+                container_id = _start_container(engine, job)
+                return container_id, engine.inspect(container_id)
+        except RuntimeFailure as failure:
+            if failure.permanent or attempt == LAUNCH_ATTEMPTS - 1:
+                raise
+            time.sleep(min(2**attempt, 5))
+    raise AssertionError("unreachable")
+
+
+def job_launch_run(*, job_id: int) -> None:
+    """ASSIGNED -> STARTING -> RUNNING on the assigned slave (idempotent)."""
+    job = _load(job_id)
+    if job is None:
+        return
+    if job.status == S.ASSIGNED and not job_transition(
+        job=job, to=S.STARTING, message=f"starting on {job.slave.name}"
+    ):
+        return
+    if job.status != S.STARTING:
+        return
+    try:
+        container_id, state = _launch_with_retries(job)
+    except StorageRefused as refused:
+        _fail(job, f"storage: {refused}")
+        tick_request_now()
+        return
+    except RuntimeFailure as failure:
+        _fail(job, f"could not start the container: {failure}")
+        tick_request_now()
+        return
+    _record_running(job, container_id, state)
+
+
+def _record_running(job: Job, container_id: str, state) -> None:
+    now = timezone.now()
+    fields = {
+        "container_id": container_id,
+        "started_at": state.started_at or now,
+        "port_mappings": state.host_ports,
+    }
+    if job_transition(
+        job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
+    ):
+        _schedule_max_duration_tick(job)
+        if not state.running:
+            fire(FINISH_TASK, job.pk)  # it already exited: a fast job
+        return
+    # Cancelled while starting: remember the container so the stop task can end it.
+    Job.objects.filter(pk=job.pk).update(container_id=container_id)
+    if job.status == S.CANCELLING:
+        job_stop_run(job_id=job.pk)
+
+
+def _schedule_max_duration_tick(job: Job) -> None:
+    """Ask for a tick right when maxDuration is reached (the periodic tick is the safety net)."""
+    if settings.PORTAL_TASK_MODE != "queue":
+        return
+    from django_q.models import Schedule
+
+    Schedule.objects.create(
+        name=f"maxDuration of {job.uuid}",
+        func="jobs.tasks.scheduler_tick",
+        schedule_type=Schedule.ONCE,
+        next_run=job.started_at + timedelta(seconds=job.max_duration_s + 1),
+        repeats=1,
+    )
+
+
+def tick_request_now() -> None:
+    with transaction.atomic():
+        tick_request()
+
+
+# --- finish --------------------------------------------------------------------------------
+
+
+def _outcome(job: Job, exit_code: int, oom: bool) -> tuple[str, str]:
+    """The end state and its reason for a container that exited with ``exit_code``."""
+    if job.status == S.CANCELLING:
+        return S.CANCELLED, job.end_reason or "cancelled"
+    if job.status in (S.MUSTHALT, S.HALTING):
+        if exit_code == HALT_EXIT_CODE or job.allow_halt_without_signal:
+            return S.HALTED, "halted"
+        return S.FAILED, (
+            f"halt procedure not obeyed: exit code {exit_code} instead of {HALT_EXIT_CODE} "
+            f"within {settings.PORTAL_HALT_GRACE_S} s"
+        )
+    if exit_code == 0:
+        return S.FINISHED, ""
+    reason = f"exit code {exit_code}"
+    if oom:
+        reason += f": killed by the kernel for using more than its {job.cpu_memory_gb} GB memory"
+    return S.FAILED, reason
+
+
+def job_finish_run(*, job_id: int) -> None:
+    """A container stopped: archive its log, record how it ended, free the room."""
+    job = _load(job_id)
+    if job is None or job.status not in ON_SLAVE or not job.container_id:
+        return
+    try:
+        with engine_for(job.slave) as engine:
+            state = engine.inspect(job.container_id)
+            if state.running:
+                return  # a spurious event: still running
+            job_log_archive(job=job, data=engine.logs(job.container_id))
+    except ContainerNotFound:
+        job.refresh_from_db()
+        if job.status in ON_SLAVE:
+            _fail(job, "the container disappeared from the slave")
+            tick_request_now()
+        return
+    except RuntimeFailure as failure:
+        log.warning("finish of %s deferred: %s", job.uuid, failure)
+        return  # the slave is unreachable: reconcile retries
+    _end(
+        job,
+        state.exit_code if state.exit_code is not None else -1,
+        state.oom_killed,
+        state.finished_at,
+    )
+
+
+def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> None:
+    to, reason = _outcome(job, exit_code, oom)
+    ended = finished_at or timezone.now()
+    fields = {"exit_code": exit_code, "ended_at": ended}
+    if reason:
+        fields["end_reason"] = reason
+    with transaction.atomic():
+        if not job_transition(
+            job=job, to=to, message=reason or f"exit code {exit_code}", fields=fields
+        ):
+            return
+        if to == S.HALTED and job.restartable:
+            job_restart_create(job=job)
+        tick_request()
+    _remove_container(job)
+
+
+def _remove_container(job: Job) -> None:
+    try:
+        with engine_for(job.slave) as engine:
+            engine.remove(job.container_id)
+    except RuntimeFailure as failure:
+        log.warning("could not remove container of %s: %s", job.uuid, failure)
+
+
+def job_run_seconds(job: Job) -> int:
+    if not job.started_at:
+        return 0
+    return max(0, int(((job.ended_at or timezone.now()) - job.started_at).total_seconds()))
+
+
+def job_restart_create(*, job: Job) -> Job | None:
+    """The continuation of a HALTED restartable job: same request, maxDuration reduced."""
+    ran = job_run_seconds(job)
+    remaining = job.max_duration_s - ran
+    if remaining < 60:
+        job_event_add(job=job, message="not restarted: less than a minute of maxDuration left")
+        return None
+    request = dict(job.request)
+    scheduling = dict(request["scheduling"])
+    scheduling["maxDuration"] = format_duration(remaining)
+    min_duration = min(job.min_duration_s, remaining)
+    scheduling["minDuration"] = format_duration(min_duration)
+    request["scheduling"] = scheduling
+    now = timezone.now()
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    columns = {
+        f.attname: getattr(job, f.attname)
+        for f in Job._meta.concrete_fields
+        if f.attname in {
+            "name", "description", "owner_id", "project_id", "deployment_environment", "gpus",
+            "cpus", "cpu_memory_gb", "tmpfs_gb", "gpu_memory_gb", "gpu_models", "features",
+            "min_cuda_version", "requested_cluster_id", "requested_slave_name", "interactive",
+            "restartable", "allow_halt_without_signal", "not_before", "not_after",
+            "bucket_name", "bucket_max", "reservation_ids",
+        }
+    }  # fmt: skip
+    follow = Job.objects.create(
+        **columns,
+        request=request,
+        min_duration_s=min_duration,
+        max_duration_s=remaining,
+        status=S.QUEUED,
+        status_updated=now,
+        created=now,
+        event_times={"created": stamp, "statusUpdated": stamp, S.QUEUED: stamp},
+        restart_of=job,
+        initial_job_uuid=job.initial_job_uuid or job.uuid,
+        restart_count=job.restart_count + 1,
+        run_seconds_before=job.run_seconds_before + ran,
+    )
+    secret = JobPullSecret.objects.filter(job=job).first()
+    if secret is not None:
+        JobPullSecret.objects.create(job=follow, image=secret.image)
+    job_event_add(job=follow, message=f"restart {follow.restart_count} of {follow.initial_uuid}")
+    job_event_add(job=job, message=f"restarted as {follow.uuid}")
+    return follow
+
+
+# --- stop (cancel) and halt ----------------------------------------------------------------
+
+
+def _find_container(engine, job: Job) -> str | None:
+    if job.container_id:
+        return job.container_id
+    found = engine.find_by_label(LABEL_JOB, str(job.uuid))
+    return found[0].id if found else None
+
+
+def job_stop_run(*, job_id: int) -> None:
+    """CANCELLING: SIGTERM, kill after the grace period, then CANCELLED with the log kept."""
+    job = _load(job_id)
+    if job is None or job.status != S.CANCELLING:
+        return
+    try:
+        with engine_for(job.slave) as engine:
+            container_id = _find_container(engine, job)
+            if container_id is None:
+                if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
+                    tick_request_now()
+                return
+            if not job.container_id:
+                Job.objects.filter(pk=job.pk).update(container_id=container_id)
+                job.container_id = container_id
+            engine.stop(container_id, timeout_s=settings.PORTAL_STOP_GRACE_S)
+    except ContainerNotFound:
+        if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
+            tick_request_now()
+        return
+    except RuntimeFailure as failure:
+        log.warning("stop of %s deferred: %s", job.uuid, failure)
+        return
+    job_finish_run(job_id=job.pk)
+
+
+def job_halt_run(*, job_id: int) -> None:
+    """MUSTHALT -> HALTING: SIGUSR1, wait for exit 123 within the grace period, else kill."""
+    job = _load(job_id)
+    if job is None or job.status != S.MUSTHALT:
+        return
+    if not job_transition(job=job, to=S.HALTING, message="halt procedure started"):
+        return
+    grace = settings.PORTAL_HALT_GRACE_S
+    try:
+        with engine_for(job.slave) as engine:
+            if job.allow_halt_without_signal:
+                engine.stop(job.container_id, timeout_s=0)
+            else:
+                try:
+                    engine.signal(job.container_id, "SIGUSR1")
+                    engine.wait(job.container_id, timeout_s=grace)
+                except ContainerNotRunning:
+                    pass
+                except RuntimeFailure as failure:
+                    if failure.permanent:
+                        raise
+                    job_event_add(job=job, message=f"no exit within {grace} s: killed")
+                    engine.kill(job.container_id)
+    except ContainerNotFound:
+        pass
+    except RuntimeFailure as failure:
+        log.warning("halt of %s deferred: %s", job.uuid, failure)
+        return
+    job_finish_run(job_id=job.pk)

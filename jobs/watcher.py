@@ -1,0 +1,85 @@
+"""The slave watcher: follows every slave's Docker event stream and finishes jobs at once.
+
+One thread per slave; a container "die" event of a portal container enqueues the finish task
+(within a second of the exit). Streams that break are reopened with a back-off, resuming from the
+last event seen; reconcile covers whatever is still missed. The slave list is re-read
+periodically, so new slaves are watched without a restart.
+"""
+
+import logging
+import threading
+import time
+from datetime import datetime
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from clusters.models import Slave
+from clusters.runtime.errors import RuntimeFailure
+from clusters.services import engine_for
+from jobs.launch import LABEL_INSTANCE, LABEL_JOB
+from jobs.models import Job
+from jobs.states import ON_SLAVE
+from portal.tasks import fire
+
+log = logging.getLogger(__name__)
+FINISH_TASK = "jobs.tasks.job_finish"
+
+
+def handle_event(event: dict) -> None:
+    """A die event: enqueue the finish of the job the container belongs to."""
+    if event.get("action") != "die":
+        return
+    job_uuid = (event.get("labels") or {}).get(LABEL_JOB)
+    if not job_uuid:
+        return
+    close_old_connections()
+    job_id = (
+        Job.objects.filter(uuid=job_uuid, status__in=ON_SLAVE).values_list("pk", flat=True).first()
+    )
+    if job_id is not None:
+        fire(FINISH_TASK, job_id)
+
+
+class SlaveWatch(threading.Thread):
+    def __init__(self, slave: Slave, stop: threading.Event):
+        super().__init__(name=f"watch-{slave.name}", daemon=True)
+        self.slave = slave
+        self.stop_event = stop
+        self.since: datetime | None = None
+
+    def run(self) -> None:
+        backoff = 1.0
+        while not self.stop_event.is_set():
+            try:
+                with engine_for(self.slave) as engine:
+                    events = engine.events(
+                        since=self.since,
+                        filters={"label": f"{LABEL_INSTANCE}={settings.PORTAL_INSTANCE}"},
+                    )
+                    backoff = 1.0
+                    for event in events:
+                        self.since = event.get("time") or self.since
+                        handle_event(event)
+                        if self.stop_event.is_set():
+                            return
+            except RuntimeFailure as failure:
+                log.info("watcher %s: %s (retrying in %.0f s)", self.slave.name, failure, backoff)
+            except Exception:
+                log.exception("watcher %s crashed (retrying)", self.slave.name)
+            self.stop_event.wait(backoff)
+            backoff = min(backoff * 2, 30.0)
+
+
+def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = None) -> None:
+    stop = stop or threading.Event()
+    watches: dict[tuple[str, str], SlaveWatch] = {}
+    while not stop.is_set():
+        close_old_connections()
+        for slave in Slave.objects.all():
+            key = (slave.name, slave.docker_url)
+            if key not in watches or not watches[key].is_alive():
+                watches[key] = SlaveWatch(slave, stop)
+                watches[key].start()
+        stop.wait(refresh_s)
+    time.sleep(0)
