@@ -32,6 +32,8 @@ def database_from_url(url: str, *, sqlite_path: Path) -> dict:
             "NAME": sqlite_path,
             # Several processes (web, q cluster, watcher) share the file: wait for locks.
             "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+            # A file, not memory: integration tests share it with watcher threads and servers.
+            "TEST": {"NAME": str(sqlite_path.with_name("test-portal.sqlite3"))},
         }
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:

@@ -46,7 +46,12 @@ class EngineInfo:
 @dataclass(frozen=True)
 class ContainerState:
     """A container as inspected. ``exit_code`` is None until it has stopped; ``host_ports``
-    are GPULab-shaped ``{"containerPort", "hostPort", "hostIp"}`` dicts."""
+    are GPULab-shaped ``{"containerPort", "hostPort", "hostIp"}`` dicts (published ports exist
+    only while the container runs).
+
+    Docker stamps ``started_at`` after start returns and ``finished_at`` from the exit event,
+    so a container that exits at once can show ``finished_at`` a millisecond before
+    ``started_at``: clamp run times at zero."""
 
     id: str
     name: str

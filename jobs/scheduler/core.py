@@ -61,7 +61,11 @@ class _Cycle:
         self._cancel_overdue()
         self._reservation_halts()
         res_rules.compute_budgets(self.ctx.reservations, self.ctx.running, self.ctx.leaving)
-        self._schedule_queue()
+        live = self._fail_expired()
+        self._prepare(live)
+        for job in live:
+            self._schedule(job)
+        self._explain_waiting()
         return CycleResult(tuple(self.decisions), dict(self.explanations))
 
     # --- running jobs ----------------------------------------------------------------------
@@ -109,114 +113,125 @@ class _Cycle:
 
     # --- queued jobs -----------------------------------------------------------------------
 
-    def _schedule_queue(self) -> None:
-        ctx, snapshot = self.ctx, self.snapshot
-        now = ctx.now
-        live: list[QueuedJob] = []
-        for job in order_queue(snapshot.queued, ctx.usage):
-            reason = not_after_reason(job, now)
+    def _fail_expired(self) -> list[QueuedJob]:
+        """Fail jobs whose notAfter passed; the others in the order the cycle tries them."""
+        live = []
+        for job in order_queue(self.snapshot.queued, self.ctx.usage):
+            reason = not_after_reason(job, self.ctx.now)
             if reason is not None:
                 self.decisions.append(Fail(job.id, reason))
             else:
                 live.append(job)
+        return live
 
-        limits = Limits(snapshot)
+    def _prepare(self, live: list[QueuedJob]) -> None:
+        ctx, now = self.ctx, self.ctx.now
+        self.limits = Limits(self.snapshot)
         factory = ShapeFactory(
-            now=now,
-            config=ctx.config,
-            private_owners=ctx.private_owners,
-            rrs=ctx.reservations,
+            now=now, config=ctx.config, private_owners=ctx.private_owners, rrs=ctx.reservations
         )
-        shapes = {job.id: factory.shape(job) for job in live}
-        placer = Placer(ctx, self.env)
-        demand = private.count_owner_demand(
+        self.shapes = {job.id: factory.shape(job) for job in live}
+        self.placer = Placer(ctx, self.env)
+        self.demand = private.count_owner_demand(
             ctx,
             live,
-            shapes,
-            placer.candidates,
-            lambda job: not_before_reason(job, now) is not None or limits.blocked(job) is not None,
+            self.shapes,
+            self.placer.candidates,
+            lambda job: self._held(job) is not None,
         )
+        self.planner = HaltPlanner(ctx)
+        self.heaviest = self.planner.heaviest_haltable_usage()
+        self.score_halts = 0
+        # Shapes for which no room could be found behind running jobs, with new halts allowed
+        # (True) or only behind jobs already leaving (False). Later jobs have at least as much
+        # usage (queue order) and fewer jobs left to halt, so they cannot do better.
+        self.halt_failed = {True: FailureMemo(), False: FailureMemo()}
+        self.waiting: dict[Shape, list[QueuedJob]] = {}
+        self.interactive_waiting: list[tuple[QueuedJob, Shape]] = []
 
-        def settle(job: QueuedJob) -> None:
-            """The job no longer waits for room on its private clusters."""
-            for cluster_id in demand.pop(job.id, ()):
-                ctx.owner_demand[cluster_id] -= 1
-                if ctx.owner_demand[cluster_id] == 0:
-                    placer.invalidate()  # guests may use that cluster again
+    def _held(self, job: QueuedJob) -> str | None:
+        """Why the job may not start now whatever the room: notBefore, bucket, user limits."""
+        return not_before_reason(job, self.ctx.now) or self.limits.blocked(job)
 
-        planner = HaltPlanner(ctx)
-        heaviest = planner.heaviest_haltable_usage()
-        score_halts = 0
-        # Shapes for which no room could be found behind running jobs: with new halts allowed
-        # ("full") or only behind jobs already leaving. Later jobs have at least as much usage
-        # (queue order), so they cannot do better.
-        halt_failed = {True: FailureMemo(), False: FailureMemo()}
-        waiting: dict[Shape, list[QueuedJob]] = {}
-        interactive_waiting: list[tuple[QueuedJob, Shape]] = []
+    def _settle(self, job: QueuedJob) -> None:
+        """The job no longer waits for room on its private clusters."""
+        ctx = self.ctx
+        for cluster_id in self.demand.pop(job.id, ()):
+            ctx.owner_demand[cluster_id] -= 1
+            if ctx.owner_demand[cluster_id] == 0:
+                self.placer.invalidate()  # guests may use that cluster again
 
-        for job in live:
-            shape = shapes[job.id]
-            reason = not_before_reason(job, now) or limits.blocked(job)
-            if reason is not None:
-                settle(job)
-                self._wait_or_fail(job, (reason,))
-                continue
-            slave = placer.place(shape)
-            if slave is not None:
-                self.decisions.append(placer.commit(job, shape, slave))
-                limits.record_start(job)
-                settle(job)
-                continue
-            if job.interactive:
-                # Never halts: halted jobs take time to end, and it must start now or fail.
-                settle(job)
-                interactive_waiting.append((job, shape))
-                continue
-            # Room behind running jobs: private cluster owners first, then fair share.
-            plan, kind = None, HaltReason.SCORE
-            if shape.owner_of:
-                owned = private.owner_classes(shape, placer.open_classes(shape))
-                plan = planner.plan(shape, owned, private.guest_victim, max_new=len(ctx.running))
-                kind = HaltReason.CLUSTER
-            if plan is None:
-                kind = HaltReason.SCORE
-                job_usage = ctx.usage_of(job.user)
-                full = fairness.may_halt_for(job, ctx, score_halts) and fairness.much_heavier(
-                    heaviest, job_usage, ctx.config
-                )
-                if not halt_failed[True].known(shape) and not (
-                    not full and halt_failed[False].known(shape)
-                ):
-                    plan = planner.plan(
-                        shape,
-                        placer.open_classes(shape),
-                        fairness.victim_rule(job, shape, ctx) if full else None,
-                        ctx.config.max_fairness_halts_per_cycle - score_halts,
-                        fairness.usage_threshold(job_usage, ctx.config),
-                    )
-                    if plan is None:
-                        halt_failed[full].add(shape)
+    def _schedule(self, job: QueuedJob) -> None:
+        """Start, fail, hold room for, or leave waiting one queued job."""
+        shape = self.shapes[job.id]
+        reason = self._held(job)
+        if reason is not None:
+            self._settle(job)
+            self._wait_or_fail(job, (reason,))
+            return
+        slave = self.placer.place(shape)
+        if slave is not None:
+            self.decisions.append(self.placer.commit(job, shape, slave))
+            self.limits.record_start(job)
+            self._settle(job)
+            return
+        if job.interactive:
+            # Never halts: halted jobs take time to end, and it must start now or fail.
+            self._settle(job)
+            self.interactive_waiting.append((job, shape))
+            return
+        found = self._find_room(job, shape)
+        if found is None:
+            self.waiting.setdefault(shape, []).append(job)
+            return
+        plan, kind = found
+        self._settle(job)
+        self._hold(job, plan, kind)
+        if kind == HaltReason.SCORE:
+            self.score_halts += len(plan.new_halts)
+        self.planner.claim(plan)
+
+    def _find_room(self, job: QueuedJob, shape: Shape) -> tuple[RoomPlan, HaltReason] | None:
+        """Room behind running jobs: private cluster owners first, then fair share."""
+        ctx, planner, open_classes = self.ctx, self.planner, self.placer.open_classes(shape)
+        if shape.owner_of:
+            owned = private.owner_classes(shape, open_classes)
+            plan = planner.plan(shape, owned, private.guest_victim, max_new=len(ctx.running))
             if plan is not None:
-                settle(job)
-                self._hold(job, plan, kind)
-                if kind == HaltReason.SCORE:
-                    score_halts += len(plan.new_halts)
-                planner.claim(plan)
-                continue
-            waiting.setdefault(shape, []).append(job)
+                return plan, HaltReason.CLUSTER
+        job_usage = ctx.usage_of(job.user)
+        full = fairness.may_halt_for(job, ctx, self.score_halts) and fairness.much_heavier(
+            self.heaviest, job_usage, ctx.config
+        )
+        if self.halt_failed[True].known(shape) or (
+            not full and self.halt_failed[False].known(shape)
+        ):
+            return None
+        plan = planner.plan(
+            shape,
+            open_classes,
+            fairness.victim_rule(job, shape, ctx) if full else None,
+            ctx.config.max_fairness_halts_per_cycle - self.score_halts,
+            fairness.usage_threshold(job_usage, ctx.config),
+        )
+        if plan is None:
+            self.halt_failed[full].add(shape)
+            return None
+        return plan, HaltReason.SCORE
 
-        # Explanations on the final state of the cycle, once per shape.
+    def _explain_waiting(self) -> None:
+        """Explanations on the final state of the cycle, computed once per shape."""
         cache: dict[Shape, tuple[str, ...]] = {}
 
         def reasons_for(shape: Shape) -> tuple[str, ...]:
             if shape not in cache:
-                cache[shape] = shape_reasons(shape, ctx, self.env, placer.identity)
+                cache[shape] = shape_reasons(shape, self.ctx, self.env, self.placer.identity)
             return cache[shape]
 
-        for shape, jobs in waiting.items():
+        for shape, jobs in self.waiting.items():
             for job in jobs:
                 self.explanations[job.id] = reasons_for(shape)
-        for job, shape in interactive_waiting:
+        for job, shape in self.interactive_waiting:
             self._wait_or_fail(job, reasons_for(shape))
 
     def _hold(self, job: QueuedJob, plan: RoomPlan, kind: HaltReason) -> None:

@@ -70,7 +70,7 @@ def shape_reasons(
     budgeted = [cls for cls in usable if RESERVATION_BUDGET.blocking(shape, cls) is not None]
     usable = [cls for cls in usable if RESERVATION_BUDGET.blocking(shape, cls) is None]
 
-    lines = capacity_lines(shape, usable)
+    lines = capacity_lines(shape, usable, ctx)
     lines += RESERVATION.describe(shape, reserved, env)
     lines += RESERVATION_BUDGET.describe(shape, budgeted, env)
     lines += OWNER_DEMAND.describe(shape, owned, env)
@@ -81,7 +81,7 @@ def shape_reasons(
     return tuple(dict.fromkeys(lines))[: max(1, ctx.config.max_explanations)]
 
 
-def capacity_lines(shape: Shape, classes: Sequence[SlaveClass]) -> list[str]:
+def capacity_lines(shape: Shape, classes: Sequence[SlaveClass], ctx: Context) -> list[str]:
     """Per cluster, how close its best slave comes to the request (closest clusters first)."""
     if len(classes) == 1 and classes[0].single:
         reason = FREE_RESOURCES.reason(shape, classes[0].slaves[0])
@@ -91,7 +91,7 @@ def capacity_lines(shape: Shape, classes: Sequence[SlaveClass]) -> list[str]:
         by_cluster[cls.cluster_id].append(cls)
     found = []
     for cluster_id, members in sorted(by_cluster.items()):
-        closeness, line = _cluster_line(shape, cluster_id, members)
+        closeness, line = _cluster_line(shape, cluster_id, members, ctx)
         if line:
             found.append((closeness, cluster_id, line))
     found.sort(key=lambda item: (-item[0], item[1]))
@@ -103,32 +103,52 @@ def capacity_lines(shape: Shape, classes: Sequence[SlaveClass]) -> list[str]:
 
 
 def _members_with(shape: Shape, members: Sequence[SlaveClass], min_free: int):
-    """(slave, matching free GPUs) of the members with at least ``min_free`` of them."""
+    """(rank, matching free GPUs) of the members with at least ``min_free`` of them."""
     wanted = shape.gpu_models
     for cls in members:
         if cls.match_mode(wanted) == "all":
             for free in range(min_free, cls.ngpus + 1):
                 for rank in cls.buckets[free]:
-                    yield rank, free, cls
+                    yield rank, free
         else:
             for slave in cls.slaves:
                 free = len(slave.matching_free(wanted))
                 if free >= min_free:
-                    yield slave.rank, free, cls
+                    yield slave.rank, free
 
 
-def _cluster_line(shape: Shape, cluster_id: int, members: Sequence[SlaveClass]):
+def _largest_block(shape: Shape, members: Sequence[SlaveClass]) -> tuple[int, int]:
+    """(matching free GPUs, rank) of the member with the most, lowest rank on ties; (-1, -1)."""
+    best = (-1, -1)
+    wanted = shape.gpu_models
+    for cls in members:
+        if cls.match_mode(wanted) == "all":
+            # The highest non-empty bucket (buckets hold ranks in order).
+            for free in range(cls.ngpus, -1, -1):
+                if cls.buckets[free]:
+                    candidate = (free, cls.buckets[free][0])
+                    break
+            else:
+                continue
+        else:
+            candidate = max(
+                ((len(s.matching_free(wanted)), s.rank) for s in cls.slaves),
+                key=lambda item: (item[0], -item[1]),
+            )
+        if candidate[0] > best[0] or (candidate[0] == best[0] and candidate[1] < best[1]):
+            best = candidate
+    return best
+
+
+def _cluster_line(shape: Shape, cluster_id: int, members: Sequence[SlaveClass], ctx: Context):
     """(closeness, line) for one cluster: the first resource its best slave lacks."""
-    slaves_by_rank = {s.rank: s for cls in members for s in cls.slaves}
-    best_gpus, best_rank = -1, -1
-    for rank, free, _ in _members_with(shape, members, 0):
-        if free > best_gpus or (free == best_gpus and rank < best_rank):
-            best_gpus, best_rank = free, rank
+    slaves = ctx.slaves  # index == rank
+    best_gpus, best_rank = _largest_block(shape, members)
     if best_rank < 0:
         return 0.0, ""
     scope = f"cluster {cluster_id}"
     if best_gpus < shape.gpus:
-        name = slaves_by_rank[best_rank].name
+        name = slaves[best_rank].name
         if best_gpus == 0:
             return 0.0, f"{scope}: no free GPUs, job needs {shape.gpus}"
         block = plural(best_gpus, "GPU")
@@ -136,7 +156,7 @@ def _cluster_line(shape: Shape, cluster_id: int, members: Sequence[SlaveClass]):
             best_gpus / shape.gpus,
             f"{scope}: largest free block is {block} on {name}, job needs {shape.gpus}",
         )
-    with_gpus = [slaves_by_rank[rank] for rank, _, _ in _members_with(shape, members, shape.gpus)]
+    with_gpus = [slaves[rank] for rank, _ in _members_with(shape, members, shape.gpus)]
     where = f"a slave with {plural(shape.gpus, 'free GPU')}" if shape.gpus else "one slave"
     best = max(with_gpus, key=lambda s: (len(s.free_cpus), -s.rank))
     if len(best.free_cpus) < shape.cpus:

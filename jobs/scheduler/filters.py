@@ -32,11 +32,12 @@ class Env:
     again (once per request shape), and the snapshot keeps them alive for the whole cycle.
     """
 
-    __slots__ = ("config", "ctx", "_models", "_matching", "_cpus")
+    __slots__ = ("config", "ctx", "memo", "_models", "_matching", "_cpus")
 
     def __init__(self, config: SchedulerConfig, ctx: Context | None = None) -> None:
         self.config = config
         self.ctx = ctx
+        self.memo: dict = {}  # per-cycle memo for plugins (keyed by plugin and objects alive)
         self._models: dict[int, dict[int, str]] = {}
         self._matching: dict[tuple[int, tuple[str, ...]], int] = {}
         self._cpus: dict[int, int] = {}
@@ -298,9 +299,14 @@ class AvailabilityFilter:
         return None
 
     def describe(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
-        names = [name for g in rejected for name in g.names]
-        noun = "matching slave is" if len(names) == 1 else "matching slaves are"
-        return [f"{len(names)} {noun} offline or not accepting jobs ({compress_names(names)})"]
+        key = ("availability", tuple(id(g) for g in rejected))
+        line = env.memo.get(key)
+        if line is None:
+            names = [name for g in rejected for name in g.names]
+            noun = "matching slave is" if len(names) == 1 else "matching slaves are"
+            line = f"{len(names)} {noun} offline or not accepting jobs ({compress_names(names)})"
+            env.memo[key] = line
+        return [line]
 
 
 class ReservationFilter:

@@ -58,6 +58,15 @@ class HaltPlanner:
             self._heaviest[name] = max(
                 (ctx.usage_of(j.user) for j in jobs if j.id not in ctx.leaving), default=-1.0
             )
+        # Per slave: what all unclaimed pool jobs hold together, an upper bound of any plan.
+        self._totals: dict[str, list[float]] = {
+            name: [
+                sum(len(j.gpu_ids) for j in jobs),
+                sum(len(j.cpu_ids) for j in jobs),
+                sum(j.memory_gb for j in jobs),
+            ]
+            for name, jobs in self.pool.items()
+        }
         self._pool_by_class: dict[int, list[SlaveRuntime]] = {}
         for cls in ctx.classes:
             members = [s for s in cls.slaves if s.name in self.pool]
@@ -127,6 +136,9 @@ class HaltPlanner:
         need_m = shape.memory_gb - slave.free_mem
         if need_g <= 0 and need_c <= 0 and need_m <= EPS:
             return None  # room is there: something else keeps the job off this slave
+        total_g, total_c, total_m = self._totals[slave.name]
+        if need_g > total_g or need_c > total_c or need_m > total_m + EPS:
+            return None  # even every job of the pool would not be enough
         leaving = self.ctx.leaving
         models = slave.gpu_models
 
@@ -176,9 +188,13 @@ class HaltPlanner:
         return RoomPlan(slave, new, waiting), freed
 
     def claim(self, plan: RoomPlan) -> None:
+        totals = self._totals[plan.slave.name]
         for job in plan.new_halts + plan.waiting_on:
             self.claimed.add(job.id)
             self.ctx.leaving.add(job.id)
+            totals[0] -= len(job.gpu_ids)
+            totals[1] -= len(job.cpu_ids)
+            totals[2] -= job.memory_gb
         self._free_leaving[plan.slave.name] -= len(plan.waiting_on)
 
 

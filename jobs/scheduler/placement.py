@@ -18,6 +18,7 @@ from __future__ import annotations
 from . import reservations as res_rules
 from .filters import (
     AVAILABILITY,
+    FREE_RESOURCES,
     OWNER_DEMAND,
     RESERVATION,
     RESERVATION_BUDGET,
@@ -143,14 +144,10 @@ class Placer:
             # Pinned slave, or a class where only some GPU models match: look at each member.
             best = None
             for slave in cls.slaves:
-                free = len(slave.matching_free(wanted))
-                if (
-                    free >= shape.gpus
-                    and len(slave.free_cpus) >= shape.cpus
-                    and slave.free_mem + EPS >= shape.memory_gb
-                    and (best is None or free < best[1])
-                ):
-                    best = (slave, free)
+                if FREE_RESOURCES.fits(shape, slave):
+                    free = len(slave.matching_free(wanted))
+                    if best is None or free < best[1]:
+                        best = (slave, free)
             if best is None:
                 return None
             return best[0], best[1], self.env.matching_gpus(cls.rep, wanted)

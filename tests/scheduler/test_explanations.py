@@ -23,9 +23,7 @@ def test_largest_free_block_example():
 def test_unknown_gpu_model():
     slaves = [slave("a", model=V100), slave("b", model=GTX)]
     result = run_cycle(snapshot(slaves=slaves, queued=[queued("j", models=("A100",))]))
-    assert result.explanations["j"] == (
-        f"no slave has GPU model A100 (known: {GTX}, {V100})",
-    )
+    assert result.explanations["j"] == (f"no slave has GPU model A100 (known: {GTX}, {V100})",)
 
 
 def test_cpu_and_memory_shortage():

@@ -14,8 +14,15 @@ SLAVE = [slave("s1", gpus=4)]
 def busy(job_id, gpu_ids, *, user="heavy", started_s_ago=DAY, min_s=HOUR, **kw):
     cpus = tuple(range(gpu_ids[0] * 2, gpu_ids[0] * 2 + 2))
     return running(
-        job_id, "s1", user=user, gpu_ids=gpu_ids, cpu_ids=cpus, memory=8,
-        started=ago(started_s_ago), min_s=min_s, **kw
+        job_id,
+        "s1",
+        user=user,
+        gpu_ids=gpu_ids,
+        cpu_ids=cpus,
+        memory=8,
+        started=ago(started_s_ago),
+        min_s=min_s,
+        **kw,
     )
 
 

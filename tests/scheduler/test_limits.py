@@ -48,7 +48,12 @@ def test_other_buckets_do_not_interfere():
     [
         (SchedulerConfig(per_user_max_running_jobs=2), (1, 1), 1, "user limit: 2/2 running jobs"),
         (SchedulerConfig(per_user_max_running_jobs=3), (1, 1), 1, None),
-        (SchedulerConfig(per_user_max_gpus=4), (2, 1), 2, "user limit: 3/4 GPUs in use, job needs 2"),
+        (
+            SchedulerConfig(per_user_max_gpus=4),
+            (2, 1),
+            2,
+            "user limit: 3/4 GPUs in use, job needs 2",
+        ),
         (SchedulerConfig(per_user_max_gpus=4), (2, 1), 1, None),
         (SchedulerConfig(per_user_max_gpus=0), (), 0, None),  # CPU-only jobs are not GPU-limited
     ],

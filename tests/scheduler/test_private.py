@@ -49,7 +49,9 @@ def test_explanation_for_a_would_be_guest():
 
 
 def test_guests_wait_while_owner_jobs_wait():
-    owner_run = running("o", "p1", project="lab", gpu_ids=(0, 1, 2), cpu_ids=(0,), started=ago(HOUR / 2))
+    owner_run = running(
+        "o", "p1", project="lab", gpu_ids=(0, 1, 2), cpu_ids=(0,), started=ago(HOUR / 2)
+    )
     jobs = [
         queued("guest", user="light", min_duration_s=HOUR),  # first in fair-share order
         queued("owner", user="heavy", project="lab", gpus=2),  # needs 2, only 1 free
@@ -58,7 +60,9 @@ def test_guests_wait_while_owner_jobs_wait():
         snapshot(slaves=[PRIVATE], running=[owner_run], queued=jobs, usage={"heavy": 10.0})
     )
     assert not result.starts
-    assert "private cluster 7: its owners' jobs are waiting for room" in result.explanations["guest"]
+    assert (
+        "private cluster 7: its owners' jobs are waiting for room" in result.explanations["guest"]
+    )
 
 
 def test_guests_go_once_owner_jobs_are_placed():
@@ -97,14 +101,18 @@ def test_next_cycle_waits_for_the_halting_guest_without_new_halts():
         running("g-old", "p1", user="g1", gpu_ids=(0, 1), started=ago(DAY), halting=True),
         running("g-old2", "p1", user="g1", gpu_ids=(2, 3), started=ago(DAY), min_s=HOUR),
     ]
-    result = run_cycle(snapshot(slaves=[PRIVATE], running=runs, queued=[queued("o", project="lab", gpus=2)]))
+    result = run_cycle(
+        snapshot(slaves=[PRIVATE], running=runs, queued=[queued("o", project="lab", gpus=2)])
+    )
     assert not result.halts
     assert result.explanations["o"] == ("waiting for 1 halted job(s) on p1 to free room",)
 
 
 def test_owner_does_not_halt_guests_before_min_duration():
     runs = [running("g", "p1", gpu_ids=(0, 1, 2, 3), started=ago(HOUR / 2), min_s=HOUR)]
-    result = run_cycle(snapshot(slaves=[PRIVATE], running=runs, queued=[queued("o", project="lab")]))
+    result = run_cycle(
+        snapshot(slaves=[PRIVATE], running=runs, queued=[queued("o", project="lab")])
+    )
     assert not result.halts
     assert result.explanations["o"]
 
@@ -120,5 +128,7 @@ def test_owner_does_not_halt_when_it_can_start_elsewhere():
 
 def test_owner_never_halts_other_owner_jobs():
     runs = [running("mine", "p1", project="lab", gpu_ids=(0, 1, 2, 3), started=ago(DAY))]
-    result = run_cycle(snapshot(slaves=[PRIVATE], running=runs, queued=[queued("o", project="lab")]))
+    result = run_cycle(
+        snapshot(slaves=[PRIVATE], running=runs, queued=[queued("o", project="lab")])
+    )
     assert not result.halts

@@ -27,9 +27,7 @@ DAY = 24 * HOUR
 USERS = ("u1", "u2", "u3", "u4")
 PROJECTS = ("p1", "p2", "lab", "course")
 BUCKETS = {"b1": 1, "b2": 2}
-SETTINGS = settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite

@@ -92,7 +92,9 @@ def test_blocked_explanation_names_reservation_and_slaves():
     job = queued("j", cluster_id=1, min_duration_s=DAY, max_duration_s=WEEK)
     result = run_cycle(snapshot(slaves=SLAVES, queued=[job], reservations=[UPCOMING]))
     assert result.explanations["j"] == ("reservation R blocks gpu1-gpu2 from 14:00 UTC",)
-    result = run_cycle(snapshot(slaves=SLAVES, queued=[queued("k", cluster_id=1)], reservations=[OPEN]))
+    result = run_cycle(
+        snapshot(slaves=SLAVES, queued=[queued("k", cluster_id=1)], reservations=[OPEN])
+    )
     assert result.explanations["k"] == (
         f"reservation R holds gpu1-gpu2 until {'2026-06-02 12:00 UTC'}",
     )
@@ -135,7 +137,10 @@ def test_gpu_count_leaves_the_rest_to_others():
 
 
 def test_gpu_count_lets_entitled_jobs_use_everything():
-    jobs = [queued(f"e{i}", cluster_id=1, gpus=2, project="course", reservations=("G",)) for i in range(4)]
+    jobs = [
+        queued(f"e{i}", cluster_id=1, gpus=2, project="course", reservations=("G",))
+        for i in range(4)
+    ]
     result = run_cycle(snapshot(slaves=SLAVES, queued=jobs, reservations=[GPU_COUNT]))
     assert len(result.starts) == 4
 

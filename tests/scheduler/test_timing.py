@@ -1,12 +1,13 @@
 """notBefore / notAfter for queued jobs, and duration formatting."""
 
+from datetime import UTC, datetime
+
 import pytest
 
 from jobs.scheduler import run_cycle
 from jobs.scheduler.timing import format_duration
 
 from .builders import HOUR, NOW, failed, later, queued, slave, snapshot, started
-from datetime import datetime, UTC
 
 
 def test_not_before_in_future_waits_with_explanation():

@@ -28,9 +28,7 @@ def test_half_life_must_be_positive():
 
 def test_usage_rate_weights():
     config = SchedulerConfig()
-    assert usage_rate(gpus=2, cpus=10, memory_gb=100, config=config) == pytest.approx(
-        2 + 0.5 + 1.0
-    )
+    assert usage_rate(gpus=2, cpus=10, memory_gb=100, config=config) == pytest.approx(2 + 0.5 + 1.0)
 
 
 def test_accrue_short_interval_is_rate_times_time():
@@ -49,6 +47,8 @@ def test_accrue_converges_to_steady_state():
     rate=st.floats(0, 100),
 )
 def test_accrue_is_independent_of_tick_length(value, first, second, rate):
-    stepwise = accrue(accrue(value, first, rate=rate, half_life_s=WEEK), second, rate=rate, half_life_s=WEEK)
+    stepwise = accrue(
+        accrue(value, first, rate=rate, half_life_s=WEEK), second, rate=rate, half_life_s=WEEK
+    )
     at_once = accrue(value, first + second, rate=rate, half_life_s=WEEK)
     assert stepwise == pytest.approx(at_once, rel=1e-9, abs=1e-6)

@@ -1,0 +1,335 @@
+"""Jobs end to end on real Docker engines: submit -> tick -> launch -> container -> finish.
+
+Tasks run inline (right after commit, in this process); a real watcher thread follows the
+engine's events, as the watcher process does in production.
+"""
+
+import copy
+import os
+import subprocess
+import threading
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from clusters.models import Cluster, Slave
+from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from jobs.logs import job_log_bytes
+from jobs.models import Job
+from jobs.reconcile import reconcile_all
+from jobs.scheduling import tick
+from jobs.services import job_cancel, job_halt_request, job_submit
+from jobs.spec import SpecError
+from jobs.watcher import SlaveWatch
+from portal.models import Membership, Project
+from tests.integration.docker_support import (
+    TEST_IMAGE,
+    docker_url,
+    extra_engine_urls,
+    require_docker,
+    require_extra_engine,
+)
+
+pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def runtime(settings, tmp_path):
+    require_docker(docker_url())
+    settings.PORTAL_TASK_MODE = "inline"
+    settings.PORTAL_HALT_GRACE_S = 3
+    settings.PORTAL_STOP_GRACE_S = 2
+    settings.PORTAL_INSTANCE = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    return settings
+
+
+@pytest.fixture
+def people(runtime, django_user_model):
+    user = django_user_model.objects.create_user("carol", "carol@example.org", "pw")
+    project = Project.objects.create(name="e2e", gid=4321)
+    Membership.objects.create(user=user, project=project)
+    return user, project
+
+
+def add_slave(name: str, url: str, gpus: int = 2) -> Slave:
+    cluster, _ = Cluster.objects.get_or_create(id=1)
+    slave = slave_register(name=name, cluster=cluster, docker_url=url, host="127.0.0.1")
+    slave_declare_gpus(slave=slave, gpus=[("Demo GPU", 1024)] * gpus)
+    return slave_probe(slave=slave)
+
+
+@pytest.fixture
+def local(people):
+    slave = add_slave("local", docker_url())
+    assert slave.online, slave.offline_reason
+    return slave
+
+
+@pytest.fixture
+def watcher(runtime):
+    """Real watcher threads for every slave registered when it starts."""
+    stop = threading.Event()
+    threads = []
+
+    def start():
+        for slave in Slave.objects.all():
+            thread = SlaveWatch(slave, stop)
+            thread.start()
+            threads.append(thread)
+        time.sleep(0.3)  # let the event streams open
+
+    yield start
+    stop.set()
+
+
+def job(command, *, gpus=1, **extra) -> dict:
+    doc = {
+        "name": "e2e",
+        "request": {
+            "resources": {"gpus": gpus, "cpus": 1, "cpuMemoryGb": 1},
+            "docker": {"image": TEST_IMAGE, "command": command},
+            "scheduling": {},
+        },
+    }
+    for path, value in extra.items():
+        section, key = path.split("__")
+        doc["request"][section][key] = value
+    return doc
+
+
+def submit(people, document) -> Job:
+    user, project = people
+    return job_submit(user=user, project=project, document=copy.deepcopy(document))
+
+
+def wait_for(job: Job, *states: str, timeout: float = 30) -> Job:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if job.status in states:
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job stayed {job.status} (wanted {states}): {job.end_reason}")
+
+
+def assert_container_removed(slave: Slave, job: Job, timeout: float = 10) -> None:
+    """The container goes right after the final status is written (the log is archived)."""
+    deadline = time.monotonic() + timeout
+    with engine_for(slave) as engine:
+        while engine.find_by_label("gpuportal.job", str(job.uuid)):
+            assert time.monotonic() < deadline, f"container of {job.uuid} was not removed"
+            time.sleep(0.1)
+
+
+def log_text(job: Job) -> str:
+    return job_log_bytes(job).decode(errors="replace")
+
+
+def test_env_job_finishes_with_archived_log(people, local, watcher):
+    watcher()
+    doc = job(["sh", "-c", "env | sort; echo all-done"], docker__environment={"MY_VAR": "x1"})
+    doc["request"]["docker"]["projectGidVariableName"] = "PROJ_GID"
+    submitted = submit(people, doc)
+    done = wait_for(submitted, "FINISHED", "FAILED")
+    assert done.status == "FINISHED", done.end_reason
+    assert done.exit_code == 0 and done.log_archived
+    text = log_text(done)
+    assert f"GPULAB_JOB_ID={done.uuid}" in text
+    for expected in [
+        "GPULAB_RESTART_COUNT=0",
+        f"GPULAB_RESTART_INITIAL_JOB_ID={done.uuid}",
+        "GPULAB_PROJECT=e2e",
+        "GPULAB_USERNAME=carol",
+        "GPULAB_GPUS_RESERVED=1",
+        "GPULAB_CPUS_RESERVED=1",
+        "GPULAB_MEM_RESERVED=1024m",
+        "GPULAB_CLUSTER_ID=1",
+        "GPULAB_SLAVE_HOSTNAME=local",
+        f"CUDA_VISIBLE_DEVICES={done.gpu_ids[0]}",
+        "MY_VAR=x1",
+        "PROJ_GID=4321",
+        "all-done",
+    ]:
+        assert expected in text, expected
+    # The container is gone once the log is archived.
+    assert_container_removed(local, done)
+
+
+def test_failing_command_fails_with_exit_code(people, local, watcher):
+    watcher()
+    done = wait_for(submit(people, job("sh -c 'echo oops; exit 3'")), "FINISHED", "FAILED")
+    assert done.status == "FAILED" and done.exit_code == 3
+    assert "exit code 3" in done.end_reason
+    assert "oops" in log_text(done)
+
+
+def test_port_mapping_is_reachable_on_reported_port(people, local):
+    command = "sh -c 'echo hello-from-job > /tmp/index.html; httpd -f -p 8080 -h /tmp'"
+    running = wait_for(submit(people, job(command, docker__portMappings=[8080])), "RUNNING")
+    [mapping] = [m for m in running.port_mappings if m["containerPort"] == 8080][:1]
+    deadline, body = time.monotonic() + 10, ""
+    while time.monotonic() < deadline and "hello" not in body:
+        try:
+            url = f"http://127.0.0.1:{mapping['hostPort']}/index.html"
+            body = urllib.request.urlopen(url, timeout=2).read().decode()
+        except OSError:
+            time.sleep(0.2)
+    assert body.strip() == "hello-from-job"
+    user, _ = people
+    job_cancel(job=running, user=user)
+    assert wait_for(running, "CANCELLED").status == "CANCELLED"
+
+
+def test_storage_mount_writes_into_project_folder(people, local, watcher, runtime):
+    watcher()
+    doc = job(
+        "sh -c 'echo result-42 > /project/out.txt'", docker__storage=[{"containerPath": "/project"}]
+    )
+    done = wait_for(submit(people, doc), "FINISHED", "FAILED")
+    assert done.status == "FINISHED", done.end_reason
+    written = Path(runtime.PORTAL_STORAGE_BASE) / "project" / "e2e" / "out.txt"
+    assert written.read_text().strip() == "result-42"
+    assert written.parent.stat().st_gid == 4321
+
+
+def test_symlink_escape_is_refused_at_launch(people, local, watcher, runtime, tmp_path):
+    watcher()
+    folder = Path(runtime.PORTAL_STORAGE_BASE) / "project" / "e2e"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "escape").symlink_to(tmp_path)
+    doc = job("true", docker__storage=[{"hostPath": "/project/escape/", "containerPath": "/x"}])
+    done = wait_for(submit(people, doc), "FAILED", "FINISHED")
+    assert done.status == "FAILED" and "symlink" in done.end_reason
+
+
+def test_forbidden_host_path_is_refused_at_submit(people, local):
+    with pytest.raises(SpecError) as caught:
+        submit(people, job("true", docker__storage=[{"hostPath": "/var/run/docker.sock"}]))
+    assert "request.docker.storage[0].hostPath" in str(caught.value)
+    assert Job.objects.count() == 0
+
+
+HALTABLE = (
+    'sh -c \'trap "echo saw-usr1; exit 123" USR1; '
+    "echo restart-count=$GPULAB_RESTART_COUNT initial=$GPULAB_RESTART_INITIAL_JOB_ID; "
+    "while true; do sleep 0.2; done'"
+)
+
+
+def test_halt_then_restart_continues_with_restart_count(people, local, watcher):
+    watcher()
+    user, _ = people
+    doc = job(HALTABLE, scheduling__restartable=True)
+    doc["request"]["scheduling"]["maxDuration"] = "2 hours"
+    first = wait_for(submit(people, doc), "RUNNING")
+    time.sleep(2)  # run long enough for the continuation's maxDuration to shrink
+    job_halt_request(job=first, user=user)
+    halted = wait_for(first, "HALTED", "FAILED")
+    assert halted.status == "HALTED", halted.end_reason
+    assert halted.exit_code == 123 and "saw-usr1" in log_text(halted)
+    assert halted.halt_events[0]["reason"] == "User requested fallback manually"
+    follow = Job.objects.get(restart_of=halted)
+    assert follow.restart_count == 1 and str(follow.initial_job_uuid) == str(halted.uuid)
+    assert follow.max_duration_s < 2 * 3600
+    follow = wait_for(follow, "RUNNING")
+    deadline = time.monotonic() + 10
+    while "restart-count" not in log_text(follow) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert f"restart-count=1 initial={halted.uuid}" in log_text(follow)
+    job_cancel(job=follow, user=user)
+    wait_for(follow, "CANCELLED")
+
+
+def test_job_ignoring_sigusr1_fails_after_grace(people, local, watcher):
+    watcher()
+    user, _ = people
+    stubborn = "sh -c 'trap \"echo ignored\" USR1; while true; do sleep 0.2; done'"
+    running = wait_for(submit(people, job(stubborn)), "RUNNING")
+    time.sleep(0.3)
+    began = time.monotonic()
+    job_halt_request(job=running, user=user)
+    failed = wait_for(running, "FAILED", "HALTED", timeout=20)
+    assert failed.status == "FAILED" and "halt procedure not obeyed" in failed.end_reason
+    assert time.monotonic() - began >= 2.5  # the 3 s grace period was honoured
+
+
+def test_cancel_stops_the_container_and_keeps_the_log(people, local, watcher):
+    watcher()
+    user, _ = people
+    running = wait_for(submit(people, job("sh -c 'echo started; sleep 300'")), "RUNNING")
+    time.sleep(0.3)
+    job_cancel(job=running, user=user)
+    cancelled = wait_for(running, "CANCELLED")
+    assert "started" in log_text(cancelled)
+    assert_container_removed(local, cancelled)
+
+
+def test_max_duration_reached_cancels(people, local, watcher):
+    watcher()
+    doc = job("sleep 300")
+    doc["request"]["scheduling"]["maxDuration"] = "1 minute"
+    running = wait_for(submit(people, doc), "RUNNING")
+    tick(now=running.started_at + timedelta(seconds=61))
+    cancelled = wait_for(running, "CANCELLED")
+    assert "maxDuration" in cancelled.end_reason
+
+
+def test_watcher_down_reconcile_still_finishes(people, local):
+    running = wait_for(submit(people, job("sh -c 'echo quick; sleep 1'")), "RUNNING")
+    with engine_for(local) as engine:
+        engine.wait(running.container_id, timeout_s=20)
+    running.refresh_from_db()
+    assert running.status == "RUNNING"  # nobody watched the exit
+    reconcile_all()
+    running.refresh_from_db()
+    assert running.status == "FINISHED" and "quick" in log_text(running)
+
+
+def test_jobs_spread_over_three_engines(people, runtime):
+    urls = [docker_url(), require_extra_engine(0), require_extra_engine(1)]
+    slaves = [add_slave(f"s{i}", url, gpus=1) for i, url in enumerate(urls)]
+    assert all(s.online for s in slaves)
+    jobs = [submit(people, job("sleep 300")) for _ in range(3)]
+    for each in jobs:
+        wait_for(each, "RUNNING")
+    assert {j.slave.name for j in Job.objects.filter(pk__in=[j.pk for j in jobs])} == {
+        "s0",
+        "s1",
+        "s2",
+    }
+    user, _ = people
+    for each in jobs:
+        with engine_for(each.slave) as engine:
+            assert engine.inspect(each.container_id).running
+        job_cancel(job=each, user=user)
+    for each in jobs:
+        wait_for(each, "CANCELLED")
+
+
+def test_stopped_engine_goes_offline_and_its_job_fails_after_grace(people, runtime):
+    url = require_extra_engine(1)  # slave3: stopped here, started again at the end
+    slave = add_slave("doomed", url, gpus=1)
+    running = wait_for(submit(people, job("sleep 300")), "RUNNING")
+    runtime.PORTAL_SLAVE_LOST_GRACE_S = 1
+    pidfile = Path("/var/run/gpuportal/slave3.pid")
+    try:
+        subprocess.run(["kill", pidfile.read_text().strip()], check=True)
+        deadline = time.monotonic() + 30
+        while Path(url.removeprefix("unix://")).exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        reconcile_all()
+        slave.refresh_from_db()
+        assert slave.online is False and "unreachable" in slave.offline_reason
+        running.refresh_from_db()
+        assert running.status == "RUNNING"  # within the grace period it may still be running
+        time.sleep(1.2)
+        reconcile_all()
+        running.refresh_from_db()
+        assert running.status == "FAILED" and "slave lost" in running.end_reason
+    finally:
+        subprocess.run([str(ROOT / "scripts/docker-engines.sh"), "start"], check=False)
