@@ -40,9 +40,7 @@ def cluster_list(request):
     ):
         slaves_by_cluster.setdefault(row["cluster_id"], []).append(row)
     reservations = list(
-        Reservation.objects.filter(end__gt=now)
-        .order_by("start", "id")
-        .prefetch_related("slaves")
+        Reservation.objects.filter(end__gt=now).order_by("start", "id").prefetch_related("slaves")
     )
     mine = entitled_ids(user, reservations)
     cards = []
@@ -63,9 +61,7 @@ def cluster_list(request):
                 "slave_total": len(slaves),
                 "online": sum(1 for s in slaves if s["online"]),
                 "active": [r for r in cluster_reservations if r.start <= now],
-                "upcoming": [r for r in cluster_reservations if r.start > now][
-                    :UPCOMING_PER_CARD
-                ],
+                "upcoming": [r for r in cluster_reservations if r.start > now][:UPCOMING_PER_CARD],
             }
         )
     return render(request, "clusters/clusters.html", {"cards": cards, "now": now})

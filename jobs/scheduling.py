@@ -25,7 +25,7 @@ from jobs.scheduler.explain import impossible_reason
 from jobs.scheduler.usage import accrue, decayed, usage_rate
 from jobs.scheduling_lease import lease_acquire_or_request_rerun, lease_release_or_continue
 from jobs.states import HOLDS_RESOURCES, JobStatus
-from jobs.transitions import job_transition
+from jobs.transitions import TransitionRequest, job_transition, job_transition_many
 from reservations.models import Reservation
 
 log = logging.getLogger(__name__)
@@ -250,42 +250,48 @@ def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snap
 # --- apply ---------------------------------------------------------------------------------
 
 
-def _held_ids(slave: Slave) -> tuple[set[int], set[int]]:
-    gpus, cpus = set(), set()
-    for gpu_ids, cpu_ids in Job.objects.filter(slave=slave, status__in=HOLDS_RESOURCES).values_list(
-        "gpu_ids", "cpu_ids"
-    ):
-        gpus.update(gpu_ids)
-        cpus.update(cpu_ids)
-    return gpus, cpus
+def _held_ids(slave_ids: list[int]) -> dict[int, tuple[set[int], set[int]]]:
+    """GPU and CPU ids held right now on each of these slaves (one query)."""
+    held: dict[int, tuple[set[int], set[int]]] = {pk: (set(), set()) for pk in slave_ids}
+    rows = Job.objects.filter(slave_id__in=slave_ids, status__in=HOLDS_RESOURCES).values_list(
+        "slave_id", "gpu_ids", "cpu_ids"
+    )
+    for slave_id, gpu_ids, cpu_ids in rows:
+        held[slave_id][0].update(gpu_ids)
+        held[slave_id][1].update(cpu_ids)
+    return held
 
 
 def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) -> int:
-    """Assign jobs slave by slave, under a row lock on the slave.
+    """Assign jobs to slaves in one transaction that locks the slaves involved.
 
-    The lock (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite serialises writers anyway) plus the
-    check of ids already held on that slave means that even two ticks that somehow both run can
-    never hand out the same GPU or CPU; the status compare-and-swap means never the same job.
+    The lock (``SELECT ... FOR UPDATE`` on PostgreSQL, in primary-key order so two ticks never
+    deadlock; SQLite serialises writers anyway) plus the check of ids held on each slave at
+    that moment means that even two ticks that somehow both run can never hand out the same
+    GPU or CPU; the status compare-and-swap means never the same job.
     """
     from portal.tasks import fire
 
-    by_slave: dict[str, list[sm.Start]] = defaultdict(list)
-    for start in starts:
-        by_slave[start.slave].append(start)
-    slaves = {s.name: s for s in Slave.objects.filter(name__in=by_slave)}
-    started = 0
-    for slave_name, slave_starts in sorted(by_slave.items()):
-        with transaction.atomic():
-            slave = Slave.objects.select_for_update().get(pk=slaves[slave_name].pk)
-            held_gpus, held_cpus = _held_ids(slave)
-            for start in slave_starts:
-                job = jobs.get(start.job_id)
-                if job is None or job.status != S.QUEUED:
-                    continue  # a stale decision: another tick (or a cancel) got there first
-                if held_gpus & set(start.gpu_ids) or held_cpus & set(start.cpu_ids):
-                    log.warning("tick: %s would reuse held ids on %s; skipped", job.uuid, slave)
-                    continue
-                won = job_transition(
+    names = {start.slave for start in starts}
+    requests: list[TransitionRequest] = []
+    with transaction.atomic():
+        slaves = {
+            s.name: s
+            for s in Slave.objects.select_for_update().filter(name__in=names).order_by("pk")
+        }
+        held = _held_ids([s.pk for s in slaves.values()])
+        for start in starts:
+            job, slave = jobs.get(start.job_id), slaves.get(start.slave)
+            if job is None or slave is None or job.status != S.QUEUED:
+                continue  # a stale decision: another tick (or a cancel) got there first
+            held_gpus, held_cpus = held[slave.pk]
+            if held_gpus & set(start.gpu_ids) or held_cpus & set(start.cpu_ids):
+                log.warning("tick: %s would reuse held ids on %s; skipped", job.uuid, slave)
+                continue
+            held_gpus.update(start.gpu_ids)
+            held_cpus.update(start.cpu_ids)
+            requests.append(
+                TransitionRequest(
                     job=job,
                     to=S.ASSIGNED,
                     message=f"assigned to {slave.name}, GPUs {list(start.gpu_ids)}",
@@ -296,14 +302,13 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
                         "queued_explanations": [],
                         "ignoring_reservation_ids": sorted(start.ignoring_reservation_ids),
                     },
-                    now=now,
                 )
-                if won:
-                    held_gpus.update(start.gpu_ids)
-                    held_cpus.update(start.cpu_ids)
-                    fire(LAUNCH_TASK, job.pk)
-                    started += 1
-    return started
+            )
+        won = job_transition_many(requests=requests, now=now)
+        for request, ok in zip(requests, won, strict=True):
+            if ok:
+                fire(LAUNCH_TASK, request.job.pk)
+    return sum(won)
 
 
 def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
@@ -355,31 +360,39 @@ def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: d
 
 
 def apply_explanations(result: sm.CycleResult, queued: list[dict]) -> int:
-    """Store explanations that changed (one bulk write; unchanged rows are not touched)."""
-    changed = []
+    """Store explanations that changed: one UPDATE per distinct text, not one per job.
+
+    Jobs of one request shape share their explanation, so a queue of thousands of jobs has a
+    few hundred distinct texts at most; unchanged rows are not touched.
+    """
+    by_text: dict[tuple[str, ...], list] = defaultdict(list)
     for row in queued:
-        key = str(row["uuid"])
-        if key not in result.explanations:
-            continue
-        lines = list(result.explanations[key])
-        if lines != row["queued_explanations"]:
-            changed.append((row["uuid"], lines))
-    if changed:
-        objs = {j.uuid: j for j in Job.objects.filter(uuid__in=[u for u, _ in changed])}
-        for job_uuid, lines in changed:
-            objs[job_uuid].queued_explanations = lines
-        Job.objects.bulk_update(objs.values(), ["queued_explanations"], batch_size=500)
-    return len(changed)
+        lines = result.explanations.get(str(row["uuid"]))
+        if lines is not None and list(lines) != row["queued_explanations"]:
+            by_text[tuple(lines)].append(row["uuid"])
+    for lines, uuids in by_text.items():
+        for chunk in range(0, len(uuids), 500):
+            Job.objects.filter(uuid__in=uuids[chunk : chunk + 500], status=S.QUEUED).update(
+                queued_explanations=list(lines)
+            )
+    return sum(len(uuids) for uuids in by_text.values())
 
 
 def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:
-    ids = {d.job_id for d in result.decisions}
+    start_ids = {d.job_id for d in result.starts}
+    other_ids = {d.job_id for d in result.decisions} - start_ids
     for halt in result.halts:
-        ids.update(halt.halt_info.started_job_uuids)
+        other_ids.update(halt.halt_info.started_job_uuids)
+    # Starts need only what the transition writes; loading thousands of full rows (with their
+    # request JSON) would cost more than assigning them.
     jobs = {
         str(j.uuid): j
-        for j in Job.objects.filter(uuid__in=ids).select_related("slave", "owner", "project")
+        for j in Job.objects.filter(uuid__in=start_ids).only("id", "uuid", "status", "event_times")
     }
+    jobs.update(
+        (str(j.uuid), j)
+        for j in Job.objects.filter(uuid__in=other_ids).select_related("slave", "owner", "project")
+    )
     apply_fails_and_cancels(result, jobs, now)
     apply_halts(result, jobs, now)
     started = apply_starts(list(result.starts), jobs, now)

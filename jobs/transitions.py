@@ -5,9 +5,10 @@ workers racing on the same job both try; exactly one update matches. Losing is a
 (the caller sees ``False``), never an exception.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
@@ -21,6 +22,20 @@ class TransitionNotAllowed(Conflict):
         super().__init__(f"a job in state {current} cannot become {target}")
         self.current = current
         self.target = target
+
+
+def _cas(job: Job, to: str, fields: dict | None, now: datetime) -> dict | None:
+    """Compare-and-swap the status; the written values when this call won, else None."""
+    current = job.status
+    if not is_allowed(current, to):
+        raise TransitionNotAllowed(current, to)
+    event_times = dict(job.event_times or {})
+    event_times[to] = utc_z(now)
+    event_times["statusUpdated"] = utc_z(now)
+    values = {"status": to, "status_updated": now, "event_times": event_times, **(fields or {})}
+    if Job.objects.filter(pk=job.pk, status=current).update(**values) != 1:
+        return None
+    return values
 
 
 def job_transition(
@@ -39,25 +54,95 @@ def job_transition(
     first (the in-memory job is then refreshed). Raises TransitionNotAllowed for a move the
     state machine forbids.
     """
-    current = job.status
-    if not is_allowed(current, to):
-        raise TransitionNotAllowed(current, to)
     now = now or timezone.now()
-    event_times = dict(job.event_times or {})
-    event_times[to] = utc_z(now)
-    event_times["statusUpdated"] = utc_z(now)
-    values = {"status": to, "status_updated": now, "event_times": event_times, **(fields or {})}
     with transaction.atomic():
-        won = Job.objects.filter(pk=job.pk, status=current).update(**values) == 1
-        if won:
+        values = _cas(job, to, fields, now)
+        if values is not None:
             JobEvent.objects.create(
                 job=job, time=now, type=event_type, new_state=to, message=message[:5000]
             )
-    if won:
-        for name, value in values.items():
-            setattr(job, name, value)
-    else:
+    if values is None:
         job.refresh_from_db()
+        return False
+    for name, value in values.items():
+        setattr(job, name, value)
+    return True
+
+
+@dataclass(frozen=True)
+class TransitionRequest:
+    job: Job
+    to: str
+    message: str = ""
+    fields: dict | None = None
+
+
+def _write_rows(jobs: list[Job], names: list[str]) -> None:
+    """One parameterised UPDATE run for every row (``executemany``): Django's bulk_update builds
+    a CASE expression per column and row, which costs seconds for a few thousand jobs."""
+    if not jobs:
+        return
+    fields = [Job._meta.get_field(name) for name in names]
+    table = connection.ops.quote_name(Job._meta.db_table)
+    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {table} SET {assignments} WHERE {connection.ops.quote_name('id')} = %s"
+    rows = [
+        [f.get_db_prep_save(getattr(job, f.attname), connection) for f in fields] + [job.pk]
+        for job in jobs
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
+def job_transition_many(
+    *, requests: list[TransitionRequest], now: datetime | None = None
+) -> list[bool]:
+    """The same guarded change for many jobs in one transaction (the scheduler's apply step).
+
+    Lock-then-write instead of one compare-and-swap UPDATE per row: the rows still in their
+    expected status are locked (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE
+    transactions serialise writers), so nobody can move them before this transaction commits,
+    and all winners are written with one bulk UPDATE and their events with one bulk INSERT.
+    Losers are not refreshed (the caller skips them).
+    """
+    now = now or timezone.now()
+    stamp = utc_z(now)
+    for request in requests:
+        if not is_allowed(request.job.status, request.to):
+            raise TransitionNotAllowed(request.job.status, request.to)
+    by_status: dict[str, list[int]] = {}
+    for request in requests:
+        by_status.setdefault(request.job.status, []).append(request.job.pk)
+    with transaction.atomic():
+        still = set()
+        for status, ids in by_status.items():
+            for chunk in range(0, len(ids), 500):
+                still.update(
+                    Job.objects.select_for_update()
+                    .filter(pk__in=ids[chunk : chunk + 500], status=status)
+                    .values_list("pk", flat=True)
+                )
+        won, changed, events, columns = [], [], [], {"status", "status_updated", "event_times"}
+        for request in requests:
+            job = request.job
+            ok = job.pk in still
+            won.append(ok)
+            if not ok:
+                continue
+            job.event_times = {**(job.event_times or {}), request.to: stamp, "statusUpdated": stamp}
+            job.status, job.status_updated = request.to, now
+            for name, value in (request.fields or {}).items():
+                setattr(job, name, value)
+                columns.add(name)
+            changed.append(job)
+            events.append(
+                JobEvent(
+                    job=job, time=now, type=JobEvent.Type.STATUS_CHANGE,
+                    new_state=request.to, message=request.message[:5000],
+                )
+            )  # fmt: skip
+        _write_rows(changed, sorted(columns))
+        JobEvent.objects.bulk_create(events, batch_size=500)
     return won
 
 

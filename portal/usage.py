@@ -154,9 +154,9 @@ def fair_share(user) -> dict:
         total += 1
     rank = UserUsage.objects.filter(value__lt=own).exclude(user=user).count() + 1
     top = list(
-        UserUsage.objects.exclude(user=user).order_by("-value", "user_id").values_list(
-            "value", flat=True
-        )[:TOP_USERS]
+        UserUsage.objects.exclude(user=user)
+        .order_by("-value", "user_id")
+        .values_list("value", flat=True)[:TOP_USERS]
     )
     entries = [{"label": None, "value": v, "me": False} for v in top]
     entries.append({"label": "you", "value": own, "me": True})

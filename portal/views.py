@@ -7,6 +7,7 @@ import re
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -14,7 +15,7 @@ from rest_framework.authtoken.models import Token
 
 from clusters.gpulab_json import cluster_infos
 from jobs.models import Job
-from jobs.states import ACTIVE, FINISHED
+from jobs.states import ACTIVE, FINISHED, PENDING
 from jobs.views.common import present
 from portal.models import Membership, Profile, user_urn
 from portal.usage import fair_share, usage_page_data
@@ -40,15 +41,20 @@ def home(request):
         .select_related("owner", "project", "slave")
         .order_by("-status_updated", "-id")[:DASHBOARD_RECENT]
     ]
+    counts = active_qs.order_by().aggregate(
+        total=Count("id"), waiting=Count("id", filter=Q(status__in=PENDING))
+    )
     clusters = cluster_infos(viewer=user)
     return render(
         request,
         "portal/home.html",
         {
             "active": active,
-            "active_total": active_qs.count() if len(active) >= DASHBOARD_ACTIVE_LIMIT else None,
-            "running": [j for j in active if j.status not in ("ONHOLD", "QUEUED")],
-            "queued": [j for j in active if j.status in ("ONHOLD", "QUEUED")],
+            "active_total": counts["total"],
+            "waiting_total": counts["waiting"],
+            "on_slave_total": counts["total"] - counts["waiting"],
+            "running": [j for j in active if j.status not in PENDING],
+            "queued": [j for j in active if j.status in PENDING],
             "recent": recent,
             "clusters": clusters,
             "free_gpus": sum(c["gpu"]["available"] for c in clusters),
@@ -143,9 +149,9 @@ def profile(request):
             "form": form,
             "token": Token.objects.filter(user=user).first(),
             "memberships": list(
-                Membership.objects.filter(user=user).select_related("project").order_by(
-                    "project__name"
-                )
+                Membership.objects.filter(user=user)
+                .select_related("project")
+                .order_by("project__name")
             ),
             "urn": user_urn(user.username),
             "key_count": len(profile_obj.ssh_key_list),

@@ -74,9 +74,7 @@ class ReservationForm(forms.ModelForm):
             if gpu_count is not None and not strangers:
                 gpus = Gpu.objects.filter(acquired=True)
                 gpus = (
-                    gpus.filter(slave__in=slaves)
-                    if slaves
-                    else gpus.filter(slave__cluster=cluster)
+                    gpus.filter(slave__in=slaves) if slaves else gpus.filter(slave__cluster=cluster)
                 )
                 available = gpus.count()
                 if gpu_count > available:

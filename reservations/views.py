@@ -74,9 +74,9 @@ def _with_relations(qs):
 def reservation_list(request):
     user = request.user
     now = timezone.now()
-    current = list(_with_relations(Reservation.objects.filter(end__gt=now)).order_by("start")[
-        :LIST_LIMIT
-    ])
+    current = list(
+        _with_relations(Reservation.objects.filter(end__gt=now)).order_by("start")[:LIST_LIMIT]
+    )
     recent = list(
         _with_relations(
             Reservation.objects.filter(end__lte=now, end__gt=now - timedelta(days=RECENT_DAYS))

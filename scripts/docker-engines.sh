@@ -17,6 +17,17 @@
 #   GPUPORTAL_EXTRA_ENGINES   number of extra engines (default 2)
 #   GPUPORTAL_ENGINE_TIMEOUT  seconds to wait for each engine (default 60)
 #   GPUPORTAL_SKIP_TEST_IMAGE set to 1 to skip building the test image
+# Logs: /var/log/gpuportal/{main,slaveN}.log. Data: /var/lib/gpuportal/slaveN.
+#
+# Known interplay of several dockerd on one host (all checked with 20.10):
+#   - Every dockerd flushes the shared DOCKER* iptables chains when it starts, so the DNAT
+#     rules of containers already running on the other engines vanish. Their published ports
+#     keep working through docker-proxy (the userland proxy, on by default), on 127.0.0.1 and
+#     on the host's addresses alike; only the client source address is lost.
+#   - --default-address-pool must not be given: with it, dockerd deletes docker0 (the main
+#     engine's bridge) at every start.
+#   - Each engine publishes host ports from the same port space: two engines cannot publish
+#     the same fixed host port.
 set -euo pipefail
 
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${PATH:-}"
@@ -41,7 +52,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,21p' "$0"
+    sed -n '2,19p' "$0"
 }
 
 answers() { # answers SOCKET: true when the engine on SOCKET replies to `docker info`
@@ -249,6 +260,9 @@ case "$cmd" in
         for n in $(known_extra_numbers); do
             status_line "slave$n" "$RUN_DIR/slave$n.sock"
         done
+        ;;
+    -h | --help | help)
+        usage
         ;;
     *)
         usage >&2

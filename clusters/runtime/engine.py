@@ -187,7 +187,11 @@ class DockerEngine:
                 raise ContainerNotRunning(message) from None
             permanent = is_permanent(message, status_code=status, operation=operation)
             raise RuntimeFailure(message, permanent=permanent, status_code=status) from None
-        except (requests.exceptions.RequestException, docker_errors.DockerException, OSError) as exc:
+        except (
+            requests.exceptions.RequestException,
+            docker_errors.DockerException,
+            OSError,
+        ) as exc:
             # Never reached the engine, or it stopped answering: later may work.
             message = redact(f"{what} on {self.url}: {exc}", secrets)
             raise RuntimeFailure(message, permanent=False) from None
@@ -262,8 +266,7 @@ class DockerEngine:
             created = self.api.create_container(**self._create_kwargs(spec))
         container_id = created["Id"]
         try:
-            with self._translated("start", container=container_id):
-                self.api.start(container_id)
+            self.start(container_id)
         except RuntimeFailure:
             self.remove(container_id)
             raise
@@ -325,6 +328,11 @@ class DockerEngine:
             # Never copy the portal host's ~/.docker/config.json proxies into jobs.
             "use_config_proxy": False,
         }
+
+    def start(self, container_id: str) -> None:
+        """Start a created (or stopped) container, e.g. one a crash left created only."""
+        with self._translated("start", container=container_id):
+            self.api.start(container_id)
 
     def inspect(self, container_id: str) -> ContainerState:
         with self._translated("inspect", container=container_id):

@@ -7,6 +7,8 @@ that names the parameter, never a 500 and never silently ignored.
 - comma lists ``cluster_id`` (the assigned cluster, else the requested one), ``user_urn``,
   ``user_name``, ``project_urn``, ``project_name``, ``assigned_slave_name``.
 - ``interactive`` (boolean), ``reservation_id`` (comma list of UUIDs the job names).
+- ``other_user_running`` (boolean, sent by ``gpulab-cli jobs -u``): with owner or project
+  filters, also list every user's jobs of the running group.
 - ``sort``: comma list of fields from SORT_FIELDS, ``-`` prefix for descending.
 
 Choice where GPULab is silent: owner and project filters only match jobs the caller sees in
@@ -24,7 +26,7 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from jobs.selectors import project_ids_of, user_is_admin
-from jobs.states import DELETED, GROUPS, JobStatus
+from jobs.states import DELETED, GROUPS, RUNNING, JobStatus
 from portal.api.common import parse_bool
 from portal.api_errors import BadRequest
 
@@ -135,26 +137,26 @@ def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
             Q(slave__cluster_id__in=ids) | Q(slave__isnull=True, requested_cluster_id__in=ids)
         )
 
-    owner_filtered = False
+    owner_q = Q()
     user_urns = comma_list(params, "user_urn")
     if user_urns is not None:
-        queryset = queryset.filter(owner__username__in=_urn_names(user_urns, "user_urn", "user"))
-        owner_filtered = True
+        owner_q &= Q(owner__username__in=_urn_names(user_urns, "user_urn", "user"))
     user_names = comma_list(params, "user_name")
     if user_names is not None:
-        queryset = queryset.filter(owner__username__in=user_names)
-        owner_filtered = True
+        owner_q &= Q(owner__username__in=user_names)
     project_urns = comma_list(params, "project_urn")
     if project_urns is not None:
-        names = _urn_names(project_urns, "project_urn", "project")
-        queryset = queryset.filter(project__name__in=names)
-        owner_filtered = True
+        owner_q &= Q(project__name__in=_urn_names(project_urns, "project_urn", "project"))
     project_names = comma_list(params, "project_name")
     if project_names is not None:
-        queryset = queryset.filter(project__name__in=project_names)
-        owner_filtered = True
-    if owner_filtered and not user_is_admin(user):
-        queryset = queryset.filter(project_id__in=sorted(project_ids_of(user)))
+        owner_q &= Q(project__name__in=project_names)
+    other_running = parse_bool(params.get("other_user_running"), "other_user_running")
+    if owner_q:
+        if not user_is_admin(user):
+            owner_q &= Q(project_id__in=sorted(project_ids_of(user)))
+        if other_running:  # gpulab-cli `jobs -u`: mine, plus everyone's running jobs
+            owner_q |= Q(status__in=sorted(RUNNING))
+        queryset = queryset.filter(owner_q)
 
     slave_names = comma_list(params, "assigned_slave_name")
     if slave_names is not None:

@@ -35,7 +35,7 @@ from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of, user_is_admin
 from jobs.spec import parse_job_document
 from jobs.spec.images import redact_image
-from jobs.states import DELETED, FINISHED, JobStatus
+from jobs.states import JobStatus
 from portal.api.common import (
     PortalAPIView,
     parse_bool,
@@ -45,7 +45,7 @@ from portal.api.common import (
     read_text,
 )
 from portal.api_errors import BadRequest
-from portal.errors import Conflict, NotAllowed
+from portal.errors import NotAllowed
 from portal.models import Project
 
 S = JobStatus
@@ -195,8 +195,9 @@ class JobDetailView(PortalAPIView):
         job = get_visible_job(request, job_id)
         if (real or force) and not user_is_admin(request.user):
             raise NotAllowed("'real' and 'force' deletion are for admins only")
-        if finished and job.status not in FINISHED and job.status not in DELETED:
-            raise Conflict(f"the job is not finished (it is {job.status})")
+        # gpulab-cli's --finished only "allows removing finished jobs": the service already
+        # removes nothing but finished jobs (or, with force, ends a pending one first).
+        del finished
         services.job_delete(job=job, user=request.user, real=real, force=force)
         return Response(status=204)
 
@@ -256,9 +257,9 @@ class JobLogView(PortalAPIView):
         tags=[TAG],
         summary="The job's log; Range: bytes=N- for what follows offset N",
         description=(
-            "200 with the whole log without Range; 206 with `Content-Range: bytes A-END/TOTAL` "
-            "where END is the offset where the next read starts (send it as the next N); "
-            "204 when there is no (new) data. Never 416."
+            "200 with the whole log (possibly empty) without Range; 206 with "
+            "`Content-Range: bytes A-END/TOTAL` where END is the offset where the next read "
+            "starts (send it as the next N); 204 when there is no new data past N. Never 416."
         ),
         parameters=[OpenApiParameter("Range", OpenApiTypes.STR, OpenApiParameter.HEADER)],
         responses={
@@ -274,10 +275,11 @@ class JobLogView(PortalAPIView):
         wanted = _parse_range(request.headers.get("Range"))
         start = wanted[0] if wanted else 0
         data, total = job_log_range(job, start)
-        if start >= total or not data:
-            response = HttpResponse(status=204)
-        elif wanted is None:
+        if wanted is None:
+            # Even when empty: gpulab-cli (without -f) loops until it sees a 200 or 206.
             response = HttpResponse(data, status=200, content_type="text/plain; charset=utf-8")
+        elif start >= total or not data:
+            response = HttpResponse(status=204)
         else:
             if wanted[1] is not None:
                 data = data[: wanted[1] - start + 1]

@@ -193,9 +193,9 @@ class _Cycle:
 
     def _find_room(self, job: QueuedJob, shape: Shape) -> tuple[RoomPlan, HaltReason] | None:
         """Room behind running jobs: private cluster owners first, then fair share."""
-        ctx, planner, open_classes = self.ctx, self.planner, self.placer.open_classes(shape)
+        ctx, planner = self.ctx, self.planner
         if shape.owner_of:
-            owned = private.owner_classes(shape, open_classes)
+            owned = private.owner_classes(shape, self.placer.open_classes(shape))
             plan = planner.plan(shape, owned, private.guest_victim, max_new=len(ctx.running))
             if plan is not None:
                 return plan, HaltReason.CLUSTER
@@ -209,7 +209,7 @@ class _Cycle:
             return None
         plan = planner.plan(
             shape,
-            open_classes,
+            self.placer.open_classes(shape),
             fairness.victim_rule(job, shape, ctx) if full else None,
             ctx.config.max_fairness_halts_per_cycle - self.score_halts,
             fairness.usage_threshold(job_usage, ctx.config),

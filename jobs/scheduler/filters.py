@@ -128,8 +128,8 @@ class PrivateAccessFilter:
             return f"cluster {shape.cluster_id} is private to its owners' projects"
         limit = format_duration(env.config.private_guest_max_min_duration_s)
         which = ", ".join(map(str, clusters))
-        noun = "cluster" if len(clusters) == 1 else "clusters"
-        return f"private {noun} {which} take guest jobs only with minDuration <= {limit}"
+        noun = "cluster {} takes" if len(clusters) == 1 else "clusters {} take"
+        return f"private {noun.format(which)} guest jobs only with minDuration <= {limit}"
 
 
 class GpuModelFilter:
@@ -232,10 +232,11 @@ class CapacityFilter:
 
 CLUSTER = ClusterFilter()
 SLAVE_NAME = SlaveNameFilter()
+PRIVATE_ACCESS = PrivateAccessFilter()
 IDENTITY_FILTERS = (
     CLUSTER,
     SLAVE_NAME,
-    PrivateAccessFilter(),
+    PRIVATE_ACCESS,
     GpuModelFilter(),
     CudaFilter(),
     FeaturesFilter(),
@@ -256,7 +257,8 @@ def identity_chain(
     left = list(groups)
     if not left:
         return [], "no slaves are registered"
-    for plugin in IDENTITY_FILTERS:
+    private_only: list[SlaveClass] = []  # kept off only by private cluster access
+    for step, plugin in enumerate(IDENTITY_FILTERS):
         if plugin is SLAVE_NAME:
             if shape.slave_name is None:
                 continue
@@ -266,9 +268,20 @@ def identity_chain(
             left = [single_class(pinned)]
             continue
         passed = [g for g in left if plugin(shape, g.rep, env) is None]
+        if plugin is PRIVATE_ACCESS and len(passed) < len(left):
+            kept = {id(g) for g in passed}
+            private_only = [g for g in left if id(g) not in kept]
         if not passed:
             if shape.slave_name is not None and plugin is not CLUSTER:
                 return [], plugin(shape, left[0].rep, env)
+            later = IDENTITY_FILTERS[step:]
+            # "No slave has 4 A100s" is misleading when a private cluster has them: say that
+            # the job may not go there instead.
+            usable_if_allowed = [
+                g for g in private_only if all(f(shape, g.rep, env) is None for f in later)
+            ]
+            if usable_if_allowed and plugin is not PRIVATE_ACCESS:
+                return [], PRIVATE_ACCESS.summarize(shape, usable_if_allowed, env)
             return [], plugin.summarize(shape, left if plugin is not CLUSTER else groups, env)
         left = passed
     return left, None

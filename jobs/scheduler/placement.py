@@ -6,10 +6,10 @@ Cost control, since one cycle may see 10,000 queued jobs and 1,000 slaves:
 * inside a class, slaves sit in buckets by free GPU count, so the best-packed slave with room is
   the first suitable one of the lowest sufficient bucket: no scan of full slaves;
 * a shape that found no room is remembered as failed for the rest of the cycle -- free room only
-  shrinks during a cycle (halted jobs keep theirs until they end) -- so later jobs of that shape
-  cost one set lookup. The only thing that can open room for a failed shape within a cycle is
-  the last waiting owner job of a private cluster being served; :meth:`Placer.invalidate` then
-  forgets the failures;
+  shrinks during a cycle (halted jobs keep theirs until they end) -- so later jobs of that shape,
+  or of a shape that differs only by asking for more, cost a lookup (:class:`FailureMemo`). The
+  only thing that can open room for a failed shape within a cycle is the last waiting owner job
+  of a private cluster being served; :meth:`Placer.invalidate` then forgets the failures;
 * slaves whose CPUs or memory are too short for a shape are skipped by that shape from then on.
 """
 

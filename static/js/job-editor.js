@@ -251,7 +251,7 @@
       convert(editor.value);
       return;
     }
-    say("");
+    if (editor.value !== lastConverted) say("");
     readFields(doc);
   }
 

@@ -259,7 +259,7 @@ def test_delete_unfinished_is_409(member_client, submit):
     job = submit()
     response = member_client.delete(f"{API}jobs/{job.uuid}?finished=true")
     assert response.status_code == 409
-    assert "not finished" in response.json()["error"]
+    assert "only a finished job can be deleted" in response.json()["error"]
     assert member_client.delete(f"{API}jobs/{job.uuid}").status_code == 409
     job.refresh_from_db()
     assert job.status == "QUEUED"

@@ -310,3 +310,16 @@ def test_sort(member_client, submit):
     assert oldest_first == names
     multi = member_client.get(API + "jobs?sort=status,-updated").json()["items"]
     assert len(multi) == 3
+
+
+def test_other_user_running(member_client, zoo, slave):
+    """``gpulab-cli jobs -u`` sends user_urn=<me>&other_user_running=True."""
+    put_state(zoo["theirs"], "RUNNING", slave=slave, gpu_ids=[3])
+    me = "urn:publicid:IDN+gpuportal.local+user+alice"
+    mine = set(zoo) - {"deleted", "theirs"}
+    assert _uuids(member_client, f"user_urn={me}") == _names(zoo, *mine)
+    assert _uuids(member_client, f"user_urn={me}&other_user_running=True") == _names(
+        zoo, *mine, "theirs"
+    )
+    response = member_client.get(API + "jobs?other_user_running=sometimes")
+    assert response.status_code == 400

@@ -39,6 +39,8 @@ def test_whole_log_without_range(member_client, running_job):
     assert response.content == b"hello\nworld\n"
     assert response["Content-Type"].startswith("text/plain")
     assert "Content-Range" not in response
+    # without Content-Range the client continues from Content-Length
+    assert response["Content-Length"] == "12"
 
 
 def test_first_read_then_follow_up_then_nothing_new(member_client, running_job):
@@ -81,8 +83,12 @@ def test_never_416_for_empty_or_short_logs(member_client, submit, start):
     assert answer.status_code == (206 if start < 5 else 204)
 
 
-def test_empty_log_without_range_is_204(member_client, submit):
-    assert _log(member_client, submit()).status_code == 204
+def test_empty_log_without_range_is_an_empty_200(member_client, submit):
+    """gpulab-cli without -f repeats its request until it gets 200 or 206: never 204 here."""
+    response = _log(member_client, submit())
+    assert response.status_code == 200
+    assert response.content == b""
+    assert response["Content-Length"] == "0"
 
 
 @pytest.mark.parametrize("header", ["bytes=abc-", "items=0-", "bytes=-5", "bytes=5-2", "garbage"])

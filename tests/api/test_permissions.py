@@ -31,7 +31,7 @@ MATRIX = [
     ("submit", "post", API + "jobs", SUBMISSION, (401, 403, 201, 201)),
     ("get job", "get", API + "jobs/{queued}", None, (401, 200, 200, 200)),
     ("debug", "get", API + "jobs/{queued}/debug", None, (401, 403, 200, 200)),
-    ("log", "get", API + "jobs/{queued}/log", None, (401, 403, 204, 204)),
+    ("log", "get", API + "jobs/{queued}/log", None, (401, 403, 200, 200)),
     ("hold", "put", API + "jobs/{queued}/state/status", "ONHOLD", (401, 403, 200, 200)),
     ("cancel", "put", API + "jobs/{queued}/state/status", "CANCELLED", (401, 403, 200, 200)),
     ("release", "put", API + "jobs/{onhold}/state/status", "QUEUED", (401, 403, 200, 200)),

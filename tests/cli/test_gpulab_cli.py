@@ -8,375 +8,34 @@ nginx and openssl. Without them the tests skip with the reason, unless PORTAL_RE
 
 import datetime
 import json
-import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.cli
-
-ROOT = Path(__file__).resolve().parents[2]
-CLI_VERSION = "3.11.12"
-CLI_REQUIREMENT = f"imecilabt-gpulab-cli=={CLI_VERSION}"
-CLI_VENV = Path(os.environ.get("PORTAL_CLI_VENV_DIR", ROOT / "var" / "test-cli-venv")) / (
-    CLI_VERSION
+from tests.cli.cli_support import (
+    ALICE_URN,
+    CLI_VERSION,
+    UUID_RE,
+    job_file,
+    job_status,
+    ok,
+    running_portal,
+    submitted_id,
+    wait_until,
 )
-SETUP = [sys.executable, str(ROOT / "tests" / "cli" / "portal_setup.py")]
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-ALICE_URN = "urn:publicid:IDN+gpuportal.local+user+alice"
 
-
-def unavailable(reason: str):
-    if os.environ.get("PORTAL_REQUIRE_CLI") == "1":
-        pytest.fail(f"PORTAL_REQUIRE_CLI=1 but {reason}")
-    pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until(predicate, *, timeout: float, what: str, interval: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-# --- the client -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def gpulab_cli() -> Path:
-    """The gpulab-cli executable from a throwaway virtual environment, reused between runs."""
-    executable = CLI_VENV / "bin" / "gpulab-cli"
-    marker = CLI_VENV / ".installed"
-    if executable.exists() and marker.exists():
-        return executable
-    # Built in place; the marker written last tells a complete environment from a broken one.
-    shutil.rmtree(CLI_VENV, ignore_errors=True)
-    CLI_VENV.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        subprocess.run(
-            [sys.executable, "-m", "venv", str(CLI_VENV)],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-        pip = subprocess.run(
-            [str(CLI_VENV / "bin" / "python"), "-m", "pip", "install", "-q", CLI_REQUIREMENT],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    except (subprocess.SubprocessError, OSError) as error:
-        unavailable(f"cannot create a virtual environment for gpulab-cli: {error}")
-    if pip.returncode != 0:
-        tail = (pip.stderr or pip.stdout).strip().splitlines()[-3:]
-        unavailable(f"cannot install {CLI_REQUIREMENT} (no network?): {' | '.join(tail)}")
-    version = subprocess.run(
-        [str(executable), "--version"], capture_output=True, text=True
-    )
-    assert version.stdout.strip() == CLI_VERSION, version
-    marker.write_text(CLI_REQUIREMENT + "\n")
-    return executable
-
-
-@pytest.fixture(scope="session")
-def tools():
-    nginx = shutil.which("nginx") or (
-        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
-    )
-    if not nginx:
-        unavailable("nginx is not installed (apt-get install nginx)")
-    if not shutil.which("openssl"):
-        unavailable("openssl is not installed")
-    return {"nginx": nginx}
-
-
-# --- the portal and its TLS front end ---------------------------------------------------------
-
-
-class Portal:
-    def __init__(self, var_dir: Path):
-        self.var_dir = var_dir
-        self.port = free_port()
-        self.tls_port = free_port()
-        self.env = {
-            key: value
-            for key, value in os.environ.items()
-            if key
-            not in {
-                "PORTAL_DATABASE_URL",
-                "PORTAL_CA_DIR",
-                "PORTAL_LOG_ARCHIVE_DIR",
-                "PORTAL_STORAGE_BASE",
-                "DJANGO_SETTINGS_MODULE",
-            }
-        }
-        self.env.update(
-            PORTAL_VAR_DIR=str(var_dir),
-            PORTAL_TASK_MODE="inline",
-            PORTAL_DEBUG="1",
-            PYTHONUNBUFFERED="1",
-            DJANGO_SETTINGS_MODULE="portal.settings",
-        )
-        self.server: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def api_url(self) -> str:
-        return f"https://localhost:{self.tls_port}/api"
-
-    @property
-    def server_ca(self) -> Path:
-        return self.var_dir / "tls" / "server-ca.pem"
-
-    def manage(self, *args: str, timeout: int = 120) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        assert done.returncode == 0, f"manage.py {args}: {done.stdout}\n{done.stderr}"
-        return done.stdout
-
-    def setup(self, *args: str) -> dict:
-        done = subprocess.run(
-            [*SETUP, *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, f"portal_setup {args}: {done.stdout}\n{done.stderr}"
-        return json.loads(done.stdout.strip().splitlines()[-1])
-
-    def start(self):
-        log = open(self.var_dir / "runserver.log", "w")  # noqa: SIM115 (closed with the process)
-        self.server = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        import requests
-
-        def up():
-            if self.server.poll() is not None:
-                raise AssertionError(f"runserver exited: {self.server_log()}")
-            try:
-                return requests.get(self.url + "/accounts/login/", timeout=2).status_code == 200
-            except requests.RequestException:
-                return False
-
-        wait_until(up, timeout=60, what="the portal's runserver")
-
-    def server_log(self) -> str:
-        path = self.var_dir / "runserver.log"
-        return path.read_text()[-5000:] if path.exists() else ""
-
-    def frontend(self, action: str) -> subprocess.CompletedProcess:
-        args = [str(ROOT / "scripts" / "tls-frontend.sh"), action]
-        if action == "start":
-            args += ["--port", str(self.tls_port), "--upstream", f"127.0.0.1:{self.port}"]
-        return subprocess.run(
-            args,
-            cwd=ROOT,
-            env={**self.env, "PYTHON": sys.executable},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-
-    def stop(self):
-        self.frontend("stop")
-        if self.server and self.server.poll() is None:
-            self.server.send_signal(signal.SIGINT)
-            try:
-                self.server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.server.kill()
-                self.server.wait()
-
-    def download_login_pem(self, username: str, password: str, target: Path) -> Path:
-        """Log in with the browser form and download a login PEM from /certificates/."""
-        import requests
-
-        session = requests.Session()
-        session.get(self.url + "/accounts/login/", timeout=10)
-        response = session.post(
-            self.url + "/accounts/login/",
-            data={
-                "username": username,
-                "password": password,
-                "csrfmiddlewaretoken": session.cookies["csrftoken"],
-            },
-            headers={"Referer": self.url + "/accounts/login/"},
-            timeout=10,
-        )
-        assert response.status_code == 200 and "sessionid" in session.cookies, response.text
-        page = session.get(self.url + "/certificates/", timeout=10)
-        assert page.status_code == 200
-        response = session.post(
-            self.url + "/certificates/new/",
-            data={"csrfmiddlewaretoken": session.cookies["csrftoken"]},
-            headers={"Referer": self.url + "/certificates/"},
-            timeout=30,
-        )
-        assert response.status_code == 200, response.text[:500]
-        assert response.headers["Content-Type"] == "application/x-pem-file"
-        target.write_bytes(response.content)
-        target.chmod(0o600)
-        self.session = session
-        return target
-
-    def revoke_newest(self) -> None:
-        """Revoke, through the web page, the newest certificate of the logged-in user."""
-        page = self.session.get(self.url + "/certificates/", timeout=10).text
-        ids = re.findall(r'action="/certificates/(\d+)/revoke/"', page)
-        assert ids, page[:1000]
-        response = self.session.post(
-            self.url + f"/certificates/{ids[0]}/revoke/",
-            data={"csrfmiddlewaretoken": self.session.cookies["csrftoken"]},
-            headers={"Referer": self.url + "/certificates/"},
-            timeout=10,
-        )
-        assert response.status_code == 200  # redirected back to the list
-        assert "revoked" in response.text
+pytestmark = pytest.mark.cli
 
 
 @pytest.fixture(scope="module")
 def portal(gpulab_cli, tools, tmp_path_factory):
-    var_dir = tmp_path_factory.mktemp("cli-portal")
-    live = Portal(var_dir)
-    live.manage("migrate", "--noinput")
-    live.setup("setup")
-    live.start()
-    try:
-        started = live.frontend("start")
-        assert started.returncode == 0, f"{started.stdout}\n{started.stderr}"
-        assert live.server_ca.exists()
+    """Slave gpu1 (4 declared GPUs) has no engine behind it: jobs stay where the test puts them."""
+    with running_portal(tmp_path_factory.mktemp("cli-portal")) as live:
         yield live
-    finally:
-        live.stop()
-
-
-@pytest.fixture(scope="module")
-def home(tmp_path_factory) -> Path:
-    """A HOME for the client: it reads ~/.ssh/*.pub and writes ~/.ssh config for running jobs."""
-    return tmp_path_factory.mktemp("cli-home")
-
-
-@pytest.fixture(scope="module")
-def login_pem(portal, tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("cli-pem") / "login.pem"
-    return portal.download_login_pem("alice", "alice-pw-2718", target)
-
-
-@pytest.fixture(scope="module")
-def cli(portal, gpulab_cli, login_pem, home):
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key.lower() not in {"https_proxy", "http_proxy", "all_proxy"}
-        and not key.startswith("GPULAB_")
-    }
-    env.update(HOME=str(home), PYTHONUNBUFFERED="1", NO_PROXY="localhost,127.0.0.1")
-
-    def base(pem: Path | None = None) -> list[str]:
-        return [
-            str(gpulab_cli),
-            "--cert",
-            str(pem or login_pem),
-            "--servercert",
-            str(portal.server_ca),
-            "--custom-master-url",
-            portal.api_url,
-        ]
-
-    def run(*args: str, pem: Path | None = None, stdin: str | None = None, timeout: int = 90):
-        done = subprocess.run(
-            [*base(pem), *args],
-            env=env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        done.output = done.stdout + done.stderr
-        return done
-
-    def popen(*args: str):
-        return subprocess.Popen(
-            [*base(), *args],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    run.popen = popen
-    return run
-
-
-def ok(done, *, portal=None) -> str:
-    assert done.returncode == 0, (
-        f"exit {done.returncode}\nstdout: {done.stdout}\nstderr: {done.stderr}"
-        + (f"\nportal log: {portal.server_log()}" if portal else "")
-    )
-    return done.stdout
-
-
-def job_file(tmp_path: Path, *, name: str = "HelloWorld", project: str | None = None) -> Path:
-    later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=2)
-    document = {
-        "name": name,
-        "description": "Hello world!",
-        "request": {
-            "resources": {"clusterId": 1, "gpus": 1, "cpus": 2, "cpuMemoryGb": 1},
-            "docker": {
-                "image": "debian:stable",
-                "command": "echo 'Hello World!'",
-                "environment": {},
-                "storage": [],
-                "portMappings": [],
-            },
-            # Stays QUEUED: the test slave has no Docker engine behind it.
-            "scheduling": {"interactive": False, "notBefore": later.strftime("%Y-%m-%dT%H:%M:%SZ")},
-        },
-    }
-    if project:
-        document["owner"] = {"projectUrn": f"urn:publicid:IDN+gpuportal.local+project+{project}"}
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(document))
-    return path
-
-
-def submitted_id(done, portal=None) -> str:
-    job_id = ok(done, portal=portal).strip().splitlines()[-1]
-    assert UUID_RE.match(job_id), done.stdout
-    return job_id
-
-
-def job_status(portal, job_id: str) -> str:
-    return portal.setup("status", job_id)["status"]
 
 
 # --- the commands -----------------------------------------------------------------------------
@@ -511,7 +170,8 @@ def test_jobs_list_and_filters(cli, portal, tmp_path):
     header = out.splitlines()[0]
     assert header.split()[:3] == ["TASK", "ID", "NAME"]
     row = next(line for line in out.splitlines() if line.startswith(mine))
-    assert "HelloWorld" in row and "alice@gpuportal.local" in row and "vision" in row
+    # the USER column is 12 characters wide: alice@gpuportal.local -> alice@gpupor
+    assert "HelloWorld" in row and "alice@gpupor" in row and "vision" in row
     assert row.rstrip().endswith("QUEUED")
     # other people's jobs are listed, sanitised
     bob_row = next(line for line in out.splitlines() if line.startswith(bob_running["uuid"]))
@@ -523,17 +183,23 @@ def test_jobs_list_and_filters(cli, portal, tmp_path):
     out = ok(cli("jobs", "-U"), portal=portal)
     assert mine in out
     assert bob_running["uuid"] not in out and bob_queued["uuid"] not in out
-    # -u: the caller's jobs plus other users' running jobs (other_user_running=True)
-    out = ok(cli("jobs", "-u"), portal=portal)
-    assert mine in out
-    assert bob_running["uuid"] in out
-    assert bob_queued["uuid"] not in out
     # -c limits the number of rows
     out = ok(cli("jobs", "-c", "1"), portal=portal)
     assert len([line for line in out.splitlines() if UUID_RE.match(line[:36])]) == 1
     # --raw prints the JSON the server sent
     raw = json.loads(ok(cli("jobs", "-U", "--raw")))
     assert {item["uuid"] for item in raw} >= {mine}
+
+
+def test_jobs_user_adds_other_users_running_jobs(cli, portal, tmp_path):
+    """`jobs -u` sends user_urn=<me>&other_user_running=True: mine plus others' RUNNING jobs."""
+    mine = submitted_id(cli("submit", "--project", "vision", str(job_file(tmp_path))))
+    bob_running = portal.setup("job", "--user", "bob", "--status", "RUNNING", "--name", "BobR")
+    bob_queued = portal.setup("job", "--user", "bob", "--status", "QUEUED", "--name", "BobQ2")
+    out = ok(cli("jobs", "-u"), portal=portal)
+    assert mine in out
+    assert bob_queued["uuid"] not in out
+    assert bob_running["uuid"] in out
 
 
 def test_jobs_id_raw_and_definition(cli, portal, tmp_path):

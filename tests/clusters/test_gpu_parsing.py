@@ -173,7 +173,15 @@ def test_every_fixture_is_covered():
 
 @pytest.mark.parametrize(
     "version,major",
-    [("12.2", 12), ("11.0", 11), ("13", 13), ("10.1.243", 10), (None, None), ("", None), ("N/A", None)],
+    [
+        ("12.2", 12),
+        ("11.0", 11),
+        ("13", 13),
+        ("10.1.243", 10),
+        (None, None),
+        ("", None),
+        ("N/A", None),
+    ],
 )
 def test_cuda_major(version, major):
     assert cuda_major(version) == major

@@ -13,7 +13,7 @@ Start everything with ``scripts/docker-engines.sh start`` (root): the engines an
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -38,7 +38,7 @@ def docker_required() -> bool:
     return os.environ.get("PORTAL_REQUIRE_DOCKER", "").strip() == "1"
 
 
-@lru_cache(maxsize=None)
+@cache
 def engine_problem(url: str) -> str | None:
     """Why the engine at ``url`` cannot run the tests (unreachable, no test image), or None."""
     from clusters.runtime.engine import DockerEngine

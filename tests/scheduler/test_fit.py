@@ -4,7 +4,7 @@ import pytest
 
 from jobs.scheduler import run_cycle
 
-from .builders import A100, GTX, V100, queued, running, slave, snapshot, started
+from .builders import A100, DAY, GTX, V100, ago, queued, running, slave, snapshot, started
 
 BASE = [slave("s1", 1, gpus=4, cpus=16, memory=64)]
 
@@ -123,3 +123,16 @@ def test_pinned_slave_with_no_room_waits_with_its_reason():
     )
     assert "j" not in started(result)
     assert result.explanations["j"] == ("slave s1 has 0 free GPUs, job needs 1",)
+
+
+def test_smaller_request_after_a_failed_larger_one_still_starts():
+    runs = [running("r", "s1", gpu_ids=(0, 1, 2), cpu_ids=(0,))]
+    jobs = [
+        queued("a-big", gpus=2, submitted=ago(DAY)),
+        queued("b-bigger", gpus=3, submitted=ago(DAY)),
+        queued("c-small", gpus=1),
+    ]
+    result = run_cycle(snapshot(slaves=BASE, running=runs, queued=jobs))
+    assert set(started(result)) == {"c-small"}
+    # Explanations describe the end of the cycle: c-small took the last GPU.
+    assert result.explanations["b-bigger"] == ("cluster 1: no free GPUs, job needs 3",)

@@ -23,8 +23,9 @@ FLEET = [
         (queued("j", gpus=3, models=("a100",), min_duration_s=3600), None),  # lab1 as a guest
         (
             queued("j", gpus=3, models=("a100",), min_duration_s=86400),
-            "no slave has 3 a100 GPUs (largest: 2 on gpu3)",
+            "private cluster 7 takes guest jobs only with minDuration <= 1 hour",
         ),
+        (queued("j", gpus=5, models=("a100",)), "no slave has 5 a100 GPUs (largest: 2 on gpu3)"),
         (queued("j", cluster_id=5), "no cluster 5 (known: 1, 2, 7)"),
         (queued("j", cluster_id=7), "cluster 7 is private to its owners' projects"),
         (queued("j", cluster_id=7, project="lab"), None),
@@ -40,6 +41,11 @@ FLEET = [
             f"cluster 1: no slave has GPU model A100 (known: {GTX}, {V100})",
         ),
         (queued("j", min_cuda=13), "no slave has CUDA >= 13 (highest: 12)"),
+        (
+            queued("j", gpus=4, models=("A100",)),
+            "private cluster 7 takes guest jobs only with minDuration <= 1 hour",
+        ),
+        (queued("j", gpus=4, models=("A100",), min_duration_s=3600), None),
         (queued("j", features=("infiniband",)), "no slave offers feature(s) infiniband"),
         (queued("j", cpus=128), "no slave with 1 GPU has 128 CPUs (largest: 64 on gpu3)"),
         (queued("j", gpus=0, cpus=128), "no slave has 128 CPUs (largest: 64 on gpu3)"),

@@ -42,7 +42,7 @@ def test_guest_limit_is_configurable():
 def test_explanation_for_a_would_be_guest():
     result = run_cycle(snapshot(slaves=[PRIVATE], queued=[queued("j")]))
     assert result.explanations["j"] == (
-        "private cluster 7 take guest jobs only with minDuration <= 1 hour",
+        "private cluster 7 takes guest jobs only with minDuration <= 1 hour",
     )
     result = run_cycle(snapshot(slaves=[PRIVATE], queued=[queued("k", cluster_id=7)]))
     assert result.explanations["k"] == ("cluster 7 is private to its owners' projects",)

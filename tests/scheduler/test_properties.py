@@ -302,6 +302,57 @@ def check_buckets_never_overflow(snap: Snapshot, result) -> None:
             assert active[bucket[0]] <= bucket[1]
 
 
+HELD = ("waiting for", "bucket ", "user limit")
+
+
+def check_no_idle_room_for_waiting_jobs(snap: Snapshot, result) -> None:
+    """A job left waiting for room really has none on any plain slave (public, unreserved)."""
+    jobs = {j.id: j for j in snap.queued}
+    used_gpus, used_cpus, used_mem = defaultdict(set), defaultdict(set), defaultdict(float)
+    for r in snap.running:
+        used_gpus[r.slave].update(r.gpu_ids)
+        used_cpus[r.slave].update(r.cpu_ids)
+        used_mem[r.slave] += r.memory_gb
+    for start in result.starts:
+        used_gpus[start.slave].update(start.gpu_ids)
+        used_cpus[start.slave].update(start.cpu_ids)
+        used_mem[start.slave] += jobs[start.job_id].memory_gb
+    live = [r for r in snap.reservations if r.end > snap.now]
+    plain = [
+        s
+        for s in snap.slaves
+        if s.online
+        and s.accepting_jobs
+        and not s.cluster_private
+        and not any(covered(r, s) for r in live)
+    ]
+    for job_id, reasons in result.explanations.items():
+        if any(line.startswith(HELD) for line in reasons):
+            continue
+        job = jobs[job_id]
+        wanted = [m.lower() for m in job.gpu_models] if job.gpus else []
+        for s in plain:
+            if job.cluster_id not in (None, s.cluster_id) or job.slave_name not in (None, s.name):
+                continue
+            if job.min_cuda is not None and (s.cuda_major or -1) < job.min_cuda:
+                continue
+            if not job.features <= s.features:
+                continue
+            free_gpus = [
+                g
+                for g in s.gpus
+                if g.index not in used_gpus[s.name]
+                and (not wanted or any(w in g.model.lower() for w in wanted))
+            ]
+            free_cpus = set(s.cpu_ids) - used_cpus[s.name]
+            free_mem = s.memory_gb - used_mem[s.name]
+            assert not (
+                len(free_gpus) >= job.gpus
+                and len(free_cpus) >= job.cpus
+                and free_mem + 1e-9 >= job.memory_gb
+            ), f"{job_id} waits ({reasons}) although {s.name} has room"
+
+
 @SETTINGS
 @given(snapshots())
 def test_cycle_invariants(snap):
@@ -314,6 +365,7 @@ def test_cycle_invariants(snap):
     check_halts_and_cancels_are_legitimate(snap, result)
     check_every_waiting_job_is_explained(snap, result)
     check_buckets_never_overflow(snap, result)
+    check_no_idle_room_for_waiting_jobs(snap, result)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -43,3 +43,9 @@ def count_queries():
         return len(ctx.captured_queries)
 
     return count
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Users are made with passwords in every test here: hash them cheaply."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -46,9 +46,7 @@ def test_anonymous_job_pages_and_actions_redirect(client, member, project):
     assert client.post("/jobs/new/convert", {"document": "{}"}).status_code == 302
 
 
-@pytest.mark.parametrize(
-    "url", [u for u in PAGES if u != "/reservations/new/"]
-)
+@pytest.mark.parametrize("url", [u for u in PAGES if u != "/reservations/new/"])
 def test_member_gets_every_page(member_client, slave, url):
     response = member_client.get(url)
     assert response.status_code == 200
@@ -81,8 +79,16 @@ def test_navigation_shows_admin_only_to_admins(member_client, admin_client_):
 
 def test_navigation_links(member_client):
     html = member_client.get("/").content.decode()
-    for href in ("/jobs/", "/jobs/new/", "/live/clusters/", "/live/slaves/", "/reservations/",
-                 "/usage/", "/profile/", "/certificates/"):
+    for href in (
+        "/jobs/",
+        "/jobs/new/",
+        "/live/clusters/",
+        "/live/slaves/",
+        "/reservations/",
+        "/usage/",
+        "/profile/",
+        "/certificates/",
+    ):
         assert f'href="{href}"' in html, href
 
 

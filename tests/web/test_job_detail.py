@@ -59,13 +59,15 @@ def test_outsider_sees_a_sanitised_job(outsider_client, member, project, slave):
     for leak in ("visible-name", "secret-image", "alice", "vision", "32801", "a test job"):
         assert leak not in html, leak
     assert 'id="job-log"' not in html and 'id="job-log-hidden"' in html
-    assert "id=\"action-" not in html  # no buttons
+    assert 'id="action-' not in html  # no buttons
     assert "&quot;image&quot;: &quot;hidden&quot;" in html
     # The timeline shows state changes but not their messages (they name people).
     assert 'data-state="RUNNING"' in html and "submitted by" not in html
 
 
-def test_registry_password_never_shown(client_of, member, outsider, admin_user, submit, hello_world, slave):
+def test_registry_password_never_shown(
+    client_of, member, outsider, admin_user, submit, hello_world, slave
+):
     job = submit(with_registry_password(hello_world))
     assert job.pull_secret.image.startswith("deployer:" + SECRET)
     pages = [
@@ -185,7 +187,9 @@ def test_log_is_for_members_only(outsider_client, member_client, member, project
     assert raw["Content-Type"].startswith("text/plain")
 
 
-def test_detail_queries_do_not_grow_with_events(member_client, count_queries, member, project, slave):
+def test_detail_queries_do_not_grow_with_events(
+    member_client, count_queries, member, project, slave
+):
     job = make_job(owner=member, project=project, status="RUNNING", slave=slave, gpu_ids=[0, 1])
     url = f"/jobs/{job.uuid}/"
 
@@ -203,7 +207,12 @@ def test_detail_queries_do_not_grow_with_events(member_client, count_queries, me
 
 @pytest.mark.parametrize("status", ["QUEUED", "ONHOLD", "RUNNING", "FINISHED", "CANCELLED"])
 def test_buttons_follow_the_state(member_client, member, project, slave, status):
-    job = make_job(owner=member, project=project, status=status, slave=slave if status == "RUNNING" or status == "FINISHED" else None)
+    job = make_job(
+        owner=member,
+        project=project,
+        status=status,
+        slave=slave if status == "RUNNING" or status == "FINISHED" else None,
+    )
     html = member_client.get(f"/jobs/{job.uuid}/").content.decode()
     shown = set(re.findall(r'id="action-(\w+)"', html))
     expected = {

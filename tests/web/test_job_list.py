@@ -44,7 +44,7 @@ def test_admin_sees_everything(admin_client_, jobs):
 def test_polls_while_active_and_stops_otherwise(member_client, member, project):
     job = make_job(owner=member, project=project, status="QUEUED")
     html = member_client.get("/jobs/").content.decode()
-    assert 'id="job-table"' in html and "hx-trigger=\"every 5s" in html
+    assert 'id="job-table"' in html and 'hx-trigger="every 5s' in html
     assert "document.visibilityState" in html
     job.status = "FINISHED"
     job.save()
@@ -59,7 +59,7 @@ def test_polls_while_active_and_stops_otherwise(member_client, member, project):
 def test_partial_keeps_the_filters(member_client, member, project):
     make_job(owner=member, project=project, status="RUNNING")
     body = member_client.get("/jobs/?state=running&q=train", HTTP_HX_REQUEST="true").content
-    assert b"hx-get=\"/jobs/?state=running&amp;q=train\"" in body
+    assert b'hx-get="/jobs/?state=running&amp;q=train"' in body
 
 
 def test_state_filters(member_client, member, project):
@@ -77,7 +77,9 @@ def test_state_filters(member_client, member, project):
     assert uuids("?state=active") == {str(queued.uuid)}
 
 
-def test_project_user_and_cluster_filters(member_client, member, outsider, project, other_project, slave):
+def test_project_user_and_cluster_filters(
+    member_client, member, outsider, project, other_project, slave
+):
     from clusters.models import Cluster
 
     Cluster.objects.create(id=7)
@@ -120,7 +122,9 @@ def test_pagination(member_client, member, project):
 
 
 @pytest.mark.parametrize("client_name", ["member_client", "admin_client_"])
-def test_queries_do_not_grow_with_rows(request, client_name, count_queries, member, outsider, project, other_project, slave):
+def test_queries_do_not_grow_with_rows(
+    request, client_name, count_queries, member, outsider, project, other_project, slave
+):
     client = request.getfixturevalue(client_name)
 
     def add(n):

@@ -1,0 +1,88 @@
+"""Our Job, JobEvent, ClusterInfo and SlaveInfo2 JSON parsed by the REAL gpulab-cli's pydantic
+schemas (imecilabt-gpulab-common, ``extra="forbid"``): any unknown or missing key, wrong type or
+bad value fails here exactly as it would in the client.
+
+Uses the client environment that tests/cli installs (var/test-cli-venv/<version>/, or
+PORTAL_CLI_VENV_DIR); without it the test skips, unless PORTAL_REQUIRE_CLI=1.
+"""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+
+from jobs.gpulab_json import job_to_gpulab
+from jobs.transitions import job_event_add
+from tests.api.conftest import API, put_state
+from tests.api.test_shapes import _rich_job
+
+pytestmark = [pytest.mark.django_db, pytest.mark.cli]
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI_VERSION = "3.11.12"
+CLI_PYTHON = (
+    Path(os.environ.get("PORTAL_CLI_VENV_DIR", ROOT / "var" / "test-cli-venv"))
+    / CLI_VERSION
+    / "bin"
+    / "python"
+)
+
+VALIDATE = """
+import json, sys
+from pydantic import TypeAdapter
+from imecilabt.gpulab.schemas.job2 import Job
+from imecilabt.gpulab.schemas.job_event import JobEvent
+from imecilabt.gpulab.schemas.slave_info2 import ClusterInfo, SlaveInfo2
+kinds = {"jobs": list[Job], "events": list[JobEvent], "clusters": list[ClusterInfo],
+         "slaves": list[SlaveInfo2]}
+samples = json.load(sys.stdin)
+for name, (kind, value) in samples.items():
+    TypeAdapter(kinds[kind]).validate_python(value)
+print(len(samples), "ok")
+"""
+
+
+@pytest.fixture
+def client_python():
+    if not CLI_PYTHON.exists():
+        if os.environ.get("PORTAL_REQUIRE_CLI") == "1":
+            pytest.fail(f"PORTAL_REQUIRE_CLI=1 but {CLI_PYTHON} is missing")
+        pytest.skip(f"the gpulab-cli environment ({CLI_PYTHON}) is not installed (tests/cli does)")
+    return CLI_PYTHON
+
+
+def test_real_client_parses_every_object(client_python, clients, submit, slave):
+    rich = _rich_job(submit, slave)
+    job_event_add(job=rich, message="pulled")
+    jobs = [
+        rich,
+        submit(),
+        submit(hold=True),
+        put_state(submit(), "FINISHED", slave=slave, gpu_ids=[2]),
+        put_state(submit(), "ASSIGNED", slave=slave, gpu_ids=[3]),
+    ]
+    samples = {}
+    for who, client in clients.items():
+        samples[f"clusters {who}"] = ("clusters", client.get(API + "clusters").json())
+        samples[f"slaves {who}"] = ("slaves", client.get(API + "slaves").json())
+        if who == "anonymous":
+            items = [job_to_gpulab(job, viewer=AnonymousUser()) for job in jobs]
+            samples["jobs anonymous"] = ("jobs", items)
+            continue
+        samples[f"jobs {who}"] = ("jobs", client.get(API + "jobs?page_size=200").json()["items"])
+        single = client.get(f"{API}jobs/{rich.uuid}").json()
+        samples[f"job {who}"] = ("jobs", [single])
+        if who != "outsider":
+            samples[f"debug {who}"] = ("events", client.get(f"{API}jobs/{rich.uuid}/debug").json())
+    assert len(samples["jobs member"][1]) == len(jobs)
+    result = subprocess.run(
+        [str(client_python), "-c", VALIDATE],
+        input=json.dumps(samples),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
