@@ -201,19 +201,37 @@ def _state_scheduling(job, *, full: bool, logged_in: bool) -> dict:
         "assignedSlaveName": (slave.name if logged_in else HIDDEN) if slave else None,
         "queuedExplanations": [str(x) for x in job.queued_explanations or []],
         "tallyIncrement": job.tally_increment,
-        "haltEvents": [_halt_info(h, logged_in=logged_in) for h in job.halt_events or []],
+        "haltEvents": [
+            _halt_info(h, logged_in=logged_in, fallback_time=utc_z(job.status_updated))
+            for h in job.halt_events or []
+        ],
         "ignoringReservationIds": ignoring,
     }
 
 
-def _halt_info(info: dict, *, logged_in: bool) -> dict:
+HALT_REASONS = (
+    "Unknown",
+    "User requested fallback manually",
+    "Admin requested fallback",
+    "Score",
+    "Reservation Priority",
+    "Private Cluster Priority",
+)
+
+
+def _halt_info(info: dict, *, logged_in: bool, fallback_time: str | None) -> dict:
+    """GPULab's HaltInfo; the client requires every field (strings, not null)."""
     out = {key: copy.deepcopy(info.get(key)) for key in HALT_INFO_KEYS}
     for key in ("startedJobUuids", "haltedJobUuids", "startedJobScores", "haltedJobScores"):
         out[key] = list(out[key] or [])
-    out["reason"] = out["reason"] or "Unknown"
+    if out["reason"] not in HALT_REASONS:
+        out["reason"] = "Unknown"
+    out["time"] = out["time"] or fallback_time
+    out["slaveName"] = str(out["slaveName"] or "")
+    out["slaveInstance"] = str(out["slaveInstance"] or "")
     if not logged_in:
-        out["slaveName"] = HIDDEN if out["slaveName"] else out["slaveName"]
-        out["slaveInstance"] = HIDDEN if out["slaveInstance"] else out["slaveInstance"]
+        out["slaveName"] = HIDDEN if out["slaveName"] else ""
+        out["slaveInstance"] = HIDDEN if out["slaveInstance"] else ""
     return out
 
 

@@ -197,8 +197,8 @@ HALT_INFO = Obj(
         "time": TIME,
         "startedJobUuids": ListOf(UUID),
         "haltedJobUuids": ListOf(UUID),
-        "slaveName": Null(str),
-        "slaveInstance": Null(str),
+        "slaveName": str,
+        "slaveInstance": str,
         "startedJobScores": ListOf(NUMBER),
         "haltedJobScores": ListOf(NUMBER),
     }
