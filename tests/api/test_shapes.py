@@ -283,3 +283,13 @@ def test_error_bodies_have_one_shape(member_client, anon_client, submit):
     assert [a.status_code for a in answers] == [401, 404, 400, 400, 400, 409]
     for answer in answers:
         shapes.assert_shape(answer.json(), shapes.ERROR)
+
+
+def test_incomplete_halt_events_are_completed(member_client, running_job):
+    """The client requires every HaltInfo field: gaps in a stored event are filled in."""
+    running_job.halt_events = [{"reason": "whatever", "slaveName": None}]
+    running_job.save()
+    data = member_client.get(f"{API}jobs/{running_job.uuid}").json()
+    shapes.assert_shape(data, shapes.JOB)
+    event = data["state"]["scheduling"]["haltEvents"][0]
+    assert event["reason"] == "Unknown" and event["slaveName"] == "" and event["time"]

@@ -78,3 +78,26 @@ def test_two_writers_from_the_same_state_exactly_one_wins(submit):
     assert second.status == "ASSIGNED"  # refreshed, not overwritten
     assert Job.objects.get(pk=job.pk).status == "ASSIGNED"
     assert JobEvent.objects.filter(job=job, new_state="CANCELLED").count() == 0
+
+
+@pytest.mark.django_db
+def test_bulk_transitions_skip_jobs_that_moved_meanwhile(submit):
+    from jobs.transitions import TransitionRequest, job_transition_many
+
+    first, second = submit(), submit()
+    stale_second = Job.objects.get(pk=second.pk)
+    assert job_transition(job=second, to="ONHOLD") is True  # moves before the bulk write
+    won = job_transition_many(
+        requests=[
+            TransitionRequest(job=first, to="ASSIGNED", message="bulk", fields={"gpu_ids": [2]}),
+            TransitionRequest(job=stale_second, to="ASSIGNED", message="bulk"),
+        ]
+    )
+    assert won == [True, False]
+    first.refresh_from_db()
+    assert (first.status, first.gpu_ids) == ("ASSIGNED", [2])
+    assert "ASSIGNED" in first.event_times
+    assert Job.objects.get(pk=second.pk).status == "ONHOLD"
+    assert JobEvent.objects.filter(new_state="ASSIGNED").count() == 1
+    with pytest.raises(TransitionNotAllowed):
+        job_transition_many(requests=[TransitionRequest(job=first, to="FINISHED")])
