@@ -2,13 +2,17 @@
 
 import secrets
 
+from django.core.validators import MinValueValidator
 from django.db import models
 
 
 class Cluster(models.Model):
     """A group of slaves with a GPULab integer id; private clusters belong to owner projects."""
 
-    id = models.PositiveIntegerField(primary_key=True, help_text="GPULab cluster id.")
+    # gpulab-cli requires clusterId > 0 in a running job's resources.
+    id = models.PositiveIntegerField(
+        primary_key=True, validators=[MinValueValidator(1)], help_text="GPULab cluster id (>= 1)."
+    )
     comment = models.CharField(max_length=200, blank=True)
     is_private = models.BooleanField(
         default=False,

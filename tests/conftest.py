@@ -12,6 +12,8 @@ from portal import tasks
 @pytest.fixture(autouse=True)
 def _record_tasks(settings, tmp_path):
     settings.PORTAL_TASK_MODE = "record"
+    # Creating users with the real hasher costs ~0.3 s each; tests don't need it.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.PORTAL_STORAGE_BASE = tmp_path / "storage"
     settings.PORTAL_LOG_ARCHIVE_DIR = tmp_path / "logs"
     settings.PORTAL_CA_DIR = tmp_path / "ca"

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 import docker
 import requests
+import urllib3
 from docker import errors as docker_errors
 
 from clusters.runtime.errors import (
@@ -189,6 +190,7 @@ class DockerEngine:
             raise RuntimeFailure(message, permanent=permanent, status_code=status) from None
         except (
             requests.exceptions.RequestException,
+            urllib3.exceptions.HTTPError,  # a stream broken mid-read (engine restarted)
             docker_errors.DockerException,
             OSError,
         ) as exc:
@@ -268,7 +270,10 @@ class DockerEngine:
         try:
             self.start(container_id)
         except RuntimeFailure:
-            self.remove(container_id)
+            try:
+                self.remove(container_id)
+            except RuntimeFailure:
+                pass  # the start failure is the one to report
             raise
         return container_id
 
@@ -404,7 +409,8 @@ class DockerEngine:
         ``filters`` adds Docker event filters, e.g. ``{"label": "gpuportal.instance=abc"}``.
         The request is sent before this returns, so nothing that happens afterwards is
         missed. Without ``until`` the stream never ends: close the iterator (or the engine)
-        to stop it. A broken stream raises a transient RuntimeFailure.
+        to stop it; when the engine goes away (even cleanly) it raises a transient
+        RuntimeFailure.
         """
         merged: dict[str, object] = {"type": "container", "event": list(CONTAINER_EVENTS)}
         merged.update(filters or {})
@@ -412,13 +418,15 @@ class DockerEngine:
             stream = self.api.events(
                 since=_seconds(since), until=_seconds(until), filters=merged, decode=True
             )
-        return self._event_dicts(stream)
+        return self._event_dicts(stream, endless=until is None)
 
-    def _event_dicts(self, stream) -> Iterator[dict]:
+    def _event_dicts(self, stream, *, endless: bool) -> Iterator[dict]:
         try:
             with self._translated("events"):
                 for raw in stream:
                     yield self._event(raw)
+            if endless:  # only an engine going away ends a stream without "until"
+                raise RuntimeFailure(f"event stream of {self.url} ended", permanent=False)
         finally:
             stream.close()
 

@@ -5,10 +5,12 @@ import datetime
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -214,13 +216,19 @@ class Portal:
 
 
 @contextmanager
-def running_portal(var_dir: Path, *, docker_url: str | None = None, watcher: bool = False):
+def running_portal(name: str, *, docker_url: str | None = None, watcher: bool = False):
     """Migrate, add the test data (users alice/bob, projects vision/speech, cluster 1 with slave
-    gpu1), start runserver and the TLS front end; stop both afterwards."""
+    gpu1), start runserver and the TLS front end; stop both and remove everything afterwards.
+
+    The var dir is a mkdtemp of its own, not pytest's tmp_path: pytest deletes old basetemp
+    directories when other pytest sessions of the same user start, which would pull the
+    database from under a live server.
+    """
+    var_dir = Path(tempfile.mkdtemp(prefix=f"gpuportal-{name}-"))
     live = Portal(var_dir)
-    live.manage("migrate", "--noinput")
-    live.setup("setup", *(["--docker-url", docker_url] if docker_url else []))
     try:
+        live.manage("migrate", "--noinput")
+        live.setup("setup", *(["--docker-url", docker_url] if docker_url else []))
         live.start(watcher=watcher)
         started = live.frontend("start")
         assert started.returncode == 0, f"{started.stdout}\n{started.stderr}"
@@ -228,6 +236,8 @@ def running_portal(var_dir: Path, *, docker_url: str | None = None, watcher: boo
         yield live
     finally:
         live.stop()
+        if os.environ.get("PORTAL_KEEP_CLI_VAR") != "1":
+            shutil.rmtree(var_dir, ignore_errors=True)
 
 
 def ok(done, *, portal=None) -> str:

@@ -63,14 +63,16 @@ def tools():
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory) -> Path:
+def home(portal) -> Path:
     """A HOME for the client: it reads ~/.ssh/*.pub and writes ~/.ssh config for running jobs."""
-    return tmp_path_factory.mktemp("cli-home")
+    path = portal.var_dir / "home"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="module")
-def login_pem(portal, tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("cli-pem") / "login.pem"
+def login_pem(portal) -> Path:
+    target = portal.var_dir / "login.pem"
     return portal.download_login_pem("alice", "alice-pw-2718", target)
 
 

@@ -32,9 +32,9 @@ pytestmark = pytest.mark.cli
 
 
 @pytest.fixture(scope="module")
-def portal(gpulab_cli, tools, tmp_path_factory):
+def portal(gpulab_cli, tools):
     """Slave gpu1 (4 declared GPUs) has no engine behind it: jobs stay where the test puts them."""
-    with running_portal(tmp_path_factory.mktemp("cli-portal")) as live:
+    with running_portal("cli") as live:
         yield live
 
 

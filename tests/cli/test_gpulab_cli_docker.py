@@ -15,10 +15,9 @@ pytestmark = [pytest.mark.cli, pytest.mark.docker]
 
 
 @pytest.fixture(scope="module")
-def portal(gpulab_cli, tools, tmp_path_factory):
+def portal(gpulab_cli, tools):
     require_docker(docker_url())
-    var_dir = tmp_path_factory.mktemp("cli-docker-portal")
-    with running_portal(var_dir, docker_url=docker_url(), watcher=True) as live:
+    with running_portal("cli-docker", docker_url=docker_url(), watcher=True) as live:
         yield live
 
 

@@ -9,6 +9,7 @@ from .test_properties import (
     check_every_waiting_job_is_explained,
     check_halts_and_cancels_are_legitimate,
     check_never_over_allocates,
+    check_no_idle_room_for_waiting_jobs,
     check_reservations_are_respected,
     check_starts_respect_the_request_and_the_slave,
 )
@@ -47,5 +48,6 @@ def test_a_cycle_on_it_keeps_every_invariant():
         check_halts_and_cancels_are_legitimate,
         check_every_waiting_job_is_explained,
         check_buckets_never_overflow,
+        check_no_idle_room_for_waiting_jobs,
     ):
         check(snap, result)
