@@ -108,6 +108,9 @@ def slave_probe(*, slave: Slave, now: datetime | None = None) -> Slave:
             tick_request()
         return slave
     info = result.info
+    if result.error:
+        # The engine answers but GPU discovery failed: keep the GPUs known so far, say why.
+        log.warning("GPU probe of slave %s failed: %s", slave.name, result.error)
     updates = {
         "online": True,
         "offline_reason": "",

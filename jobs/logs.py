@@ -46,6 +46,17 @@ def job_log_bytes(job: Job) -> bytes:
 
 
 def job_log_range(job: Job, start: int) -> tuple[bytes, int]:
-    """Bytes from ``start`` on, and the total length known now."""
-    data = job_log_bytes(job)
-    return data[start:], len(data)
+    """Bytes from ``start`` on, and the total length known now.
+
+    An archived log is read from the offset on (followers poll every second or two). A live
+    log comes whole from Docker, whose API offers timestamps and tails, not byte offsets.
+    """
+    path = archive_path(job)
+    try:
+        with path.open("rb") as archive:
+            total = archive.seek(0, 2)
+            archive.seek(min(max(start, 0), total))
+            return archive.read(), total
+    except FileNotFoundError:
+        data = job_log_bytes(job)
+        return data[start:], len(data)

@@ -85,7 +85,7 @@ def _start_container(engine, job: Job) -> str:
     if existing:
         container = existing[0]
         if not container.running and container.exit_code is None:
-            engine.api.start(container.id)  # created but never started before a crash
+            engine.start(container.id)  # created but never started before a crash
         return container.id
     _ensure_image(engine, job)
     mounts = _prepare_storage(job)

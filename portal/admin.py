@@ -38,3 +38,7 @@ class MembershipAdmin(admin.ModelAdmin):
 class ProfileAdmin(admin.ModelAdmin):
     list_display = ["user"]
     search_fields = ["user__username"]
+
+
+# Login certificates for gpulab-cli (portal/certs/admin.py).
+import portal.certs.admin  # noqa: E402, F401

@@ -36,7 +36,9 @@ class Reservation(models.Model):
     class Meta:
         ordering = ["start"]
         constraints = [
-            models.CheckConstraint(condition=Q(end__gt=F("start")), name="reservation_end_after_start")
+            models.CheckConstraint(
+                condition=Q(end__gt=F("start")), name="reservation_end_after_start"
+            )
         ]
 
     def __str__(self) -> str:

@@ -5,7 +5,6 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db import transaction
 from django.db.models import Q
 from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
@@ -151,9 +150,14 @@ def reservation_edit(request, uuid):
     reservation = get_object_or_404(Reservation, uuid=uuid)
     form = ReservationForm(request.POST or None, instance=reservation)
     if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            reservation = form.save()
-            services.reservation_changed(reservation=reservation)
+        data = {
+            k: v for k, v in form.cleaned_data.items() if k not in ("slaves", "projects", "users")
+        }
+        reservation = services.reservation_update(
+            reservation=reservation,
+            data=data,
+            relations={k: form.cleaned_data[k] for k in ("slaves", "projects", "users")},
+        )
         messages.success(request, f"Reservation {reservation.name} saved.")
         return redirect("reservations:detail", uuid=reservation.uuid)
     return render(

@@ -119,7 +119,8 @@ def login_certificate_revoke(
     *, certificate: LoginCertificate, user, now: datetime.datetime | None = None
 ) -> LoginCertificate:
     """Revoke one of ``user``'s certificates (admins may revoke anyone's). Idempotent."""
-    if certificate.user_id != user.pk and not user.is_superuser:
+    may_manage = user.is_superuser or user.has_perm("portal.change_logincertificate")
+    if certificate.user_id != user.pk and not may_manage:
         raise NotAllowed("you can only revoke your own certificates")
     if certificate.revoked_at is None:
         certificate.revoked_at = now or timezone.now()

@@ -7,7 +7,6 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from portal.certs.ca import ca_load
 from portal.certs.services import (
     login_certificate_issue,
     login_certificate_list_of,
@@ -34,7 +33,6 @@ def certificate_list(request):
             "rows": rows,
             "user_urn": user_urn(request.user.username),
             "api_root": api_root,
-            "has_ca": ca_load() is not None,
         },
     )
 

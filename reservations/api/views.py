@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -27,7 +26,7 @@ from portal.api_errors import BadRequest
 from portal.models import Project, user_urn
 from portal.timefmt import utc_z
 from reservations.models import Reservation
-from reservations.services import reservation_changed, reservation_create, reservation_delete
+from reservations.services import reservation_create, reservation_delete, reservation_update
 
 TAG = "portal"
 FIELDS = ("name", "description", "cluster_id", "slaves", "gpu_count", "start", "end")
@@ -255,17 +254,16 @@ class ReservationDetailView(PortalAPIView):
     def patch(self, request, reservation_id: str):
         reservation = _get(reservation_id)
         data = _resolve(_validated(request, partial=True), current=reservation)
-        with transaction.atomic():
-            for field in ("name", "description", "gpu_count", "start", "end"):
-                if field in data:
-                    setattr(reservation, field, data[field])
-            reservation.cluster = data["cluster"]
-            reservation.save()
-            for relation in ("slaves", "projects", "users"):
-                if relation in data:
-                    getattr(reservation, relation).set(data[relation])
-            # reservations.services has no update service: the same tick as create/delete.
-            reservation_changed(reservation=reservation)
+        fields = {
+            name: data[name]
+            for name in ("name", "description", "gpu_count", "start", "end")
+            if name in data
+        }
+        reservation_update(
+            reservation=reservation,
+            data={**fields, "cluster": data["cluster"]},
+            relations={r: data[r] for r in ("slaves", "projects", "users") if r in data},
+        )
         return Response(
             reservation_json(_get(reservation_id), user=request.user, now=timezone.now())
         )

@@ -443,3 +443,26 @@ def test_revoke_needs_csrf_token(member):
     assert response.status_code == 403
     cert.refresh_from_db()
     assert cert.revoked_at is None
+
+
+def test_admin_lists_and_revokes_certificates(client, admin_user, member):
+    cert = login_certificate_issue(user=member).certificate
+    client.force_login(admin_user)
+    url = reverse("admin:portal_logincertificate_changelist")
+    page = client.get(url)
+    assert page.status_code == 200
+    assert cert.serial in page.content.decode()
+    response = client.post(url, {"action": "revoke", "_selected_action": [cert.pk]})
+    assert response.status_code == 302
+    cert.refresh_from_db()
+    assert cert.revoked_at is not None
+
+
+def test_revoke_service_refuses_other_users(member, outsider):
+    from portal.errors import NotAllowed
+
+    cert = login_certificate_issue(user=member).certificate
+    with pytest.raises(NotAllowed):
+        login_certificate_revoke(certificate=cert, user=outsider)
+    cert.refresh_from_db()
+    assert cert.revoked_at is None

@@ -163,6 +163,10 @@ def test_jobs_list_and_filters(cli, portal, tmp_path):
     bob_running = portal.setup("job", "--user", "bob", "--status", "RUNNING", "--name", "BobJob")
     bob_queued = portal.setup("job", "--user", "bob", "--status", "QUEUED", "--name", "BobQ")
 
+    plain = ok(cli("jobs"), portal=portal)  # no query parameters: the server's default page
+    assert plain.splitlines()[0].split()[:3] == ["TASK", "ID", "NAME"]
+    assert 2 <= len(plain.splitlines()) <= 11  # header + at most 10 rows
+
     done = cli("jobs", "-c", "200")
     out = ok(done, portal=portal)
     assert "Could not check availability" not in done.stderr  # GET version works
