@@ -30,14 +30,31 @@ class ClusterAdmin(admin.ModelAdmin):
 @admin.register(Slave)
 class SlaveAdmin(admin.ModelAdmin):
     list_display = [
-        "name", "cluster", "online", "accepting_jobs", "gpu_mode", "cpus_total",
-        "memory_total_mb", "cuda_version", "last_seen", "offline_reason",
+        "name",
+        "cluster",
+        "online",
+        "accepting_jobs",
+        "gpu_mode",
+        "cpus_total",
+        "memory_total_mb",
+        "cuda_version",
+        "last_seen",
+        "offline_reason",
     ]
     list_filter = ["cluster", "online", "accepting_jobs", "gpu_mode"]
     search_fields = ["name", "host", "docker_url", "comment"]
     readonly_fields = [
-        "online", "offline_reason", "last_seen", "offline_since", "cpus_total", "memory_total_mb",
-        "cpu_model", "docker_version", "cuda_version", "instance_id", "created",
+        "online",
+        "offline_reason",
+        "last_seen",
+        "offline_since",
+        "cpus_total",
+        "memory_total_mb",
+        "cpu_model",
+        "docker_version",
+        "cuda_version",
+        "instance_id",
+        "created",
     ]
     inlines = [GpuInline]
     actions = ["probe_now", "accept_jobs", "stop_accepting_jobs"]

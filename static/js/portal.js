@@ -48,6 +48,9 @@
     var button = modalEl.querySelector("[data-confirm-ok]");
     button.textContent = form.getAttribute("data-confirm-label") || "Confirm";
     button.className = "btn btn-" + (form.getAttribute("data-confirm-style") || "primary");
+    /* #action-cancel's dialog confirms with #confirm-cancel, as the page without JS does. */
+    var trigger = form.querySelector("button[type=submit][id]");
+    button.id = trigger ? "confirm-" + trigger.id.replace(/^action-/, "") : "confirm-ok";
     var modal = window.bootstrap.Modal.getOrCreateInstance(modalEl);
     button.onclick = function () {
       button.disabled = true;

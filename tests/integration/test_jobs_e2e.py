@@ -14,7 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
 
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
@@ -29,7 +28,6 @@ from portal.models import Membership, Project
 from tests.integration.docker_support import (
     TEST_IMAGE,
     docker_url,
-    extra_engine_urls,
     require_docker,
     require_extra_engine,
 )

@@ -118,7 +118,10 @@ def test_racing_ticks_never_double_assign(pg_database, tmp_path):
     workers = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, str(go + 0.015 * index), mode],
-            env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True,
+            env=env,
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for index, mode in enumerate(modes)
     ]

@@ -56,8 +56,13 @@ def test_complete_v1_becomes_valid_v2(tmp_path):
 
 
 def test_stdin_and_errors_one_per_line(monkeypatch):
-    bad = {"name": "x", "request": {"resources": {"cpus": 0, "gpus": -1, "cpuMemoryGb": 1},
-                                    "docker": {"image": "debian"}}}
+    bad = {
+        "name": "x",
+        "request": {
+            "resources": {"cpus": 0, "gpus": -1, "cpuMemoryGb": 1},
+            "docker": {"image": "debian"},
+        },
+    }
     code, out, err = run("-", json.dumps(bad), monkeypatch)
     assert code == 1 and out == ""
     lines = err.strip().splitlines()

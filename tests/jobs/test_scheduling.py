@@ -21,8 +21,9 @@ def job_doc(hello_world, **resources):
     return doc
 
 
-def test_tick_assigns_distinct_gpus_and_fires_launches(submit, hello_world, recorded_tasks,
-                                                       django_capture_on_commit_callbacks):
+def test_tick_assigns_distinct_gpus_and_fires_launches(
+    submit, hello_world, recorded_tasks, django_capture_on_commit_callbacks
+):
     jobs = [submit(job_doc(hello_world, gpus=2)) for _ in range(3)]
     recorded_tasks.clear()
     with django_capture_on_commit_callbacks(execute=True):
@@ -99,8 +100,9 @@ def test_usage_accrues_for_running_jobs(submit, hello_world, member):
     assert 2 * 3600 * 0.99 < usage.value < 2 * 3600 * 1.2
 
 
-def test_max_duration_cancels_a_running_job(submit, hello_world, recorded_tasks,
-                                            django_capture_on_commit_callbacks):
+def test_max_duration_cancels_a_running_job(
+    submit, hello_world, recorded_tasks, django_capture_on_commit_callbacks
+):
     doc = job_doc(hello_world)
     doc["request"]["scheduling"]["maxDuration"] = "10 minutes"
     job = submit(doc)

@@ -10,9 +10,7 @@ from jobs.transitions import TransitionNotAllowed, job_transition
 
 ALL = [s.value for s in JobStatus]
 ALLOWED = [(a, b) for a, targets in ALLOWED_TRANSITIONS.items() for b in sorted(targets)]
-FORBIDDEN = [
-    (a, b) for a, b in itertools.product(ALL, ALL) if b not in ALLOWED_TRANSITIONS[a]
-]
+FORBIDDEN = [(a, b) for a, b in itertools.product(ALL, ALL) if b not in ALLOWED_TRANSITIONS[a]]
 
 
 def _force_status(job: Job, status: str) -> Job:

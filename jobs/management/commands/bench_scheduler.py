@@ -63,10 +63,16 @@ def populate(snapshot) -> None:
     Slave.objects.bulk_create(
         [
             Slave(
-                name=s.name, cluster_id=s.cluster_id, docker_url="unix:///bench.sock",
-                cpus_total=len(s.cpu_ids), memory_total_mb=int(s.memory_gb * 1024),
-                cuda_version=f"{s.cuda_major or 12}.0", online=s.online,
-                accepting_jobs=s.accepting_jobs, features=sorted(s.features), offline_reason="",
+                name=s.name,
+                cluster_id=s.cluster_id,
+                docker_url="unix:///bench.sock",
+                cpus_total=len(s.cpu_ids),
+                memory_total_mb=int(s.memory_gb * 1024),
+                cuda_version=f"{s.cuda_major or 12}.0",
+                online=s.online,
+                accepting_jobs=s.accepting_jobs,
+                features=sorted(s.features),
+                offline_reason="",
             )
             for s in snapshot.slaves
         ],
@@ -84,14 +90,23 @@ def populate(snapshot) -> None:
     common = {"status_updated": now, "created": now, "event_times": {}}
     jobs = [
         Job(
-            name="running", owner_id=users[j.user], project_id=projects[j.project],
+            name="running",
+            owner_id=users[j.user],
+            project_id=projects[j.project],
             request=_request(len(j.gpu_ids), len(j.cpu_ids), int(j.memory_gb)),
-            gpus=len(j.gpu_ids), cpus=len(j.cpu_ids), cpu_memory_gb=int(j.memory_gb),
-            min_duration_s=j.min_duration_s, max_duration_s=j.max_duration_s,
-            restartable=j.restartable, bucket_name=j.bucket or "",
+            gpus=len(j.gpu_ids),
+            cpus=len(j.cpu_ids),
+            cpu_memory_gb=int(j.memory_gb),
+            min_duration_s=j.min_duration_s,
+            max_duration_s=j.max_duration_s,
+            restartable=j.restartable,
+            bucket_name=j.bucket or "",
             reservation_ids=sorted(j.reservation_ids),
-            status="MUSTHALT" if j.halting else "RUNNING", slave_id=slaves[j.slave],
-            gpu_ids=list(j.gpu_ids), cpu_ids=list(j.cpu_ids), started_at=j.started_at,
+            status="MUSTHALT" if j.halting else "RUNNING",
+            slave_id=slaves[j.slave],
+            gpu_ids=list(j.gpu_ids),
+            cpu_ids=list(j.cpu_ids),
+            started_at=j.started_at,
             **common,
         )
         for j in snapshot.running
