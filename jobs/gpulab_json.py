@@ -17,6 +17,9 @@ import copy
 
 from jobs.selectors import job_sees_full
 from jobs.spec.images import HIDDEN_IMAGE, redact_image
+from jobs.spec.v2 import EXTRA_FIELDS
+from jobs.spec.v2_resources import RESOURCE_FIELDS
+from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
 from jobs.states import JobStatus
 from portal.timefmt import utc_z
 
@@ -40,18 +43,6 @@ EVENT_TIME_STATES = (
     "HALTING",
     "HALTED",
 )
-RESOURCES_KEYS = (
-    "cpus",
-    "gpus",
-    "cpuMemoryGb",
-    "gpuMemoryGb",
-    "gpuModel",
-    "features",
-    "minCudaVersion",
-    "clusterId",
-    "slaveName",
-    "slaveInstanceId",
-)
 DOCKER_DEFAULTS = {
     "image": HIDDEN_IMAGE,
     "command": [],
@@ -63,25 +54,6 @@ DOCKER_DEFAULTS = {
     "groupAdd": [],
     "user": None,
 }
-SCHEDULING_KEYS = (
-    "interactive",
-    "restartable",
-    "allowHaltWithoutSignal",
-    "minDuration",
-    "maxDuration",
-    "notBefore",
-    "notAfter",
-    "maxSimultaneousJobs",
-    "reservationIds",
-)
-EXTRA_KEYS = (
-    "sshPubKeys",
-    "emailOnQueue",
-    "emailOnRun",
-    "emailOnEnd",
-    "emailOnHalt",
-    "emailOnRestart",
-)
 HALT_INFO_KEYS = (
     "reason",
     "time",
@@ -131,13 +103,13 @@ def _pick(source: dict, keys, defaults: dict | None = None) -> dict:
 
 
 def _request(request: dict, *, full: bool) -> dict:
-    resources = _pick(request.get("resources") or {}, RESOURCES_KEYS)
+    resources = _pick(request.get("resources") or {}, RESOURCE_FIELDS)
     for key in ("gpuModel", "features"):
         resources[key] = resources[key] or []
-    scheduling = _pick(request.get("scheduling") or {}, SCHEDULING_KEYS)
+    scheduling = _pick(request.get("scheduling") or {}, SCHEDULING_FIELDS)
     scheduling["reservationIds"] = list(scheduling["reservationIds"] or [])
-    extra = _pick(request.get("extra") or {}, EXTRA_KEYS)
-    for key in EXTRA_KEYS:
+    extra = _pick(request.get("extra") or {}, EXTRA_FIELDS)
+    for key in EXTRA_FIELDS:
         extra[key] = list(extra[key] or [])
     if full:
         docker = _pick(request.get("docker") or {}, DOCKER_DEFAULTS, DOCKER_DEFAULTS)
@@ -148,7 +120,7 @@ def _request(request: dict, *, full: bool) -> dict:
     docker = copy.deepcopy(DOCKER_DEFAULTS)
     scheduling["reservationIds"] = [ZERO_UUID] if scheduling["reservationIds"] else []
     scheduling["maxSimultaneousJobs"] = None
-    extra = {key: [] for key in EXTRA_KEYS}
+    extra = {key: [] for key in EXTRA_FIELDS}
     return {"resources": resources, "docker": docker, "scheduling": scheduling, "extra": extra}
 
 
