@@ -331,3 +331,12 @@ def test_stopped_engine_goes_offline_and_its_job_fails_after_grace(people, runti
         assert running.status == "FAILED" and "slave lost" in running.end_reason
     finally:
         subprocess.run([str(ROOT / "scripts/docker-engines.sh"), "start"], check=False)
+
+
+def test_out_of_memory_is_reported(people, local, watcher):
+    watcher()
+    # sort holds its whole input: one 3 GB line against the 1 GB limit (swap disabled).
+    hog = ["sh", "-c", "head -c 3000m /dev/zero | tr '\\0' a | sort > /dev/null"]
+    done = wait_for(submit(people, job(hog)), "FINISHED", "FAILED", timeout=60)
+    assert done.status == "FAILED"
+    assert "killed by the kernel for using more than its 1 GB memory" in done.end_reason
