@@ -7,9 +7,7 @@ PORTAL_CLI_VENV_DIR); without it the test skips, unless PORTAL_REQUIRE_CLI=1.
 """
 
 import json
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
@@ -21,14 +19,6 @@ from tests.api.test_shapes import _rich_job
 
 pytestmark = [pytest.mark.django_db, pytest.mark.cli]
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI_VERSION = "3.11.12"
-CLI_PYTHON = (
-    Path(os.environ.get("PORTAL_CLI_VENV_DIR", ROOT / "var" / "test-cli-venv"))
-    / CLI_VERSION
-    / "bin"
-    / "python"
-)
 
 VALIDATE = """
 import json, sys
@@ -47,11 +37,10 @@ print(len(samples), "ok")
 
 @pytest.fixture
 def client_python():
-    if not CLI_PYTHON.exists():
-        if os.environ.get("PORTAL_REQUIRE_CLI") == "1":
-            pytest.fail(f"PORTAL_REQUIRE_CLI=1 but {CLI_PYTHON} is missing")
-        pytest.skip(f"the gpulab-cli environment ({CLI_PYTHON}) is not installed (tests/cli does)")
-    return CLI_PYTHON
+    """The real client's environment (installed once and shared with tests/cli)."""
+    from tests.cli.cli_support import install_cli
+
+    return install_cli().parent / "python"
 
 
 def test_real_client_parses_every_object(client_python, clients, submit, slave):

@@ -5,46 +5,17 @@ a `cli(...)` runner. Each test module defines its own module-scoped `portal` fix
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli.cli_support import CLI_REQUIREMENT, CLI_VENV, CLI_VERSION, unavailable
+from tests.cli.cli_support import install_cli, unavailable
 
 
 @pytest.fixture(scope="session")
 def gpulab_cli() -> Path:
     """The gpulab-cli executable from a throwaway virtual environment, reused between runs."""
-    executable = CLI_VENV / "bin" / "gpulab-cli"
-    marker = CLI_VENV / ".installed"
-    if executable.exists() and marker.exists():
-        return executable
-    # Built in place; the marker written last tells a complete environment from a broken one.
-    shutil.rmtree(CLI_VENV, ignore_errors=True)
-    CLI_VENV.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        subprocess.run(
-            [sys.executable, "-m", "venv", str(CLI_VENV)],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-        pip = subprocess.run(
-            [str(CLI_VENV / "bin" / "python"), "-m", "pip", "install", "-q", CLI_REQUIREMENT],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    except (subprocess.SubprocessError, OSError) as error:
-        unavailable(f"cannot create a virtual environment for gpulab-cli: {error}")
-    if pip.returncode != 0:
-        tail = (pip.stderr or pip.stdout).strip().splitlines()[-3:]
-        unavailable(f"cannot install {CLI_REQUIREMENT} (no network?): {' | '.join(tail)}")
-    version = subprocess.run([str(executable), "--version"], capture_output=True, text=True)
-    assert version.stdout.strip() == CLI_VERSION, version
-    marker.write_text(CLI_REQUIREMENT + "\n")
-    return executable
+    return install_cli()
 
 
 @pytest.fixture(scope="session")
