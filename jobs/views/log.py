@@ -107,7 +107,14 @@ def job_log(request, uuid):
     return render(
         request,
         "jobs/_log_poll.html",
-        {"job": job, "text": as_text(data), "offset": next_offset, "trigger": trigger},
+        # The last poll also updates the "live" label outside the polled part (out of band).
+        {
+            "job": job,
+            "text": as_text(data),
+            "offset": next_offset,
+            "trigger": trigger,
+            "final": trigger is None,
+        },
     )
 
 

@@ -167,6 +167,8 @@ def test_log_appends_from_offset_and_stops_when_finished(member_client, member, 
     job.save()
     body = member_client.get(f"/jobs/{job.uuid}/log/?offset=23").content.decode()
     assert "hx-get" not in body and 'data-live="0"' in body
+    # The last poll turns the "live" label outside the polled part into "archived".
+    assert 'id="job-log-state" hx-swap-oob="true">archived<' in body
 
 
 def test_log_never_splits_a_character(member_client, member, project, slave):
