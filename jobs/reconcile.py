@@ -86,10 +86,12 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
 def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:
     """A portal container whose job ended or is unknown: stop it and say so."""
     job = Job.objects.filter(uuid=job_uuid).first() if _is_uuid(job_uuid) else None
-    message = f"stopped stray container {container.id[:12]} on {slave.name}"
-    log.warning("reconcile: %s (job %s)", message, job_uuid or "unknown")
-    if job is not None:
-        job_event_add(job=job, message=message, type="Warning")
+    if container.running or job is None:
+        # An exited container of an ended job is just the finish step's leftover: no news.
+        message = f"stopped stray container {container.id[:12]} on {slave.name}"
+        log.warning("reconcile: %s (job %s)", message, job_uuid or "unknown")
+        if job is not None:
+            job_event_add(job=job, message=message, type="Warning")
     try:
         with engine_for(slave) as engine:
             engine.remove(container.id, force=True)

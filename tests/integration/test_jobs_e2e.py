@@ -340,3 +340,25 @@ def test_out_of_memory_is_reported(people, local, watcher):
     done = wait_for(submit(people, job(hog)), "FINISHED", "FAILED", timeout=60)
     assert done.status == "FAILED"
     assert "killed by the kernel for using more than its 1 GB memory" in done.end_reason
+
+
+def test_reconcile_removes_containers_of_unknown_or_ended_jobs(people, local, runtime):
+    import uuid
+
+    from clusters.runtime.spec import ContainerSpec
+    from jobs.launch import LABEL_INSTANCE, LABEL_JOB
+
+    ended = wait_for(submit(people, job("true")), "RUNNING", "FINISHED")
+    reconcile_all()
+    wait_for(ended, "FINISHED")
+    strays = {str(uuid.uuid4()): None, str(ended.uuid): None}
+    with engine_for(local) as engine:
+        for job_uuid in strays:
+            labels = {LABEL_JOB: job_uuid, LABEL_INSTANCE: runtime.PORTAL_INSTANCE}
+            strays[job_uuid] = engine.run(
+                ContainerSpec(image=TEST_IMAGE, command=("sleep", "300"), labels=labels)
+            )
+        reconcile_all()
+        for job_uuid in strays:
+            assert engine.find_by_label(LABEL_JOB, job_uuid) == []
+    assert ended.events.filter(message__startswith="stopped stray container").exists()
