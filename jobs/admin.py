@@ -1,7 +1,8 @@
 from django.contrib import admin, messages
 
-from jobs.models import Job, JobEvent, UserUsage
+from jobs.models import Job, JobEvent, JobPullSecret, SchedulerLease, UserUsage
 from jobs.services import job_cancel, job_delete, job_hold, job_release
+from jobs.spec import redact_image
 from portal.errors import ServiceError
 
 
@@ -86,3 +87,37 @@ class UserUsageAdmin(admin.ModelAdmin):
     list_display = ["user", "value", "updated_at"]
     search_fields = ["user__username"]
     ordering = ["-value"]
+
+
+@admin.register(JobPullSecret)
+class JobPullSecretAdmin(admin.ModelAdmin):
+    """Shows which jobs carry registry credentials; the password itself is never displayed."""
+
+    list_display = ["job", "image_redacted"]
+    search_fields = ["job__uuid", "job__name"]
+    fields = ["job", "image_redacted"]
+    readonly_fields = fields
+
+    @admin.display(description="image")
+    def image_redacted(self, obj):
+        return redact_image(obj.image, member=True)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SchedulerLease)
+class SchedulerLeaseAdmin(admin.ModelAdmin):
+    """Who holds the scheduler tick now, and how long the last tick took."""
+
+    list_display = ["holder", "acquired_at", "rerun_requested", "last_tick_at", "last_tick_seconds"]
+    readonly_fields = list_display
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
