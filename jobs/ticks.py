@@ -9,6 +9,6 @@ def tick_request() -> None:
     """Ask for a scheduler tick once the current transaction commits.
 
     Many requests in a burst coalesce: the tick itself holds a lease and, when asked again
-    while it runs, runs exactly one follow-up (see jobs.scheduling_lease).
+    while it runs, runs exactly one follow-up (see jobs.scheduling.lease).
     """
     fire(SCHEDULER_TICK_TASK)

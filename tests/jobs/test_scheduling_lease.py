@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import SchedulerLease
-from jobs.scheduling_lease import lease_acquire_or_request_rerun, lease_release_or_continue
+from jobs.scheduling.lease import lease_acquire_or_request_rerun, lease_release_or_continue
 
 pytestmark = pytest.mark.django_db
 

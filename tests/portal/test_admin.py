@@ -23,7 +23,7 @@ def test_every_changelist_and_change_page_loads(client, admin_user, submit, hell
     hello_world["request"]["docker"]["image"] = "deploy:s3cretPW@registry.example.org:5000/a/b:1"
     job = submit(hello_world)
     client.force_login(admin_user)
-    for model, model_admin in admin.site._registry.items():
+    for model in list(admin.site._registry):
         if model._meta.app_label not in OWN_APPS:
             continue
         url = f"/admin/{model._meta.app_label}/{model._meta.model_name}/"

@@ -1,36 +1,23 @@
-"""The only bridge between the database and the pure scheduler in ``jobs/scheduler/``.
-
-``build_snapshot(now)`` reads everything one cycle needs with a fixed number of queries (not one
-per job or slave); ``apply(result, now)`` writes decisions through the services, with
-compare-and-swap transitions; ``tick()`` wraps both in the lease so that at most one tick runs at a
-time and events during a tick cause exactly one follow-up.
-"""
+"""Reading one cycle's Snapshot from the database, with a fixed number of queries."""
 
 import logging
-import time
-import uuid
 from collections import defaultdict
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
 from clusters.models import Slave
 from jobs.models import Job, UserUsage
 from jobs.scheduler import model as sm
-from jobs.scheduler.core import run_cycle
 from jobs.scheduler.explain import impossible_reason
 from jobs.scheduler.usage import accrue, decayed, usage_rate
-from jobs.scheduling_lease import lease_acquire_or_request_rerun, lease_release_or_continue
 from jobs.states import HOLDS_RESOURCES, JobStatus
-from jobs.transitions import TransitionRequest, job_transition, job_transition_many
 from reservations.models import Reservation
 
 log = logging.getLogger(__name__)
 S = JobStatus
-LAUNCH_TASK = "jobs.tasks.job_launch"
 # In these states a job still holds its room but will free it soon: never halt it again.
 WINDING_DOWN = frozenset({S.MUSTHALT, S.HALTING, S.CANCELLING})
 
@@ -245,197 +232,6 @@ def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snap
         config=config,
     )
     return snapshot, queued
-
-
-# --- apply ---------------------------------------------------------------------------------
-
-
-def _held_ids(slave_ids: list[int]) -> dict[int, tuple[set[int], set[int]]]:
-    """GPU and CPU ids held right now on each of these slaves (one query)."""
-    held: dict[int, tuple[set[int], set[int]]] = {pk: (set(), set()) for pk in slave_ids}
-    rows = Job.objects.filter(slave_id__in=slave_ids, status__in=HOLDS_RESOURCES).values_list(
-        "slave_id", "gpu_ids", "cpu_ids"
-    )
-    for slave_id, gpu_ids, cpu_ids in rows:
-        held[slave_id][0].update(gpu_ids)
-        held[slave_id][1].update(cpu_ids)
-    return held
-
-
-def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) -> int:
-    """Assign jobs to slaves in one transaction that locks the slaves involved.
-
-    The lock (``SELECT ... FOR UPDATE`` on PostgreSQL, in primary-key order so two ticks never
-    deadlock; SQLite serialises writers anyway) plus the check of ids held on each slave at
-    that moment means that even two ticks that somehow both run can never hand out the same
-    GPU or CPU; the status compare-and-swap means never the same job.
-    """
-    from portal.tasks import fire
-
-    names = {start.slave for start in starts}
-    requests: list[TransitionRequest] = []
-    with transaction.atomic():
-        slaves = {
-            s.name: s
-            for s in Slave.objects.select_for_update().filter(name__in=names).order_by("pk")
-        }
-        held = _held_ids([s.pk for s in slaves.values()])
-        for start in starts:
-            job, slave = jobs.get(start.job_id), slaves.get(start.slave)
-            if job is None or slave is None or job.status != S.QUEUED:
-                continue  # a stale decision: another tick (or a cancel) got there first
-            held_gpus, held_cpus = held[slave.pk]
-            if held_gpus & set(start.gpu_ids) or held_cpus & set(start.cpu_ids):
-                log.warning("tick: %s would reuse held ids on %s; skipped", job.uuid, slave)
-                continue
-            held_gpus.update(start.gpu_ids)
-            held_cpus.update(start.cpu_ids)
-            requests.append(
-                TransitionRequest(
-                    job=job,
-                    to=S.ASSIGNED,
-                    message=f"assigned to {slave.name}, GPUs {list(start.gpu_ids)}",
-                    fields={
-                        "slave": slave,
-                        "gpu_ids": list(start.gpu_ids),
-                        "cpu_ids": list(start.cpu_ids),
-                        "queued_explanations": [],
-                        "ignoring_reservation_ids": sorted(start.ignoring_reservation_ids),
-                    },
-                )
-            )
-        won = job_transition_many(requests=requests, now=now)
-        for request, ok in zip(requests, won, strict=True):
-            if ok:
-                fire(LAUNCH_TASK, request.job.pk)
-    return sum(won)
-
-
-def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.services import job_halt_by_system
-    from portal.errors import Conflict
-
-    waiting_infos: dict[str, list[dict]] = defaultdict(list)
-    for halt in result.halts:
-        job = jobs.get(halt.job_id)
-        info = halt.halt_info.to_json()
-        if job is not None:
-            try:
-                job_halt_by_system(job=job, halt_info=info, now=now)
-            except Conflict:
-                continue  # it ended meanwhile: nothing to halt
-        for started_uuid in halt.halt_info.started_job_uuids:
-            waiting_infos[started_uuid].append(info)
-    # "On both sides": the job the room is freed for records the halt too.
-    for job_uuid, infos in waiting_infos.items():
-        job = jobs.get(job_uuid)
-        if job is not None:
-            seen = {(i["time"], tuple(i["haltedJobUuids"])) for i in job.halt_events}
-            new = [i for i in infos if (i["time"], tuple(i["haltedJobUuids"])) not in seen]
-            if new:
-                Job.objects.filter(pk=job.pk).update(halt_events=[*job.halt_events, *new])
-
-
-def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.services import job_cancel_by_system
-    from portal.errors import Conflict
-
-    for fail in result.fails:
-        job = jobs.get(fail.job_id)
-        if job is not None and job.status == S.QUEUED:
-            job_transition(
-                job=job,
-                to=S.FAILED,
-                message=fail.reason,
-                fields={"end_reason": fail.reason, "queued_explanations": [fail.reason]},
-                now=now,
-            )
-    for cancel in result.cancels:
-        job = jobs.get(cancel.job_id)
-        if job is not None:
-            try:
-                job_cancel_by_system(job=job, reason=cancel.reason, now=now)
-            except Conflict:
-                pass
-
-
-def apply_explanations(result: sm.CycleResult, queued: list[dict]) -> int:
-    """Store explanations that changed: one UPDATE per distinct text, not one per job.
-
-    Jobs of one request shape share their explanation, so a queue of thousands of jobs has a
-    few hundred distinct texts at most; unchanged rows are not touched.
-    """
-    by_text: dict[tuple[str, ...], list] = defaultdict(list)
-    for row in queued:
-        lines = result.explanations.get(str(row["uuid"]))
-        if lines is not None and list(lines) != row["queued_explanations"]:
-            by_text[tuple(lines)].append(row["uuid"])
-    for lines, uuids in by_text.items():
-        for chunk in range(0, len(uuids), 500):
-            Job.objects.filter(uuid__in=uuids[chunk : chunk + 500], status=S.QUEUED).update(
-                queued_explanations=list(lines)
-            )
-    return sum(len(uuids) for uuids in by_text.values())
-
-
-def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:
-    start_ids = {d.job_id for d in result.starts}
-    other_ids = {d.job_id for d in result.decisions} - start_ids
-    for halt in result.halts:
-        other_ids.update(halt.halt_info.started_job_uuids)
-    # Starts need only what the transition writes; loading thousands of full rows (with their
-    # request JSON) would cost more than assigning them.
-    jobs = {
-        str(j.uuid): j
-        for j in Job.objects.filter(uuid__in=start_ids).only("id", "uuid", "status", "event_times")
-    }
-    jobs.update(
-        (str(j.uuid), j)
-        for j in Job.objects.filter(uuid__in=other_ids).select_related("slave", "owner", "project")
-    )
-    apply_fails_and_cancels(result, jobs, now)
-    apply_halts(result, jobs, now)
-    started = apply_starts(list(result.starts), jobs, now)
-    explained = apply_explanations(result, queued)
-    return {
-        "started": started,
-        "halted": len(result.halts),
-        "failed": len(result.fails),
-        "cancelled": len(result.cancels),
-        "explanations_written": explained,
-    }
-
-
-def tick_once(now: datetime | None = None) -> dict:
-    now = now or timezone.now()
-    began = time.perf_counter()
-    snapshot, queued = build_snapshot(now)
-    built = time.perf_counter()
-    result = run_cycle(snapshot)
-    decided = time.perf_counter()
-    summary = apply(result, queued, now)
-    summary.update(
-        snapshot_s=built - began, cycle_s=decided - built, apply_s=time.perf_counter() - decided
-    )
-    return summary
-
-
-def tick(now: datetime | None = None) -> list[dict] | None:
-    """Run a tick unless one is running (then that one runs once more). Returns summaries."""
-    holder = uuid.uuid4().hex
-    if not lease_acquire_or_request_rerun(holder=holder):
-        return None
-    summaries = []
-    while True:
-        began = time.perf_counter()
-        try:
-            summaries.append(tick_once(now))
-        except Exception:
-            lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began)
-            raise
-        if not lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began):
-            return summaries
-        now = None  # a follow-up tick looks at the world as it is now
 
 
 # --- submit-time check ---------------------------------------------------------------------

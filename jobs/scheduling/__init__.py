@@ -1,0 +1,28 @@
+"""The only bridge between the database and the pure scheduler in ``jobs/scheduler/``.
+
+``build_snapshot(now)`` reads everything one cycle needs with a fixed number of queries (not one
+per job or slave); ``apply(result, now)`` writes decisions through the services, with
+compare-and-swap transitions; ``tick()`` wraps both in the lease so that at most one tick runs at a
+time and events during a tick cause exactly one follow-up.
+"""
+
+from jobs.scheduling.apply import apply, apply_explanations, apply_starts
+from jobs.scheduling.snapshot import (
+    build_snapshot,
+    impossible_reason_for_request,
+    scheduler_config,
+    slave_state,
+)
+from jobs.scheduling.tick import tick, tick_once
+
+__all__ = [
+    "apply",
+    "apply_explanations",
+    "apply_starts",
+    "build_snapshot",
+    "impossible_reason_for_request",
+    "scheduler_config",
+    "slave_state",
+    "tick",
+    "tick_once",
+]

@@ -1,0 +1,44 @@
+"""One tick: snapshot, pure cycle, apply; at most one at a time (the lease)."""
+
+import time
+import uuid
+from datetime import datetime
+
+from django.utils import timezone
+
+from jobs.scheduler.core import run_cycle
+from jobs.scheduling.apply import apply
+from jobs.scheduling.lease import lease_acquire_or_request_rerun, lease_release_or_continue
+from jobs.scheduling.snapshot import build_snapshot
+
+
+def tick_once(now: datetime | None = None) -> dict:
+    now = now or timezone.now()
+    began = time.perf_counter()
+    snapshot, queued = build_snapshot(now)
+    built = time.perf_counter()
+    result = run_cycle(snapshot)
+    decided = time.perf_counter()
+    summary = apply(result, queued, now)
+    summary.update(
+        snapshot_s=built - began, cycle_s=decided - built, apply_s=time.perf_counter() - decided
+    )
+    return summary
+
+
+def tick(now: datetime | None = None) -> list[dict] | None:
+    """Run a tick unless one is running (then that one runs once more). Returns summaries."""
+    holder = uuid.uuid4().hex
+    if not lease_acquire_or_request_rerun(holder=holder):
+        return None
+    summaries = []
+    while True:
+        began = time.perf_counter()
+        try:
+            summaries.append(tick_once(now))
+        except Exception:
+            lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began)
+            raise
+        if not lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began):
+            return summaries
+        now = None  # a follow-up tick looks at the world as it is now
