@@ -159,6 +159,8 @@ class SchedulerLease(models.Model):
     holder = models.CharField(max_length=64, blank=True)
     acquired_at = models.DateTimeField(null=True, blank=True)
     rerun_requested = models.BooleanField(default=False)
+    # A tick task is waiting in the queue: further requests need not enqueue another.
+    tick_pending = models.BooleanField(default=False)
     last_tick_at = models.DateTimeField(null=True, blank=True)
     last_tick_seconds = models.FloatField(null=True, blank=True)
 

@@ -10,6 +10,7 @@ from jobs.scheduler.core import run_cycle
 from jobs.scheduling.apply import apply
 from jobs.scheduling.lease import lease_acquire_or_request_rerun, lease_release_or_continue
 from jobs.scheduling.snapshot import build_snapshot
+from jobs.ticks import tick_started
 
 
 def tick_once(now: datetime | None = None) -> dict:
@@ -29,6 +30,7 @@ def tick_once(now: datetime | None = None) -> dict:
 def tick(now: datetime | None = None) -> list[dict] | None:
     """Run a tick unless one is running (then that one runs once more). Returns summaries."""
     holder = uuid.uuid4().hex
+    tick_started()
     if not lease_acquire_or_request_rerun(holder=holder):
         return None
     summaries = []
