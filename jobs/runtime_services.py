@@ -20,6 +20,7 @@ from clusters.services import engine_for
 from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.logs import job_log_archive
 from jobs.models import Job, JobPullSecret
+from jobs.notifications import RESTART, job_notify_request
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.storage import StorageRefused, escapes_root
@@ -296,6 +297,7 @@ def job_restart_create(*, job: Job) -> Job | None:
         JobPullSecret.objects.create(job=follow, image=secret.image)
     job_event_add(job=follow, message=f"restart {follow.restart_count} of {follow.initial_uuid}")
     job_event_add(job=job, message=f"restarted as {follow.uuid}")
+    job_notify_request(job=job, event=RESTART)
     return follow
 
 

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent, JobPullSecret
+from jobs.notifications import job_notify_request
 from jobs.request_columns import columns_from_request
 from jobs.selectors import job_can_act, user_is_admin
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
@@ -119,6 +120,7 @@ def job_submit(
         )
         if status == S.QUEUED:
             tick_request()
+            job_notify_request(job=job, event=S.QUEUED)
     return job
 
 

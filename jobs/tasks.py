@@ -34,6 +34,12 @@ def job_halt(job_id: int) -> None:
     job_halt_run(job_id=job_id)
 
 
+def job_notify(job_id: int, event: str) -> None:
+    from jobs.notifications import job_notify_send
+
+    job_notify_send(job_id=job_id, event=event)
+
+
 def slaves_probe() -> None:
     from clusters.services import slave_probe_all
 

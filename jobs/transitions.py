@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
+from jobs.notifications import job_notify_request
 from jobs.states import is_allowed
 from portal.errors import Conflict
 from portal.timefmt import utc_z
@@ -66,6 +67,7 @@ def job_transition(
         return False
     for name, value in values.items():
         setattr(job, name, value)
+    job_notify_request(job=job, event=to)
     return True
 
 

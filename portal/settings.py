@@ -187,6 +187,16 @@ PORTAL_CERT_VALID_DAYS = env_int("PORTAL_CERT_VALID_DAYS", 90)
 PORTAL_TRUSTED_PROXIES = env_list("PORTAL_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
 PORTAL_CLIENT_CERT_HEADER = "HTTP_X_SSL_CLIENT_CERT"
 
+# --- E-mail (job notifications: request.extra.emailOn*) ---------------------------------
+EMAIL_BACKEND = os.environ.get(
+    "PORTAL_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_HOST = os.environ.get("PORTAL_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("PORTAL_EMAIL_PORT", 25)
+DEFAULT_FROM_EMAIL = os.environ.get("PORTAL_EMAIL_FROM", "gpuportal@localhost")
+# Links in e-mails point here (empty: no link).
+PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
