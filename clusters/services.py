@@ -3,6 +3,7 @@
 import logging
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -99,7 +100,7 @@ def slave_probe(*, slave: Slave, now: datetime | None = None) -> Slave:
     try:
         engine = engine_for(slave)
         try:
-            result = probe_engine(engine)
+            result = probe_engine(engine, image=settings.PORTAL_GPU_PROBE_IMAGE)
         finally:
             engine.close()
     except RuntimeFailure as failure:

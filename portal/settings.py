@@ -179,6 +179,11 @@ PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
 PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE", "gpuportal")
+# Run with all GPUs on slaves that have the NVIDIA runtime, to list them (must be pullable or
+# present on the slave: air-gapped sites point this at their own registry).
+PORTAL_GPU_PROBE_IMAGE = os.environ.get(
+    "PORTAL_GPU_PROBE_IMAGE", "nvidia/cuda:12.4.1-base-ubuntu22.04"
+)
 
 # --- Certificates for gpulab-cli ------------------------------------------------------------
 PORTAL_CA_DIR = Path(os.environ.get("PORTAL_CA_DIR", VAR_DIR / "ca"))
