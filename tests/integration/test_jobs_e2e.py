@@ -362,3 +362,14 @@ def test_reconcile_removes_containers_of_unknown_or_ended_jobs(people, local, ru
         for job_uuid in strays:
             assert engine.find_by_label(LABEL_JOB, job_uuid) == []
     assert ended.events.filter(message__startswith="stopped stray container").exists()
+
+
+def test_pull_failure_fails_the_job_without_leaking_the_password(people, local):
+    doc = job("true")
+    doc["request"]["docker"]["image"] = "deploy:s3cretPW@127.0.0.1:1/team/nope:v1"
+    failed = wait_for(submit(people, doc), "FAILED", "RUNNING", timeout=60)
+    assert failed.status == "FAILED"
+    assert "could not start the container" in failed.end_reason
+    assert "127.0.0.1:1/team/nope" in failed.end_reason
+    events = " ".join(failed.events.values_list("message", flat=True))
+    assert "s3cretPW" not in failed.end_reason + events + str(failed.request)
