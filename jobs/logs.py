@@ -1,18 +1,32 @@
-"""A job's log: read live from Docker while the container exists, from the archive after.
+"""A job's log: followed from Docker into a spool file while it runs, archived when it ends.
 
-The archive is a plain file per job under PORTAL_LOG_ARCHIVE_DIR, written before the container
-is removed; byte ranges (the API's ``Range: bytes=N-``) are served from either source.
+While the container runs, each read appends only the entries Docker logged since the last one
+seen (``logs(since=..., timestamps=True)``) to ``<uuid>.live`` under a file lock, so followers
+polling every second never make the portal re-read a long log. When the job ends, the whole log
+is archived (``<uuid>.log``, written atomically) before the container is removed, and the spool
+is dropped. Byte ranges (the API's ``Range: bytes=N-``, the page's ``?offset=N``) are served from
+the archive or the spool.
 """
 
+import fcntl
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
 
 from jobs.models import Job
+from jobs.states import ON_SLAVE
+
+NS = 10**9
 
 
 def archive_path(job: Job) -> Path:
     return Path(settings.PORTAL_LOG_ARCHIVE_DIR) / f"{job.uuid}.log"
+
+
+def spool_path(job: Job) -> Path:
+    return Path(settings.PORTAL_LOG_ARCHIVE_DIR) / f"{job.uuid}.live"
 
 
 def job_log_archive(*, job: Job, data: bytes) -> None:
@@ -23,40 +37,88 @@ def job_log_archive(*, job: Job, data: bytes) -> None:
     tmp.replace(path)  # atomic: a reader never sees half an archive
     Job.objects.filter(pk=job.pk).update(log_archived=True)
     job.log_archived = True
+    for leftover in (spool_path(job), spool_path(job).with_suffix(".state")):
+        leftover.unlink(missing_ok=True)
+
+
+def stamp_ns(stamp: bytes) -> int:
+    """Docker's ``2026-11-21T22:15:44.338364694Z`` as integer nanoseconds since the epoch."""
+    text = stamp.decode().rstrip("Z")
+    whole, _, fraction = text.partition(".")
+    seconds = int(datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp())
+    return seconds * NS + int((fraction + "000000000")[:9])
+
+
+def new_entries(data: bytes, last_ns: int, taken_at_last: int) -> tuple[bytes, int, int]:
+    """The text of timestamped entries not taken yet, and the new (last_ns, taken_at_last).
+
+    ``since`` is inclusive and entries may share a timestamp: entries before ``last_ns`` are
+    old, and of those at exactly ``last_ns`` the first ``taken_at_last`` were taken already.
+    """
+    out = bytearray()
+    seen_at_last = 0
+    for line in data.split(b"\n")[:-1]:
+        stamp, _, text = line.partition(b" ")
+        moment = stamp_ns(stamp)
+        if moment < last_ns:
+            continue
+        if moment == last_ns:
+            seen_at_last += 1
+            if seen_at_last <= taken_at_last:
+                continue
+            taken_at_last += 1
+        else:
+            last_ns, taken_at_last, seen_at_last = moment, 1, 1
+        out += text + b"\n"
+    return bytes(out), last_ns, taken_at_last
+
+
+def _spool_refresh(job: Job) -> None:
+    from clusters.runtime.errors import RuntimeFailure
+    from clusters.services import engine_for
+
+    path = spool_path(job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state_path = path.with_suffix(".state")
+    with path.open("ab") as spool:
+        fcntl.flock(spool, fcntl.LOCK_EX)  # concurrent readers must not append twice
+        state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        last_ns, taken = state.get("last_ns", 0), state.get("taken_at_last", 0)
+        try:
+            with engine_for(job.slave) as engine:
+                # A float of ~1.7e9 s resolves only ~0.2 us: ask from 1 ms earlier, so rounding
+                # never skips an entry; new_entries drops the ones taken already.
+                since = (last_ns / NS - 0.001) if last_ns else None
+                data = engine.logs(job.container_id, since=since, timestamps=True)
+        except RuntimeFailure:
+            return  # the slave is unreachable now: serve what the spool has
+        text, last_ns, taken = new_entries(data, last_ns, taken)
+        if text:
+            spool.write(text)
+            spool.flush()
+            state_path.write_text(json.dumps({"last_ns": last_ns, "taken_at_last": taken}))
+
+
+def _read_from(path: Path, start: int) -> tuple[bytes, int]:
+    with path.open("rb") as source:
+        total = source.seek(0, 2)
+        source.seek(min(max(start, 0), total))
+        return source.read(), total
+
+
+def job_log_range(job: Job, start: int) -> tuple[bytes, int]:
+    """Bytes from ``start`` on, and the total length known now."""
+    archive = archive_path(job)
+    if archive.exists():
+        return _read_from(archive, start)
+    if job.container_id and job.slave_id is not None and job.status in ON_SLAVE:
+        _spool_refresh(job)
+        spool = spool_path(job)
+        if spool.exists():
+            return _read_from(spool, start)
+    return b"", 0
 
 
 def job_log_bytes(job: Job) -> bytes:
     """The whole log so far; empty when the job never ran or its slave is unreachable."""
-    path = archive_path(job)
-    if path.exists():
-        return path.read_bytes()
-    if not job.container_id or job.slave_id is None:
-        return b""
-    from clusters.runtime.errors import RuntimeFailure
-    from clusters.services import engine_for
-
-    try:
-        engine = engine_for(job.slave)
-        try:
-            return engine.logs(job.container_id)
-        finally:
-            engine.close()
-    except RuntimeFailure:
-        return b""
-
-
-def job_log_range(job: Job, start: int) -> tuple[bytes, int]:
-    """Bytes from ``start`` on, and the total length known now.
-
-    An archived log is read from the offset on (followers poll every second or two). A live
-    log comes whole from Docker, whose API offers timestamps and tails, not byte offsets.
-    """
-    path = archive_path(job)
-    try:
-        with path.open("rb") as archive:
-            total = archive.seek(0, 2)
-            archive.seek(min(max(start, 0), total))
-            return archive.read(), total
-    except FileNotFoundError:
-        data = job_log_bytes(job)
-        return data[start:], len(data)
+    return job_log_range(job, 0)[0]

@@ -390,11 +390,21 @@ class DockerEngine:
         except ContainerNotFound:
             pass
 
-    def logs(self, container_id: str) -> bytes:
-        """stdout and stderr together, without timestamps. The engine captures the two
-        streams through separate pipes, so lines of one may be reordered against the other."""
+    def logs(
+        self, container_id: str, *, since: float | None = None, timestamps: bool = False
+    ) -> bytes:
+        """stdout and stderr together. The engine captures the two streams through separate
+        pipes, so lines of one may be reordered against the other. ``since`` (UNIX seconds,
+        inclusive) and ``timestamps`` (each entry prefixed with its RFC 3339 nano time) let a
+        caller follow a log without reading it whole every time."""
         with self._translated("logs", container=container_id):
-            return self.api.logs(container_id, stdout=True, stderr=True, timestamps=False)
+            return self.api.logs(
+                container_id,
+                stdout=True,
+                stderr=True,
+                timestamps=timestamps,
+                since=since if since and since > 0 else None,
+            )
 
     def events(
         self,

@@ -373,3 +373,28 @@ def test_pull_failure_fails_the_job_without_leaking_the_password(people, local):
     assert "127.0.0.1:1/team/nope" in failed.end_reason
     events = " ".join(failed.events.values_list("message", flat=True))
     assert "s3cretPW" not in failed.end_reason + events + str(failed.request)
+
+
+def test_live_log_ranges_add_up_to_the_archive(people, local, watcher):
+    """Followers read the live log by offsets; what they saw equals the archived log."""
+    from jobs.logs import job_log_range
+
+    watcher()
+    command = "sh -c 'for i in 1 2 3 4 5 6; do echo line-$i; echo err-$i >&2; sleep 0.4; done'"
+    running = wait_for(submit(people, job(command)), "RUNNING")
+    seen, offset, reads = b"", 0, 0
+    while True:
+        running.refresh_from_db()
+        data, total = job_log_range(running, offset)
+        assert total >= offset
+        seen += data
+        offset += len(data)
+        reads += 1
+        if running.status not in ("RUNNING", "STARTING") and running.log_archived:
+            data, _ = job_log_range(running, offset)
+            seen += data
+            break
+        time.sleep(0.15)
+    assert running.status == "FINISHED" and reads > 3
+    assert seen == job_log_bytes(running)
+    assert seen.count(b"line-") == 6 and seen.count(b"err-") == 6
