@@ -62,7 +62,7 @@ class SlaveAdmin(admin.ModelAdmin):
     @admin.action(description="Probe now (engine info and GPUs)")
     def probe_now(self, request, queryset):
         for slave in queryset:
-            slave_probe(slave=slave)
+            slave_probe(slave=slave, discover_gpus=True)
             level = messages.SUCCESS if slave.online else messages.WARNING
             state = "online" if slave.online else f"offline: {slave.offline_reason}"
             self.message_user(request, f"{slave.name}: {state}", level)

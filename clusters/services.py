@@ -90,8 +90,14 @@ def slave_mark_offline(*, slave: Slave, reason: str, now: datetime | None = None
         setattr(slave, key, value)
 
 
-def slave_probe(*, slave: Slave, now: datetime | None = None) -> Slave:
-    """Read the engine's info, discover GPUs when the NVIDIA runtime is present, mark online."""
+def slave_probe(
+    *, slave: Slave, now: datetime | None = None, discover_gpus: bool | None = None
+) -> Slave:
+    """Read the engine's info, discover GPUs when the NVIDIA runtime is present, mark online.
+
+    GPU discovery runs a container, so the periodic probe (``discover_gpus=None``) does it only
+    when the slave comes (back) online or has no GPUs yet; "Probe now" and add_slave force it.
+    """
     from clusters.runtime.errors import RuntimeFailure
     from clusters.runtime.probe import probe_engine
 
@@ -100,7 +106,11 @@ def slave_probe(*, slave: Slave, now: datetime | None = None) -> Slave:
     try:
         engine = engine_for(slave)
         try:
-            result = probe_engine(engine, image=settings.PORTAL_GPU_PROBE_IMAGE)
+            if discover_gpus is None:
+                discover_gpus = not was_online or not slave.gpus.exists()
+            result = probe_engine(
+                engine, image=settings.PORTAL_GPU_PROBE_IMAGE, discover_gpus=discover_gpus
+            )
         finally:
             engine.close()
     except RuntimeFailure as failure:
@@ -120,7 +130,6 @@ def slave_probe(*, slave: Slave, now: datetime | None = None) -> Slave:
         "cpus_total": info.cpus,
         "memory_total_mb": info.memory_bytes // (1024 * 1024),
         "docker_version": info.server_version,
-        "cpu_model": getattr(info, "cpu_model", "") or "",
     }
     with transaction.atomic():
         if result.gpus:
@@ -147,17 +156,3 @@ def _store_discovered_gpus(*, slave: Slave, gpus) -> None:
         gpu.declared = False
         gpu.save()
     slave.gpus.exclude(index__in=seen).delete()
-
-
-def slave_probe_by_id(*, slave_id: int) -> None:
-    slave = Slave.objects.filter(pk=slave_id).first()
-    if slave is not None:
-        slave_probe(slave=slave)
-
-
-def slave_probe_all() -> None:
-    for slave in Slave.objects.all():
-        try:
-            slave_probe(slave=slave)
-        except Exception:  # one broken slave must not stop the others from being probed
-            log.exception("probe of slave %s failed", slave.name)

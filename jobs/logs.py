@@ -82,6 +82,10 @@ def _spool_refresh(job: Job) -> None:
     state_path = path.with_suffix(".state")
     with path.open("ab") as spool:
         fcntl.flock(spool, fcntl.LOCK_EX)  # concurrent readers must not append twice
+        if archive_path(job).exists():
+            # The job ended while we waited: the archive replaces the spool we just reopened.
+            path.unlink(missing_ok=True)
+            return
         state = json.loads(state_path.read_text()) if state_path.exists() else {}
         last_ns, taken = state.get("last_ns", 0), state.get("taken_at_last", 0)
         try:
@@ -109,13 +113,14 @@ def _read_from(path: Path, start: int) -> tuple[bytes, int]:
 def job_log_range(job: Job, start: int) -> tuple[bytes, int]:
     """Bytes from ``start`` on, and the total length known now."""
     archive = archive_path(job)
-    if archive.exists():
-        return _read_from(archive, start)
-    if job.container_id and job.slave_id is not None and job.status in ON_SLAVE:
+    if not archive.exists() and job.container_id and job.slave_id and job.status in ON_SLAVE:
         _spool_refresh(job)
-        spool = spool_path(job)
-        if spool.exists():
-            return _read_from(spool, start)
+    # The archive first: the job may have ended (and its spool gone) during the refresh.
+    for path in (archive, spool_path(job)):
+        try:
+            return _read_from(path, start)
+        except FileNotFoundError:
+            continue
     return b"", 0
 
 

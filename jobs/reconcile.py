@@ -17,8 +17,9 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
 from jobs.launch import LABEL_INSTANCE, LABEL_JOB
 from jobs.models import Job
-from jobs.runtime_services import job_finish_run, job_restart_create, tick_request_now
+from jobs.runtime_services import job_finish_run, job_restart_create
 from jobs.states import ON_SLAVE, JobStatus
+from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,7 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
                     message="the container disappeared from the slave",
                     fields={"end_reason": "the container disappeared from the slave"},
                 )
-            tick_request_now()
+            tick_request()
 
 
 def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:
@@ -126,4 +127,4 @@ def _fail_lost_jobs(*, slave: Slave, jobs: list[Job], now: datetime) -> None:
         ):
             if target == S.FAILED and job.restartable and job.started_at:
                 job_restart_create(job=job)
-    tick_request_now()
+    tick_request()

@@ -122,11 +122,11 @@ def job_launch_run(*, job_id: int) -> None:
         container_id, state = _launch_with_retries(job)
     except StorageRefused as refused:
         _fail(job, f"storage: {refused}")
-        tick_request_now()
+        tick_request()
         return
     except RuntimeFailure as failure:
         _fail(job, f"could not start the container: {failure}")
-        tick_request_now()
+        tick_request()
         return
     _record_running(job, container_id, state)
 
@@ -166,11 +166,6 @@ def _schedule_max_duration_tick(job: Job) -> None:
     )
 
 
-def tick_request_now() -> None:
-    with transaction.atomic():
-        tick_request()
-
-
 # --- finish --------------------------------------------------------------------------------
 
 
@@ -208,7 +203,7 @@ def job_finish_run(*, job_id: int) -> None:
         job.refresh_from_db()
         if job.status in ON_SLAVE:
             _fail(job, "the container disappeared from the slave")
-            tick_request_now()
+            tick_request()
         return
     except RuntimeFailure as failure:
         log.warning("finish of %s deferred: %s", job.uuid, failure)
@@ -321,7 +316,7 @@ def job_stop_run(*, job_id: int) -> None:
             container_id = _find_container(engine, job)
             if container_id is None:
                 if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
-                    tick_request_now()
+                    tick_request()
                 return
             if not job.container_id:
                 Job.objects.filter(pk=job.pk).update(container_id=container_id)
@@ -329,7 +324,7 @@ def job_stop_run(*, job_id: int) -> None:
             engine.stop(container_id, timeout_s=settings.PORTAL_STOP_GRACE_S)
     except ContainerNotFound:
         if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
-            tick_request_now()
+            tick_request()
         return
     except RuntimeFailure as failure:
         log.warning("stop of %s deferred: %s", job.uuid, failure)

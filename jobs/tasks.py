@@ -40,18 +40,6 @@ def job_notify(job_id: int, event: str) -> None:
     job_notify_send(job_id=job_id, event=event)
 
 
-def slaves_probe() -> None:
-    from clusters.services import slave_probe_all
-
-    slave_probe_all()
-
-
-def slave_probe(slave_id: int) -> None:
-    from clusters.services import slave_probe_by_id
-
-    slave_probe_by_id(slave_id=slave_id)
-
-
 def reconcile() -> None:
     from jobs.reconcile import reconcile_all
 

@@ -59,10 +59,10 @@ class SlaveWatch(threading.Thread):
                     )
                     backoff = 1.0
                     for event in events:
+                        if self.stop_event.is_set():
+                            return  # stopped while waiting for this event: leave it alone
                         self.since = event.get("time") or self.since
                         handle_event(event)
-                        if self.stop_event.is_set():
-                            return
             except RuntimeFailure as failure:
                 log.info("watcher %s: %s (retrying in %.0f s)", self.slave.name, failure, backoff)
             except Exception:

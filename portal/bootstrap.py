@@ -60,7 +60,7 @@ def bootstrap_demo(*, username: str = "admin") -> BootstrapResult:
             docker_url=settings.PORTAL_LOCAL_DOCKER_URL,
             host="127.0.0.1",
         )
-    slave = slave_probe(slave=slave)
+    slave = slave_probe(slave=slave, discover_gpus=True)
     if slave.gpu_mode != Slave.GpuMode.NVIDIA and not slave.gpus.exists():
         # No NVIDIA GPU here: two declared demo GPUs let a new user try GPU jobs end to end.
         slave_declare_gpus(slave=slave, gpus=DEMO_GPUS)

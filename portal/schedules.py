@@ -5,7 +5,7 @@ from django.conf import settings
 PERIODIC = {
     # name: (task path, minutes)
     "scheduler tick (safety net)": ("jobs.tasks.scheduler_tick", None),
-    "probe slaves": ("jobs.tasks.slaves_probe", 1),
+    # Reconcile probes every slave first (online state, engine info), then repairs drift.
     "reconcile slaves": ("jobs.tasks.reconcile", 1),
 }
 

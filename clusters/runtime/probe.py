@@ -53,13 +53,20 @@ def _split_image(image: str) -> tuple[str, str]:
 
 
 def probe_engine(
-    engine, *, image: str = DEFAULT_PROBE_IMAGE, timeout_s: float = PROBE_TIMEOUT_S
+    engine,
+    *,
+    image: str = DEFAULT_PROBE_IMAGE,
+    timeout_s: float = PROBE_TIMEOUT_S,
+    discover_gpus: bool = True,
 ) -> ProbeResult:
-    """Engine info plus GPU discovery. Raises RuntimeFailure only when the engine itself does
-    not answer ``info``; a failed GPU probe is reported in ``ProbeResult.error``."""
+    """Engine info plus, unless ``discover_gpus`` is False, GPU discovery (a probe container).
+    Raises RuntimeFailure only when the engine itself does not answer ``info``; a failed GPU
+    probe is reported in ``ProbeResult.error``."""
     info = engine.info()
     if "nvidia" not in info.runtimes:
         return ProbeResult(info=info)
+    if not discover_gpus:
+        return ProbeResult(info=info, nvidia_runtime=True)
     container_id = None
     try:
         if not engine.image_present(image):

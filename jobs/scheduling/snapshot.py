@@ -1,7 +1,6 @@
 """Reading one cycle's Snapshot from the database, with a fixed number of queries."""
 
 import logging
-from collections import defaultdict
 from datetime import datetime
 
 from django.conf import settings
@@ -158,36 +157,41 @@ def reservation_windows(now: datetime) -> list[sm.ReservationWindow]:
 
 
 def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConfig) -> dict:
-    """Bring every user's decayed usage up to ``now``, adding what their jobs held meanwhile.
+    """Every user's decayed usage at ``now``; rows of users whose jobs hold resources are
+    brought up to date, the others are decayed in memory only (their stored value and time
+    already determine it), so an idle user costs the tick no write.
 
-    One read and one bulk write per tick, whatever the number of jobs.
+    Each running job adds what it held over the part of the interval it actually ran.
     """
-    rates: dict[str, float] = defaultdict(float)
-    for row in running:
-        if row["status"] == S.ASSIGNED:
-            continue
-        rates[row["owner__username"]] += usage_rate(
-            gpus=row["gpus"],
-            cpus=row["cpus"],
-            memory_gb=row["cpu_memory_gb"] + row["tmpfs_gb"],
-            config=config,
-        )
+    half_life = config.usage_half_life_s
     rows = {u.user.username: u for u in UserUsage.objects.select_related("user")}
-    missing = set(rates) - set(rows)
+    holders = {r["owner__username"] for r in running if r["started_at"] is not None}
+    missing = holders - set(rows)
     if missing:
         from django.contrib.auth import get_user_model
 
         for user in get_user_model().objects.filter(username__in=missing):
             rows[user.username] = UserUsage.objects.create(user=user, value=0.0, updated_at=now)
-    usage = {}
-    for name, row in rows.items():
-        elapsed = (now - row.updated_at).total_seconds()
-        row.value = accrue(
-            row.value, elapsed, rate=rates.get(name, 0.0), half_life_s=config.usage_half_life_s
+    usage = {
+        name: decayed(row.value, (now - row.updated_at).total_seconds(), half_life)
+        for name, row in rows.items()
+    }
+    for job in running:
+        if job["started_at"] is None:
+            continue  # ASSIGNED: holds room but runs nothing yet
+        row = rows[job["owner__username"]]
+        ran = (now - max(row.updated_at, job["started_at"])).total_seconds()
+        rate = usage_rate(
+            gpus=job["gpus"],
+            cpus=job["cpus"],
+            memory_gb=job["cpu_memory_gb"] + job["tmpfs_gb"],
+            config=config,
         )
-        row.updated_at = now
-        usage[name] = row.value
-    UserUsage.objects.bulk_update(rows.values(), ["value", "updated_at"], batch_size=500)
+        usage[job["owner__username"]] += accrue(0.0, ran, rate=rate, half_life_s=half_life)
+    changed = [rows[name] for name in holders]
+    for row in changed:
+        row.value, row.updated_at = usage[row.user.username], now
+    UserUsage.objects.bulk_update(changed, ["value", "updated_at"], batch_size=500)
     return usage
 
 
@@ -251,9 +255,6 @@ def impossible_reason_for_request(*, request: dict, project, slaves: list[Slave]
         "created": timezone.now(),
         "queued_explanations": [],
         **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
-        "min_cuda_version": columns["min_cuda_version"],
-        "requested_cluster_id": columns["requested_cluster_id"],
-        "requested_slave_name": columns["requested_slave_name"],
     }
     return impossible_reason(
         queued_job(row), [slave_state(s) for s in slaves], config=scheduler_config()

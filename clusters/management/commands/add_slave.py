@@ -53,6 +53,6 @@ class Command(BaseCommand):
             declared_gpus=declared,
         )
         if not o["no_probe"]:
-            slave = slave_probe(slave=slave)
+            slave = slave_probe(slave=slave, discover_gpus=True)
         state = "online" if slave.online else f"offline ({slave.offline_reason})"
         self.stdout.write(f"slave {slave.name} in cluster {slave.cluster_id}: {state}")
