@@ -21,12 +21,12 @@ from jobs.spec.v2 import EXTRA_FIELDS
 from jobs.spec.v2_resources import RESOURCE_FIELDS
 from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
 from jobs.states import JobStatus
+from portal.emails import HIDDEN_EMAIL, email_for_gpulab
 from portal.timefmt import utc_z
 
 HIDDEN = "hidden"
 HIDDEN_USER_URN = "urn:publicid:IDN+hidden+user+hidden"
 HIDDEN_PROJECT_URN = "urn:publicid:IDN+hidden+project+hidden"
-HIDDEN_EMAIL = "hidden@hidden.hidden"
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 
 # eventTimes keys GPULab knows (no ONHOLD or CANCELLING: the client would reject them).
@@ -145,8 +145,8 @@ def _owner(job, *, full: bool) -> dict:
     return {
         "projectUrn": job.project.urn,
         "userUrn": user_urn(job.owner.username),
-        # GPULab requires an e-mail address; a user without one shows the hidden address.
-        "userEmail": job.owner.email or HIDDEN_EMAIL,
+        # GPULab requires an address its client accepts: otherwise the hidden placeholder.
+        "userEmail": email_for_gpulab(job.owner.email),
     }
 
 

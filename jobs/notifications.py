@@ -10,6 +10,7 @@ from django.core.mail import send_mail
 
 from jobs.models import Job
 from jobs.states import JobStatus
+from portal.emails import HIDDEN_EMAIL
 from portal.tasks import fire
 
 S = JobStatus
@@ -29,7 +30,9 @@ def recipients(job: Job, event: str) -> list[str]:
     key = "emailOnRestart" if event == RESTART else LIST_FOR_STATUS.get(event)
     if key is None or "request" in job.get_deferred_fields():
         return []
-    return list((job.request.get("extra") or {}).get(key) or [])
+    # The hidden placeholder (a PEM without a real address) is nobody's mailbox.
+    addresses = (job.request.get("extra") or {}).get(key) or []
+    return [a for a in addresses if a != HIDDEN_EMAIL]
 
 
 def job_notify_request(*, job: Job, event: str) -> None:

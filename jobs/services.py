@@ -17,6 +17,7 @@ from jobs.selectors import job_can_act, user_is_admin
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
 from jobs.spec.images import redact_image
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
+from jobs.submit_checks import check_time_window
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.errors import Conflict, NotAllowed
@@ -86,6 +87,7 @@ def job_submit(
     _require_member(user, project)
     canonical, was_v1 = parse_job_document(document, defaults=spec_defaults())
     request = canonical["request"]
+    check_time_window(request=request, now=now)
     _check_reservations(
         user=user, project=project, reservation_ids=request["scheduling"]["reservationIds"]
     )
@@ -211,26 +213,44 @@ def job_release(*, job: Job, user, now: datetime | None = None) -> Job:
 
 
 def job_delete(
-    *, job: Job, user, real: bool = False, force: bool = False, now: datetime | None = None
+    *,
+    job: Job,
+    user,
+    finished: bool = False,
+    real: bool = False,
+    force: bool = False,
+    now: datetime | None = None,
 ) -> Job | None:
-    """Hide a finished job (DELETED). ``real`` removes the row, ``force`` also ends a pending
-    job first; both are for admins only. Returns None when the row was removed."""
+    """GPULab's ``DELETE jobs/<id>`` (``gpulab-cli rm``), as the client's help describes it.
+
+    Without flags it revokes a job that has not run yet: the job is cancelled and hidden
+    (DELETED). ``finished`` also allows hiding a job that has ended. ``real`` (admins) removes
+    the row instead of hiding it, an ended job included; ``force`` (admins, with ``real``) does so whatever the state,
+    ending a running job first. Returns None when the row was removed.
+    """
     _require_actor(user, job)
     if (real or force) and not user_is_admin(user):
         raise NotAllowed("'real' and 'force' deletion are for admins only")
-    if job.status in PENDING and force:
-        job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)
     if job.status in HOLDS_RESOURCES:
-        raise Conflict(f"a job in state {job.status} is still on a slave: cancel it first")
+        if force:
+            job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)
+            raise Conflict(
+                f"the job was {job.status} and is being cancelled: remove it again once it ended"
+            )
+        raise Conflict(f"the job is {job.status} on a slave: cancel it first (gpulab-cli cancel)")
+    if job.status in FINISHED and not (finished or real or force):
+        raise Conflict(
+            f"the job has already ended ({job.status}): pass finished=true "
+            "(gpulab-cli rm --finished) to remove it"
+        )
+    if job.status in PENDING:
+        job_cancel_by_system(job=job, reason=f"revoked by {user.username}", now=now)
+        job.refresh_from_db()
     if real:
-        if job.status not in FINISHED and job.status != S.DELETED:
-            raise Conflict(f"a job in state {job.status} cannot be removed")
         job.delete()
         return None
     if job.status == S.DELETED:
         return job
-    if job.status not in FINISHED:
-        raise Conflict(f"only a finished job can be deleted; this one is {job.status}")
     job_transition(job=job, to=S.DELETED, message=f"deleted by {user.username}", now=now)
     return job
 

@@ -4,6 +4,8 @@ A job whose storage no slave offers, or whose resources no registered slave coul
 is refused at submit with the reason instead of waiting in the queue forever.
 """
 
+from datetime import datetime
+
 from django.conf import settings
 
 from clusters.models import Slave
@@ -32,6 +34,20 @@ def check_storage(*, request: dict, slaves: list[Slave], project: str, user: str
         except StorageRefused as refused:
             first_error = first_error or refused
     raise SpecError([FieldError(first_error.path, first_error.message)])
+
+
+def check_time_window(*, request: dict, now: datetime) -> None:
+    """A notAfter already past can never be met: refuse it instead of failing it at release."""
+    not_after = request["scheduling"].get("notAfter")
+    if not_after and datetime.fromisoformat(not_after) <= now:
+        raise SpecError(
+            [
+                FieldError(
+                    "request.scheduling.notAfter",
+                    f"is in the past ({not_after}; now {now:%Y-%m-%dT%H:%M:%SZ})",
+                )
+            ]
+        )
 
 
 def check_request_against_slaves(*, project, request: dict, user: str = "") -> None:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from jobs.models import Job, JobEvent
 from jobs.notifications import job_notify_request
+from jobs.states import JobStatus as S
 from jobs.states import is_allowed
 from portal.errors import Conflict
 from portal.timefmt import utc_z
@@ -39,6 +40,23 @@ def _cas(job: Job, to: str, fields: dict | None, now: datetime) -> dict | None:
     return values
 
 
+# gpulab-cli's `debug` prints only the state of a status change, never its message: the reason
+# for these changes is also written as a message event, which it prints ("LOG ERROR: ...").
+REASON_EVENT_TYPES = {
+    S.FAILED: JobEvent.Type.ERROR,
+    S.CANCELLING: JobEvent.Type.INFO,
+    S.CANCELLED: JobEvent.Type.INFO,
+    S.MUSTHALT: JobEvent.Type.WARNING,
+}
+
+
+def _reason_event(job: Job, old: str, to: str, message: str, now: datetime) -> JobEvent | None:
+    kind = REASON_EVENT_TYPES.get(to)
+    if kind is None or not message or (to == S.CANCELLED and old == S.CANCELLING):
+        return None  # CANCELLED after CANCELLING: the reason was told when cancelling began
+    return JobEvent(job=job, time=now, type=kind, message=f"{to}: {message}"[:5000])
+
+
 def job_transition(
     *,
     job: Job,
@@ -56,12 +74,16 @@ def job_transition(
     state machine forbids.
     """
     now = now or timezone.now()
+    old = job.status
     with transaction.atomic():
         values = _cas(job, to, fields, now)
         if values is not None:
             JobEvent.objects.create(
                 job=job, time=now, type=event_type, new_state=to, message=message[:5000]
             )
+            reason = _reason_event(job, old, to, message, now)
+            if reason is not None:
+                reason.save()
     if values is None:
         job.refresh_from_db()
         return False
@@ -131,6 +153,9 @@ def job_transition_many(
             won.append(ok)
             if not ok:
                 continue
+            reason = _reason_event(job, job.status, request.to, request.message, now)
+            if reason is not None:
+                events.append(reason)
             job.event_times = {**(job.event_times or {}), request.to: stamp, "statusUpdated": stamp}
             job.status, job.status_updated = request.to, now
             for name, value in (request.fields or {}).items():

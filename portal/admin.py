@@ -1,6 +1,13 @@
+from django import forms
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import UserChangeForm, UserCreationForm
 
+from portal.emails import email_problem
 from portal.models import Membership, Profile, Project
+
+User = get_user_model()
 
 
 class MembershipInline(admin.TabularInline):
@@ -38,6 +45,47 @@ class MembershipAdmin(admin.ModelAdmin):
 class ProfileAdmin(admin.ModelAdmin):
     list_display = ["user"]
     search_fields = ["user__username"]
+
+
+def _clean_email(form) -> str:
+    address = form.cleaned_data.get("email") or ""
+    problem = email_problem(address) if address else None
+    if problem:
+        raise forms.ValidationError(f"gpulab-cli would reject this address: {problem}")
+    return address
+
+
+class PortalUserCreationForm(UserCreationForm):
+    class Meta(UserCreationForm.Meta):
+        fields = ("username", "email")
+
+    clean_email = _clean_email
+
+
+class PortalUserChangeForm(UserChangeForm):
+    clean_email = _clean_email
+
+
+class UserMembershipInline(admin.TabularInline):
+    """A researcher's projects, editable on the user's own page (one screen, not two)."""
+
+    model = Membership
+    fk_name = "user"
+    extra = 1
+    autocomplete_fields = ["project"]
+
+
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class PortalUserAdmin(UserAdmin):
+    form = PortalUserChangeForm
+    add_form = PortalUserCreationForm
+    add_fieldsets = (
+        (None, {"classes": ("wide",), "fields": ("username", "email", "password1", "password2")}),
+    )
+    inlines = [UserMembershipInline]
 
 
 # Login certificates for gpulab-cli (portal/certs/admin.py).

@@ -42,7 +42,7 @@ def bootstrap_demo(*, username: str = "admin") -> BootstrapResult:
         created = admin is None
         if created:
             password, _ = _admin_password(password_file)
-            admin = User.objects.create_superuser(username, f"{username}@localhost", password)
+            admin = User.objects.create_superuser(username, settings.PORTAL_ADMIN_EMAIL, password)
         else:
             password = (
                 password_file.read_text().strip() if password_file.exists() else "(unchanged)"

@@ -199,6 +199,8 @@ EMAIL_BACKEND = os.environ.get(
 EMAIL_HOST = os.environ.get("PORTAL_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("PORTAL_EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = os.environ.get("PORTAL_EMAIL_FROM", "gpuportal@localhost")
+# The bootstrap admin's address: one gpulab-cli accepts (not @localhost, .local or .test).
+PORTAL_ADMIN_EMAIL = os.environ.get("PORTAL_ADMIN_EMAIL", "admin@example.org")
 # Links in e-mails point here (empty: no link).
 PORTAL_BASE_URL = os.environ.get("PORTAL_BASE_URL", "http://127.0.0.1:8000")
 

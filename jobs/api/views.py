@@ -179,11 +179,13 @@ class JobDetailView(PortalAPIView):
     @extend_schema(
         operation_id="gpulab_job_delete",
         tags=[TAG],
-        summary="Delete a finished job (real and force: admins only)",
+        summary="Revoke a job that has not run; finished=true to remove an ended one",
         parameters=[
-            OpenApiParameter("finished", OpenApiTypes.BOOL, description="only a finished job"),
+            OpenApiParameter("finished", OpenApiTypes.BOOL, description="also allow an ended job"),
             OpenApiParameter("real", OpenApiTypes.BOOL, description="remove the row (admin)"),
-            OpenApiParameter("force", OpenApiTypes.BOOL, description="end a pending job (admin)"),
+            OpenApiParameter(
+                "force", OpenApiTypes.BOOL, description="any state (admin, with real)"
+            ),
         ],
         request=None,
         responses={204: None, **_ERRORS, 409: ErrorSerializer},
@@ -195,10 +197,7 @@ class JobDetailView(PortalAPIView):
         job = get_visible_job(request, job_id)
         if (real or force) and not user_is_admin(request.user):
             raise NotAllowed("'real' and 'force' deletion are for admins only")
-        # gpulab-cli's --finished only "allows removing finished jobs": the service already
-        # removes nothing but finished jobs (or, with force, ends a pending one first).
-        del finished
-        services.job_delete(job=job, user=request.user, real=real, force=force)
+        services.job_delete(job=job, user=request.user, finished=finished, real=real, force=force)
         return Response(status=204)
 
 

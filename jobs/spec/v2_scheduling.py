@@ -1,10 +1,13 @@
 """``request.scheduling``: durations, time window, buckets, reservations (reference section 1).
 
 Choices where GPULab is silent or lenient:
-- minDuration larger than maxDuration is accepted (GPULab accepts it; its docs only say it
-  "doesn't make sense") and capped: the normalised minDuration becomes the maxDuration string.
-  A job can never run past maxDuration anyway, so this is what such a job means. The same cap
-  applies when only maxDuration is given and it is shorter than the default minDuration.
+- minDuration larger than maxDuration, both given, is refused: GPULab's scheduling guide says
+  "don't set minDuration larger than maxDuration (that doesn't make sense)" and documents no
+  clamp. When only maxDuration is given and it is shorter than the default minDuration, the
+  default is capped instead (the normalised minDuration becomes the maxDuration string): the
+  user asked for nothing contradictory, and a job can never run past maxDuration anyway.
+- A notAfter already in the past is refused at submit (jobs/submit_checks.py): it needs the
+  clock, and this module is pure.
 - notBefore/notAfter are stored as UTC ``YYYY-MM-DDTHH:MM:SSZ``; fractional seconds are
   dropped before notBefore < notAfter is checked, so a normalised document always re-validates.
 """
@@ -62,7 +65,13 @@ def normalize_scheduling(
     if max_seconds is not None and max_seconds < MIN_MAX_DURATION_SECONDS:
         errs.add(f.path_of("maxDuration"), "must be at least 1 minute")
     elif min_seconds is not None and max_seconds is not None and min_seconds > max_seconds:
-        min_duration = max_duration  # see the module docstring
+        if f.has("minDuration") and f.has("maxDuration"):
+            errs.add(
+                f.path_of("minDuration"),
+                f"must not be longer than maxDuration ({min_duration} > {max_duration})",
+            )
+        else:
+            min_duration = max_duration  # see the module docstring
 
     not_before = _time(f, "notBefore", errs)
     not_after = _time(f, "notAfter", errs)

@@ -149,7 +149,7 @@ def job_action(request, uuid, action):
             "halt": lambda: services.job_halt_request(job=job, user=request.user),
             "hold": lambda: services.job_hold(job=job, user=request.user),
             "release": lambda: services.job_release(job=job, user=request.user),
-            "delete": lambda: services.job_delete(job=job, user=request.user),
+            "delete": lambda: services.job_delete(job=job, user=request.user, finished=True),
         }[action]
         try:
             service()

@@ -20,6 +20,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal.certs.ca import ca_get, ca_load
+from portal.emails import HIDDEN_EMAIL, email_for_gpulab
 from portal.errors import NotAllowed
 from portal.models import LoginCertificate, user_urn
 
@@ -52,9 +53,12 @@ def login_certificate_issue(*, user, now: datetime.datetime | None = None) -> Is
             "user names with spaces or non-ASCII characters cannot get a login certificate"
         )
     names: list[x509.GeneralName] = [x509.UniformResourceIdentifier(urn)]
-    email = (user.email or "").strip()
-    if email and email.isascii():
-        names.append(x509.RFC822Name(email))
+    # gpulab-cli reads the submitter's address from this SAN and fails on every submit without
+    # one: a user with no address the client accepts gets GPULab's hidden placeholder.
+    email = email_for_gpulab((user.email or "").strip())
+    if not email.isascii():
+        email = HIDDEN_EMAIL
+    names.append(x509.RFC822Name(email))
     not_before = now - CLOCK_SKEW
     not_after = min(
         now + datetime.timedelta(days=settings.PORTAL_CERT_VALID_DAYS),

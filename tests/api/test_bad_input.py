@@ -255,14 +255,15 @@ def test_refused_transitions_are_409_with_reason(member_client, submit):
     assert again.status_code == 409
 
 
-def test_delete_unfinished_is_409(member_client, submit):
+def test_delete_of_a_job_on_a_slave_is_409(member_client, submit, slave):
     job = submit()
-    response = member_client.delete(f"{API}jobs/{job.uuid}?finished=true")
-    assert response.status_code == 409
-    assert "only a finished job can be deleted" in response.json()["error"]
-    assert member_client.delete(f"{API}jobs/{job.uuid}").status_code == 409
+    Job.objects.filter(pk=job.pk).update(status="ASSIGNED", slave=slave, gpu_ids=[0])
+    for query in ("", "?finished=true"):
+        response = member_client.delete(f"{API}jobs/{job.uuid}{query}")
+        assert response.status_code == 409
+        assert "cancel it first" in response.json()["error"]
     job.refresh_from_db()
-    assert job.status == "QUEUED"
+    assert job.status == "ASSIGNED"
 
 
 @pytest.mark.parametrize(

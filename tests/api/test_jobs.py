@@ -115,7 +115,10 @@ def test_read_back_after_actions(member_client, submit_api):
     answer = member_client.put(status, data="CANCELLED", content_type="text/plain")
     assert answer.json()["state"]["status"] == "CANCELLED"
     events = member_client.get(f"{API}jobs/{job_uuid}/debug").json()
-    assert [e["newState"] for e in events] == ["QUEUED", "ONHOLD", "QUEUED", "CANCELLED"]
+    changes = [e["newState"] for e in events if e["type"] == "Status Change"]
+    assert changes == ["QUEUED", "ONHOLD", "QUEUED", "CANCELLED"]
+    # the reason, as a message event that `gpulab-cli debug` prints
+    assert events[-1]["type"] == "Info" and events[-1]["msg"].startswith("CANCELLED: cancelled by")
 
 
 def test_cancel_running_job_stops_it_in_the_background(
@@ -156,12 +159,34 @@ def test_explain(member_client, outsider_client, submit):
 
 def test_delete_hides_then_real_removes(member_client, admin_client, finished_job):
     path = f"{API}jobs/{finished_job.uuid}"
-    assert member_client.delete(path).status_code == 204
+    refused = member_client.delete(path)  # GPULab: an ended job needs finished=true
+    assert refused.status_code == 409
+    assert "finished=true" in refused.json()["error"]
+    assert member_client.get(path).json()["state"]["status"] == "FINISHED"
+    assert member_client.delete(path + "?finished=true").status_code == 204
     assert member_client.get(path).json()["state"]["status"] == "DELETED"
-    assert member_client.delete(path).status_code == 204  # again: nothing to do
+    assert member_client.delete(path + "?finished=true").status_code == 204  # nothing to do
     assert admin_client.delete(path + "?real=true").status_code == 204
     assert member_client.get(path).status_code == 404
     assert not Job.objects.filter(uuid=finished_job.uuid).exists()
+
+
+@pytest.mark.parametrize("hold", [False, True])
+def test_delete_revokes_a_pending_job(member_client, submit, hold):
+    job = submit(hold=hold)
+    path = f"{API}jobs/{job.uuid}"
+    assert member_client.delete(path).status_code == 204
+    job.refresh_from_db()
+    assert job.status == "DELETED"
+    assert job.events.filter(new_state="CANCELLED").exists()  # revoked: cancelled, then hidden
+
+
+def test_force_real_delete_of_a_pending_job_is_for_admins(member_client, admin_client, submit):
+    job = submit()
+    path = f"{API}jobs/{job.uuid}?real=true&force=true"
+    assert member_client.delete(path).status_code == 403
+    assert admin_client.delete(path).status_code == 204
+    assert not Job.objects.filter(pk=job.pk).exists()
 
 
 def test_delete_running_job_is_409(member_client, running_job):

@@ -36,7 +36,9 @@ MATRIX = [
     ("cancel", "put", API + "jobs/{queued}/state/status", "CANCELLED", (401, 403, 200, 200)),
     ("release", "put", API + "jobs/{onhold}/state/status", "QUEUED", (401, 403, 200, 200)),
     ("halt", "put", API + "jobs/{running}/state/status", "MUSTHALT", (401, 403, 200, 200)),
-    ("delete", "delete", API + "jobs/{finished}", None, (401, 403, 204, 204)),
+    # GPULab: an ended job is removed only with finished=true (or by an admin's real delete).
+    ("delete", "delete", API + "jobs/{finished}", None, (401, 403, 409, 409)),
+    ("revoke", "delete", API + "jobs/{onhold}", None, (401, 403, 204, 204)),
     (
         "delete finished",
         "delete",

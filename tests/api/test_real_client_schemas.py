@@ -75,3 +75,22 @@ def test_real_client_parses_every_object(client_python, clients, submit, slave):
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("address", ["admin@localhost", "alice@lab.local", "bob@x.test", ""])
+def test_an_address_the_client_rejects_never_breaks_a_job_list(
+    client_python, member_client, member, submit, address
+):
+    """One owner with such an address used to make `gpulab-cli jobs` fail for the project."""
+    type(member).objects.filter(pk=member.pk).update(email=address)
+    submit()
+    items = member_client.get(API + "jobs").json()["items"]
+    assert [item["owner"]["userEmail"] for item in items] == ["hidden@hidden.hidden"]
+    result = subprocess.run(
+        [str(client_python), "-c", VALIDATE],
+        input=json.dumps({"jobs": ("jobs", items)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]

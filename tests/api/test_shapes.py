@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.gpulab_json import job_to_gpulab
+from jobs.models import Job
 from jobs.transitions import job_event_add
 from tests.api import shapes
 from tests.api.conftest import API, PORTAL, put_state
@@ -270,6 +271,8 @@ def test_portal_endpoint_shapes(member_client, admin_client, submit, slave, proj
 
 def test_error_bodies_have_one_shape(member_client, anon_client, submit):
     job = submit()
+    finished = submit()
+    Job.objects.filter(pk=finished.pk).update(status="FINISHED")
     answers = [
         anon_client.get(API + "jobs"),
         member_client.get(API + "jobs/not-a-uuid"),
@@ -278,7 +281,7 @@ def test_error_bodies_have_one_shape(member_client, anon_client, submit):
             f"{API}jobs/{job.uuid}/state/status", data="NOPE", content_type="text/plain"
         ),
         member_client.post(API + "jobs", data="{", content_type="application/json"),
-        member_client.delete(f"{API}jobs/{job.uuid}"),
+        member_client.delete(f"{API}jobs/{finished.uuid}"),
     ]
     assert [a.status_code for a in answers] == [401, 404, 400, 400, 400, 409]
     for answer in answers:

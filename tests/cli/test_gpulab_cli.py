@@ -130,9 +130,24 @@ def test_cancel_and_rm(cli, portal, tmp_path):
     assert ok(cli("cancel", job_id), portal=portal).strip() == job_id
     assert job_status(portal, job_id) == "CANCELLED"
     assert "Status: CANCELLED" in ok(cli("jobs", job_id))
-    assert ok(cli("rm", job_id), portal=portal).strip() == job_id
+    # GPULab: an ended job is removed only with --finished.
+    done = cli("rm", job_id)
+    assert done.returncode != 0
+    assert "finished=true" in done.output
+    assert job_status(portal, job_id) == "CANCELLED"
+    assert ok(cli("rm", "--finished", job_id), portal=portal).strip() == job_id
     assert job_status(portal, job_id) == "DELETED"
     assert job_id not in ok(cli("jobs", "-U"))
+
+
+def test_rm_revokes_a_pending_job(cli, portal, tmp_path):
+    """GPULab's rm without flags revokes a job that has not run: queued or on hold."""
+    for hold in (False, True):
+        args = ["submit", "--project", "vision", *(["--hold"] if hold else [])]
+        job_id = submitted_id(cli(*args, str(job_file(tmp_path))))
+        assert job_status(portal, job_id) == ("ONHOLD" if hold else "QUEUED")
+        assert ok(cli("rm", job_id), portal=portal).strip() == job_id
+        assert job_status(portal, job_id) == "DELETED"
 
 
 def test_rm_real_needs_admin(cli, portal, tmp_path):
@@ -242,6 +257,15 @@ def test_debug(cli, portal, tmp_path):
     events = json.loads(ok(cli("debug", job_id, "--raw")))
     assert all(event["jobId"] == job_id for event in events)
     assert {"Status Change"} <= {event["type"] for event in events}
+
+
+def test_debug_says_why_a_job_ended(cli, portal, tmp_path):
+    """The reason of a cancel (or failure) is printed by plain `debug`, not only `debug -r`."""
+    job_id = submitted_id(cli("submit", "--project", "vision", str(job_file(tmp_path))))
+    ok(cli("cancel", job_id))
+    out = ok(cli("debug", job_id), portal=portal)
+    assert "STATE CHANGED -> CANCELLED" in out
+    assert "LOG INFO: CANCELLED: cancelled by alice" in out
 
 
 def test_log(cli, portal):

@@ -138,3 +138,22 @@ def test_offered_storage_is_accepted(submit, hello_world, storage):
     hello_world["request"]["docker"]["storage"] = storage
     job = submit(hello_world)
     assert job.status == "QUEUED"
+
+
+def test_not_after_in_the_past_is_refused_at_submit(submit, hello_world):
+    hello_world["request"]["scheduling"]["notAfter"] = (
+        timezone.now() - timedelta(minutes=5)
+    ).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with pytest.raises(SpecError) as info:
+        submit(hello_world)
+    [error] = info.value.errors
+    assert error.path == "request.scheduling.notAfter"
+    assert error.message.startswith("is in the past")
+    assert not Job.objects.exists()
+
+
+def test_not_after_in_the_future_is_accepted(submit, hello_world):
+    hello_world["request"]["scheduling"]["notAfter"] = (
+        timezone.now() + timedelta(hours=1)
+    ).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert submit(hello_world).status == "QUEUED"

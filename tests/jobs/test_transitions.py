@@ -49,7 +49,7 @@ def test_allowed_transition_succeeds(submit, current, target):
     job.refresh_from_db()
     assert job.status == target
     assert target in job.event_times
-    event = JobEvent.objects.filter(job=job).last()
+    event = JobEvent.objects.filter(job=job, type="Status Change").last()
     assert (event.type, event.new_state, event.message) == ("Status Change", target, "test")
 
 
@@ -99,3 +99,37 @@ def test_bulk_transitions_skip_jobs_that_moved_meanwhile(submit):
     assert JobEvent.objects.filter(new_state="ASSIGNED").count() == 1
     with pytest.raises(TransitionNotAllowed):
         job_transition_many(requests=[TransitionRequest(job=first, to="FINISHED")])
+
+
+@pytest.mark.parametrize(
+    ("path", "to", "kind"),
+    [
+        (["QUEUED"], "FAILED", "Error"),
+        (["QUEUED"], "CANCELLED", "Info"),
+        (["QUEUED", "ASSIGNED", "STARTING", "RUNNING"], "CANCELLING", "Info"),
+        (["QUEUED", "ASSIGNED", "STARTING", "RUNNING"], "MUSTHALT", "Warning"),
+    ],
+)
+def test_reasons_are_also_message_events_that_gpulab_cli_debug_prints(submit, path, to, kind):
+    """`gpulab-cli debug` prints a status change's state only, and a message event's text."""
+    from jobs.models import JobEvent
+    from jobs.transitions import job_transition
+
+    job = submit()
+    for status in path[1:]:
+        assert job_transition(job=job, to=status)
+    assert job_transition(job=job, to=to, message="notAfter passed")
+    said = list(JobEvent.objects.filter(job=job).exclude(type="Status Change"))
+    assert [(e.type, e.message) for e in said] == [(kind, f"{to}: notAfter passed")]
+
+
+def test_cancelled_after_cancelling_does_not_repeat_the_reason(submit):
+    from jobs.models import JobEvent
+    from jobs.transitions import job_transition
+
+    job = submit()
+    for status in ["ASSIGNED", "STARTING", "RUNNING", "CANCELLING"]:
+        assert job_transition(job=job, to=status, message="cancelled by alice")
+    assert job_transition(job=job, to="CANCELLED", message="cancelled by alice")
+    said = JobEvent.objects.filter(job=job).exclude(type="Status Change")
+    assert said.count() == 1

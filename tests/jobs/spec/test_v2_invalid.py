@@ -369,3 +369,14 @@ def test_spec_error_needs_errors():
     with pytest.raises(ValueError):
         SpecError([])
     assert SpecError.single("a", "b").errors == [FieldError("a", "b")]
+
+
+def test_min_duration_longer_than_max_duration_is_refused_when_both_are_given():
+    """GPULab: "don't set minDuration larger than maxDuration"; no clamp is documented."""
+    doc = with_changes(
+        minimal_job(),
+        {"request.scheduling.minDuration": "2 days", "request.scheduling.maxDuration": "1 day"},
+    )
+    assert errors_of(normalize_job, doc, defaults=DEFAULTS) == [
+        ("request.scheduling.minDuration", "must not be longer than maxDuration (2 days > 1 day)")
+    ]
