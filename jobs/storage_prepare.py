@@ -43,6 +43,7 @@ import dataclasses
 import errno
 import logging
 import os
+import stat
 from pathlib import Path
 
 from jobs.storage import ResolvedMount, StorageRefused
@@ -109,10 +110,19 @@ def _open_anchor(plan: _Plan, field: str) -> int:
         raise StorageRefused(field, message) from None
 
 
-def _refusal(field: str, where: str, error: OSError) -> StorageRefused:
-    if error.errno == errno.ELOOP:
-        return StorageRefused(field, f"{where} is a symlink; storage folders never follow links")
-    if error.errno == errno.ENOTDIR:
+def _refusal(field: str, where: str, error: OSError, parent: int, name: str) -> StorageRefused:
+    """Why ``open(name, O_DIRECTORY | O_NOFOLLOW)`` failed, named for the job's owner."""
+    if error.errno in (errno.ELOOP, errno.ENOTDIR):
+        # With O_DIRECTORY, Linux answers ENOTDIR (not ELOOP) for a link: look at the entry
+        # itself (lstat: never follows) to say which it is.
+        try:
+            is_link = stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+        except OSError:
+            is_link = error.errno == errno.ELOOP
+        if is_link:
+            return StorageRefused(
+                field, f"{where} is a symlink; storage folders never follow links"
+            )
         return StorageRefused(field, f"{where} is not a folder")
     return StorageRefused(field, f"{where} cannot be opened: {error.strerror}")
 
@@ -121,7 +131,7 @@ def _open_child(parent: int, name: str, field: str, where: str) -> int:
     try:
         return os.open(name, _OPEN_FLAGS, dir_fd=parent)
     except OSError as error:
-        raise _refusal(field, where, error) from None
+        raise _refusal(field, where, error, parent, name) from None
 
 
 def _step(parent: int, name: str, *, mode: int, field: str, where: str) -> tuple[int, bool]:
@@ -131,14 +141,14 @@ def _step(parent: int, name: str, *, mode: int, field: str, where: str) -> tuple
     except FileNotFoundError:
         pass
     except OSError as error:
-        raise _refusal(field, where, error) from None
+        raise _refusal(field, where, error, parent, name) from None
     try:
         os.mkdir(name, mode, dir_fd=parent)  # never follows a link: EEXIST on any entry
         created = True
     except FileExistsError:
         created = False  # a concurrent launch made it (or a link appeared): open decides
     except OSError as error:
-        raise _refusal(field, where, error) from None
+        raise _refusal(field, where, error, parent, name) from None
     return _open_child(parent, name, field, where), created
 
 
