@@ -7,9 +7,9 @@ watcher event and a reconcile for the same exit), and changes status only throug
 """
 
 import logging
-import os
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -23,7 +23,8 @@ from jobs.models import Job, JobPullSecret
 from jobs.notifications import RESTART, job_notify_request
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
-from jobs.storage import StorageRefused, escapes_root
+from jobs.storage import StorageRefused
+from jobs.storage_prepare import storage_prepare
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.tasks import fire
@@ -53,23 +54,13 @@ def _fail(job: Job, reason: str, **fields) -> bool:
 
 
 def _prepare_storage(job: Job) -> list:
-    """Resolve mounts on this slave and create the folders with the project's group."""
+    """Resolve mounts on this slave and create their folders with the project's group, never
+    following a link (``jobs.storage_prepare``); runs right before ``engine.run``."""
     mounts = job_mounts(job, job.slave)
-    local = job.slave.docker_url.startswith("unix://")
-    for mount in mounts:
-        if not local:
-            continue  # a remote slave's folders live on that machine (documented)
-        os.makedirs(mount.root_host_path, exist_ok=True)
-        os.makedirs(mount.host_path, exist_ok=True)
-        for path in {mount.root_host_path, mount.host_path}:
-            try:
-                os.chown(path, -1, job.project.gid)
-                os.chmod(path, 0o2775)  # setgid: files created inside keep the project group
-            except PermissionError:
-                log.warning("cannot give %s to gid %s", path, job.project.gid)
-        if escapes_root(mount):
-            raise StorageRefused(mount.container_path, "a symlink leads outside the storage root")
-    return mounts
+    if not job.slave.docker_url.startswith("unix://"):
+        return mounts  # a remote slave's folders live on that machine (documented)
+    base = Path(settings.PORTAL_STORAGE_BASE)
+    return [storage_prepare(mount=mount, gid=job.project.gid, base=base) for mount in mounts]
 
 
 def _ensure_image(engine, job: Job) -> None:

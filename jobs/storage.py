@@ -4,10 +4,10 @@ A slave offers named container roots (``/project``, ``/project_scratch``) that m
 templates with ``{project}`` and ``{user}`` placeholders. A job's ``hostPath`` must be one of those
 roots or a folder below one; ``PROJECT_SHARE_AUTO`` means ``/project``; ``.ssh`` is the user's SSH
 folder; ``tmpfs`` is memory. Everything else, ``..`` and the Docker socket are refused.
-Pure functions: the submit check and the launch both call them.
+Pure functions: the submit check and the launch both call them. Creating the folders on the
+slave, without ever following a link, is ``jobs.storage_prepare``.
 """
 
-import os
 import posixpath
 from dataclasses import dataclass
 
@@ -31,6 +31,24 @@ class ResolvedMount:
     host_path: str  # absolute folder on the slave
     container_path: str
     root_host_path: str  # the root's folder: symlinks must not lead out of it
+    root: str = ""  # the offered root it lies in ("/project", ".ssh"): names it in refusals
+    anchor: str = ""  # the root template's fixed folder (before any placeholder)
+
+
+def template_anchor(template: str) -> str:
+    """The folder a root template fixes before its first placeholder.
+
+    ``/srv/projects/{project}`` -> ``/srv/projects``; ``/srv/p-{project}/x`` -> ``/srv``; a
+    template without placeholders names one fixed folder, whose parent is the anchor. Only the
+    admin chooses these folders, so storage preparation may trust them (and whatever links
+    lead to them) but nothing below them.
+    """
+    fixed = template.split("{", 1)[0]
+    if fixed == template:
+        return posixpath.dirname(template.rstrip("/")) or "/"
+    if "/" not in fixed:
+        return ""  # a relative template: storage preparation refuses it
+    return fixed[: fixed.rfind("/")] or "/"
 
 
 class StorageRefused(ValueError):
@@ -60,7 +78,7 @@ def resolve_mount(
         if not template:
             raise StorageRefused(path, "this slave offers no SSH folder")
         folder = template.format(project=project, user=user)
-        return ResolvedMount(folder, container, folder)
+        return ResolvedMount(folder, container, folder, SSH_ALIAS, template_anchor(template))
     if _is_socket_like(host):
         raise StorageRefused(path, "the Docker socket (or any socket) can never be mounted")
     if not host.startswith("/"):
@@ -74,7 +92,8 @@ def resolve_mount(
             remainder = normalised[len(root.rstrip("/")) :].lstrip("/")
             root_folder = roots[root].format(project=project, user=user)
             folder = posixpath.join(root_folder, remainder) if remainder else root_folder
-            return ResolvedMount(folder, container, root_folder)
+            anchor = template_anchor(roots[root])
+            return ResolvedMount(folder, container, root_folder, root.rstrip("/") or "/", anchor)
     offered = ", ".join(sorted(r for r in roots if r.startswith("/"))) or "none"
     raise StorageRefused(path, f"{host} is not offered to this project (storage roots: {offered})")
 
@@ -88,10 +107,3 @@ def resolve_mounts(
         if mount is not None:
             mounts.append(mount)
     return mounts
-
-
-def escapes_root(mount: ResolvedMount) -> bool:
-    """True when, on this filesystem, a symlink leads the mount outside its root folder."""
-    real_root = os.path.realpath(mount.root_host_path)
-    real_path = os.path.realpath(mount.host_path)
-    return not (real_path == real_root or real_path.startswith(real_root.rstrip("/") + "/"))

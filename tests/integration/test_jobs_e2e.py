@@ -205,6 +205,27 @@ def test_symlink_escape_is_refused_at_launch(people, local, watcher, runtime, tm
     assert done.status == "FAILED" and "symlink" in done.end_reason
 
 
+def test_link_planted_by_one_job_never_redirects_the_next(people, local, watcher, tmp_path):
+    """Issue 10.1: job A plants a link in /project, job B mounts it; the target stays as it was
+    (the old launch chowned and chmodded it to 2775 root:<project gid> before refusing)."""
+    watcher()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    os.chown(victim, 0, 0)
+    os.chmod(victim, 0o700)
+    before = os.lstat(victim)
+    plant = job(f"ln -s {victim} /project/evil", docker__storage=[{"containerPath": "/project"}])
+    planted = wait_for(submit(people, plant), "FINISHED", "FAILED")
+    assert planted.status == "FINISHED", planted.end_reason
+    doc = job("true", docker__storage=[{"hostPath": "/project/evil", "containerPath": "/x"}])
+    refused = wait_for(submit(people, doc), "FAILED", "FINISHED")
+    assert refused.status == "FAILED"
+    assert "storage:" in refused.end_reason and "/project/evil is a symlink" in refused.end_reason
+    after = os.lstat(victim)
+    assert (after.st_mode, after.st_uid, after.st_gid) == (before.st_mode, 0, 0)
+    assert os.listdir(victim) == []
+
+
 def test_forbidden_host_path_is_refused_at_submit(people, local):
     with pytest.raises(SpecError) as caught:
         submit(people, job("true", docker__storage=[{"hostPath": "/var/run/docker.sock"}]))
