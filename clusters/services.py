@@ -90,6 +90,21 @@ def slave_mark_offline(*, slave: Slave, reason: str, now: datetime | None = None
         setattr(slave, key, value)
 
 
+def cpu_model_of(*, slave: Slave, info, cpuinfo: str = "/proc/cpuinfo") -> str:
+    """GPULab lists each slave's CPU model. Docker's info has none: a local engine's machine is
+    this one, so its /proc/cpuinfo says; a remote engine's only tells its architecture."""
+    if slave.docker_url.startswith("unix://"):
+        try:
+            with open(cpuinfo) as lines:
+                for line in lines:
+                    key, _, value = line.partition(":")
+                    if key.strip() == "model name" and value.strip():
+                        return value.strip()[:200]
+        except OSError:
+            pass
+    return info.architecture[:200]
+
+
 def slave_probe(
     *, slave: Slave, now: datetime | None = None, discover_gpus: bool | None = None
 ) -> Slave:
@@ -130,6 +145,7 @@ def slave_probe(
         "cpus_total": info.cpus,
         "memory_total_mb": info.memory_bytes // (1024 * 1024),
         "docker_version": info.server_version,
+        "cpu_model": cpu_model_of(slave=slave, info=info),
     }
     with transaction.atomic():
         if result.gpus:

@@ -28,6 +28,7 @@ from jobs.storage_prepare import storage_prepare
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.tasks import fire
+from portal.timefmt import utc_z
 
 log = logging.getLogger(__name__)
 S = JobStatus
@@ -252,7 +253,7 @@ def job_restart_create(*, job: Job) -> Job | None:
     scheduling["minDuration"] = format_duration(min_duration)
     request["scheduling"] = scheduling
     now = timezone.now()
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = utc_z(now)
     columns = {
         f.attname: getattr(job, f.attname)
         for f in Job._meta.concrete_fields

@@ -1,4 +1,8 @@
-"""Time formatting in GPULab's shape: UTC, ``YYYY-MM-DDTHH:MM:SSZ``."""
+"""Time formatting in GPULab's shape: UTC, ``YYYY-MM-DDTHH:MM:SS.mmmZ``.
+
+Milliseconds, because event times with whole seconds gave a job that ran for 0.6 s no duration
+at all in `gpulab-cli jobs ID`; the client parses any ISO 8601 time with a zone.
+"""
 
 from datetime import UTC, datetime
 
@@ -6,7 +10,8 @@ from datetime import UTC, datetime
 def utc_z(value: datetime | None) -> str | None:
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
 def parse_utc_z(value: str | None) -> datetime | None:

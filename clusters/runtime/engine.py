@@ -42,6 +42,7 @@ class EngineInfo:
     kernel: str
     name: str
     default_runtime: str = "runc"
+    architecture: str = ""
 
 
 @dataclass(frozen=True)
@@ -223,6 +224,7 @@ class DockerEngine:
             kernel=data.get("KernelVersion") or "",
             name=data.get("Name") or "",
             default_runtime=data.get("DefaultRuntime") or "runc",
+            architecture=data.get("Architecture") or "",
         )
 
     def image_present(self, ref: str) -> bool:

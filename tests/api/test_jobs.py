@@ -348,3 +348,12 @@ def test_other_user_running(member_client, zoo, slave):
     )
     response = member_client.get(API + "jobs?other_user_running=sometimes")
     assert response.status_code == 400
+
+
+def test_event_times_have_milliseconds_so_short_jobs_show_a_duration(member_client, submit):
+    """A job that ran 0.4 s used to show RUNNING and FINISHED at the same whole second."""
+    import re
+
+    job = submit()
+    times = member_client.get(f"{API}jobs/{job.uuid}").json()["state"]["eventTimes"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", times["QUEUED"])
