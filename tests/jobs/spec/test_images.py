@@ -292,7 +292,10 @@ def test_redact_image(text, member_view):
     ],
 )
 def test_system_container_paths(path, ok):
-    for item in ({"containerPath": path}, {"hostPath": "tmpfs", "containerPath": path, "sizeGb": 1}):
+    for item in (
+        {"containerPath": path},
+        {"hostPath": "tmpfs", "containerPath": path, "sizeGb": 1},
+    ):
         doc = with_changes(minimal_job(), {"request.docker.storage": [item]})
         if ok:
             storage = normalize_job(doc, defaults=DEFAULTS)["request"]["docker"]["storage"]
