@@ -35,6 +35,18 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 IMAGE_FORMAT = "[user:password@][registry[:port]/]name[:tag][@digest]"
+# GPULab's own image pattern, which the real gpulab-cli applies to every job it reads from the
+# API: whatever is accepted must still match it as the API shows it (see gpulab_image).
+GPULAB_IMAGE_RE = re.compile(
+    r"^((?P<username>[\w\-+_.]+):(?P<password>[^@ ]+)@)?"
+    r"(?P<repository>[\w.\-_]+(?::\d+|)\/)?"
+    r"(?P<image>[a-z0-9.\-_]+(?:\/[a-z0-9.\-_]+|)+)(:(?P<tag>[\w.\-_]{1,127}))?$"
+)
+GPULAB_HINT = (
+    "cannot be read back by gpulab-cli, whose image pattern is stricter (a digest fits it only "
+    'as name:tag@digest, with no "/" in the name and no user:password@; no IPv6 registry; tags '
+    "of at most 127 characters)"
+)
 IMAGE_HINT = f"is not an image reference {IMAGE_FORMAT}"
 CREDENTIALS_HINT = (
     'the credentials before "@" must be user:password (user: letters, digits, "_", "+", ".", '
@@ -325,6 +337,19 @@ def registry_refusal(ref: ImageRef, *, allowed: Collection[str] = ()) -> str | N
         f"the registry {registry} is {kind}: the slaves would pull from inside the site's "
         "network (an administrator can allow it in PORTAL_ALLOWED_PRIVATE_REGISTRIES)"
     )
+
+
+def gpulab_image(text: str) -> str:
+    """The image as the GPULab API shows it to project members: redacted, and a pinned image
+    without credentials written ``name:tag@digest`` (tag "latest" when none was given), the
+    only form of a digest that GPULab's pattern (and so the real client) accepts; Docker reads
+    it as the same image. Images that still do not match GPULab's pattern are refused at
+    submit (GPULAB_HINT)."""
+    shown = redact_image(text, member=True)
+    ref = parse_image(text)
+    if ref is not None and ref.digest and not ref.has_credentials:
+        shown = f"{ref.name}:{ref.tag or 'latest'}@{ref.digest}"
+    return shown
 
 
 def redact_image(text: str, *, member: bool) -> str:

@@ -21,7 +21,14 @@ from .checks import (
     read_object,
     read_str,
 )
-from .images import MAX_IMAGE_LENGTH, image_parse, registry_refusal
+from .images import (
+    GPULAB_HINT,
+    GPULAB_IMAGE_RE,
+    MAX_IMAGE_LENGTH,
+    gpulab_image,
+    image_parse,
+    registry_refusal,
+)
 
 DOCKER_FIELDS = (
     "image",
@@ -95,6 +102,9 @@ def _image(text: str, path: str, errs: Errors, allowed: Collection[str]) -> str 
     refusal = registry_refusal(parsed, allowed=allowed)
     if refusal:
         errs.add(path, refusal)
+        return None
+    if not GPULAB_IMAGE_RE.fullmatch(gpulab_image(text)):
+        errs.add(path, GPULAB_HINT)
         return None
     return text
 

@@ -38,11 +38,12 @@ def submit_image(member, project, image):
         (f"busybox@{DIGEST}", f"busybox@{DIGEST}", "", f"busybox@{DIGEST}", None),
         # the tag beside a digest is for people; Docker pulls and runs the digest
         (f"busybox:latest@{DIGEST}", f"busybox@{DIGEST}", "", f"busybox@{DIGEST}", None),
+        (f"busybox:1.36@{DIGEST}", f"busybox@{DIGEST}", "", f"busybox@{DIGEST}", None),
         (
-            f"u:s3cretPW@registry.example.org/team/img:1@{DIGEST}",
-            f"registry.example.org/team/img@{DIGEST}",
-            "",
-            f"registry.example.org/team/img@{DIGEST}",
+            "u:s3cretPW@registry.example.org/team/img:1",
+            "registry.example.org/team/img",
+            "1",
+            "registry.example.org/team/img:1",
             "u",
         ),
     ],
