@@ -47,7 +47,6 @@ GPULAB_HINT = (
     'as name:tag@digest, with no "/" in the name and no user:password@; no IPv6 registry; tags '
     "of at most 127 characters)"
 )
-IMAGE_HINT = f"is not an image reference {IMAGE_FORMAT}"
 CREDENTIALS_HINT = (
     'the credentials before "@" must be user:password (user: letters, digits, "_", "+", ".", '
     '"-"; password: no "@" or spaces)'
