@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 
 from jobs.selectors import job_sees_full
-from jobs.spec.images import HIDDEN_IMAGE, redact_image
+from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
 from jobs.spec.v2 import EXTRA_FIELDS
 from jobs.spec.v2_resources import RESOURCE_FIELDS
 from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
@@ -114,7 +114,8 @@ def _request(request: dict, *, full: bool) -> dict:
     if full:
         docker = _pick(request.get("docker") or {}, DOCKER_DEFAULTS, DOCKER_DEFAULTS)
         # Stored requests already carry XXXX; redact again so no path can ever leak a password.
-        docker["image"] = redact_image(str(docker["image"] or ""), member=True)
+        # A pinned image is written the one way gpulab-cli's image pattern accepts.
+        docker["image"] = gpulab_image(str(docker["image"] or ""))
         docker["portMappings"] = [_port_mapping(p) for p in docker["portMappings"] or []]
         return {"resources": resources, "docker": docker, "scheduling": scheduling, "extra": extra}
     docker = copy.deepcopy(DOCKER_DEFAULTS)

@@ -12,9 +12,9 @@ from django.conf import settings
 
 from clusters.models import Slave
 from clusters.runtime.commands import split_command
-from clusters.runtime.spec import ContainerSpec, Mount, PortMapping
+from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.models import Job
-from jobs.spec import parse_image
+from jobs.spec.images import image_parse
 from jobs.storage import ResolvedMount, resolve_mounts
 from jobs.submit_checks import slave_roots
 from portal.models import user_urn
@@ -33,7 +33,8 @@ class PullTarget:
 
     @property
     def reference(self) -> str:
-        return f"{self.repository}:{self.tag}"
+        # A pinned image is pulled and run as "name@sha256:...", with no tag.
+        return f"{self.repository}:{self.tag}" if self.tag else self.repository
 
 
 def pull_target(job: Job) -> PullTarget:
@@ -42,9 +43,16 @@ def pull_target(job: Job) -> PullTarget:
 
     secret = JobPullSecret.objects.filter(job=job).first()
     image = secret.image if secret is not None else job.request["docker"]["image"]
-    ref = parse_image(image)
-    # pull_name always ends with ":tag" (default latest), so the last colon splits it.
-    repository, _, tag = ref.pull_name.rpartition(":")
+    ref = image_parse(image)
+    if isinstance(ref, str):
+        # Only a job stored before the grammar got stricter: fail it with the reason, which
+        # never quotes an image holding credentials.
+        raise refused(f"the image {ref}")
+    if ref.digest:
+        repository, tag = ref.pull_name, ""  # "name@sha256:..."; the engine pulls by digest
+    else:
+        # pull_name then ends with ":tag" (default latest), so the last colon splits it.
+        repository, _, tag = ref.pull_name.rpartition(":")
     return PullTarget(repository=repository, tag=tag, username=ref.username, password=ref.password)
 
 

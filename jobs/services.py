@@ -35,6 +35,7 @@ def spec_defaults() -> SpecDefaults:
     return SpecDefaults(
         min_duration=settings.PORTAL_DEFAULT_MIN_DURATION,
         max_duration=settings.PORTAL_DEFAULT_MAX_DURATION,
+        allowed_private_registries=tuple(settings.PORTAL_ALLOWED_PRIVATE_REGISTRIES),
     )
 
 

@@ -41,6 +41,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads a cookie, a parameter or the body into a query: NUL bytes and
+    # unpaired surrogates get a 400 naming the parameter instead of a database error (500).
+    "portal.text_guard.TextGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -184,6 +187,10 @@ PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE", "gpuportal")
 PORTAL_GPU_PROBE_IMAGE = os.environ.get(
     "PORTAL_GPU_PROBE_IMAGE", "nvidia/cuda:12.4.1-base-ubuntu22.04"
 )
+# Job images may name a registry on localhost or a loopback, link-local or private address only
+# when it is listed here ("host" or "host:port"): the slaves' Docker pulls them, and must not be
+# pointed at internal services by a job. Example: "localhost:5000,10.0.0.5:5000".
+PORTAL_ALLOWED_PRIVATE_REGISTRIES = env_list("PORTAL_ALLOWED_PRIVATE_REGISTRIES", [])
 
 # --- Certificates for gpulab-cli ------------------------------------------------------------
 PORTAL_CA_DIR = Path(os.environ.get("PORTAL_CA_DIR", VAR_DIR / "ca"))

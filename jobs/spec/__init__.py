@@ -1,8 +1,9 @@
 """GPULab job documents: parsing, v2 validation and normalisation, v1 conversion, durations and
 image references.
 
-Pure Python (standard library only, no Django) so that the API, the web forms, the scheduler and
-the launcher can share it and it can be tested anywhere.
+Pure Python (standard library only, no Django; the rule on text no database can store comes
+from portal.text_guard, itself standard library only) so that the API, the web forms, the
+scheduler and the launcher can share it and it can be tested anywhere.
 """
 
 from .document import detect_version, parse_job_document

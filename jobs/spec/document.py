@@ -4,7 +4,7 @@ object, version 1 or version 2."""
 from __future__ import annotations
 
 from .errors import SpecError
-from .jsontext import DOCUMENT_PATH, load_json
+from .jsontext import DOCUMENT_PATH, check_storable, load_json
 from .v1 import convert_v1, v1_errors
 from .v2 import SpecDefaults, normalize_job
 
@@ -33,6 +33,7 @@ def parse_job_document(source: str | bytes | dict, *, defaults: SpecDefaults) ->
     name the v1 fields the user wrote (``jobDefinition.resources.cpuCores``).
     """
     doc = source if isinstance(source, dict) else load_json(source)
+    check_storable(doc)  # before conversion: errors name what the user wrote
     if detect_version(doc) == 2:
         return normalize_job(doc, defaults=defaults), False
     converted = convert_v1(doc)

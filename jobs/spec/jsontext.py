@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 
-from .errors import SpecError
+from portal.text_guard import find_unstorable
+
+from .errors import FieldError, SpecError
 
 JSON_PATH = "(json)"
 DOCUMENT_PATH = "(document)"
@@ -23,9 +25,10 @@ def _reject_constant(name: str) -> object:
 def load_json(text: str | bytes) -> dict:
     """Parse ``text`` (str, or UTF-8 bytes with or without a BOM) into a JSON object (a dict).
 
-    Raises SpecError with path ``(json)`` for a syntax error or bad encoding, and path
-    ``(document)`` when the top level is not an object. Duplicate keys keep the last value, as
-    every common JSON parser (and GPULab's) does.
+    Raises SpecError with path ``(json)`` for a syntax error or bad encoding, path
+    ``(document)`` when the top level is not an object, and the path of every string (or key)
+    that cannot be stored (see check_storable). Duplicate keys keep the last value, as every
+    common JSON parser (and GPULab's) does.
     """
     if isinstance(text, bytes | bytearray):
         try:
@@ -55,7 +58,19 @@ def load_json(text: str | bytes) -> dict:
         raise SpecError.single(
             DOCUMENT_PATH, f"must be a JSON object ({{...}}), not {json_type_name(value)}"
         )
+    check_storable(value)
     return value
+
+
+def check_storable(value: object) -> None:
+    """Raise SpecError naming every string or key that no database can store (a NUL byte, an
+    unpaired surrogate: what JSON's "\\u0000" and "\\ud800" escapes decode to).
+
+    Checked before any other rule, so that no later message echoes such text back.
+    """
+    problems = find_unstorable(value)
+    if problems:
+        raise SpecError(FieldError(path, message) for path, message in problems)
 
 
 def json_type_name(value: object) -> str:

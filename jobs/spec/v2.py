@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 
 from .checks import Errors, check_str, describe, read_list, read_object, read_str
 from .durations import parse_duration
 from .errors import SpecError
-from .jsontext import DOCUMENT_PATH
+from .jsontext import DOCUMENT_PATH, check_storable
 from .v2_docker import normalize_docker
 from .v2_resources import normalize_resources
 from .v2_scheduling import normalize_scheduling
@@ -50,6 +51,8 @@ class SpecDefaults:
 
     min_duration: str = "1 week"
     max_duration: str = "2 weeks"
+    # Registries on localhost or private addresses that images may name ("host[:port]").
+    allowed_private_registries: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Fail at start-up on a bad setting, not on the first submitted job.
@@ -63,6 +66,7 @@ def normalize_job(doc: dict, *, defaults: SpecDefaults) -> dict:
     problem (paths like ``request.resources.gpus``)."""
     if not isinstance(doc, dict):
         raise SpecError.single(DOCUMENT_PATH, f"must be a JSON object, not {describe(doc)}")
+    check_storable(doc)
     errs = Errors()
     # Top-level fields are named plainly: "name", "request.docker.image".
     top = read_object(doc, "", errs, fields=JOB_FIELDS, ignored=SERVER_SET_FIELDS)
@@ -84,7 +88,8 @@ def _request(value: object, path: str, errs: Errors, defaults: SpecDefaults) -> 
     if f is None:
         return None
     sections = {}
-    for name, normalize in (("resources", normalize_resources), ("docker", normalize_docker)):
+    docker = partial(normalize_docker, allowed_registries=defaults.allowed_private_registries)
+    for name, normalize in (("resources", normalize_resources), ("docker", docker)):
         if f.has(name):
             sections[name] = normalize(f.get(name), f.path_of(name), errs)
         else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Collection
 
 from .checks import (
     Errors,
@@ -20,7 +21,14 @@ from .checks import (
     read_object,
     read_str,
 )
-from .images import IMAGE_HINT, MAX_IMAGE_LENGTH, parse_image
+from .images import (
+    GPULAB_HINT,
+    GPULAB_IMAGE_RE,
+    MAX_IMAGE_LENGTH,
+    gpulab_image,
+    image_parse,
+    registry_refusal,
+)
 
 DOCKER_FIELDS = (
     "image",
@@ -45,17 +53,27 @@ SSH_DIR = ".ssh/"
 SSH_CONTAINER_DIR = "/root/.ssh/"
 PROJECT_SHARE_AUTO = "PROJECT_SHARE_AUTO"
 MAX_PATH_LENGTH = 4096
+# Mounting over these would hide or replace the kernel's interfaces inside the container.
+SYSTEM_DIRS = ("/proc/", "/sys/", "/dev/")
+# Except a tmpfs or folder on /dev/shm: the usual way to give a job more shared memory than
+# Docker's 64 MB (PyTorch's DataLoader workers need it), and nothing of the host's is exposed.
+SHM_DIR = "/dev/shm/"
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def normalize_docker(value: object, path: str, errs: Errors) -> dict | None:
-    """Validate request.docker and return it with every key present."""
+def normalize_docker(
+    value: object, path: str, errs: Errors, *, allowed_registries: Collection[str] = ()
+) -> dict | None:
+    """Validate request.docker and return it with every key present.
+
+    ``allowed_registries``: private registries the site allows (see images.registry_refusal).
+    """
     f = read_object(value, path, errs, fields=DOCKER_FIELDS)
     if f is None:
         return None
     image = read_str(f, "image", errs, required=True, max_length=MAX_IMAGE_LENGTH)
-    if image is not None and parse_image(image) is None:
-        errs.add(f.path_of("image"), IMAGE_HINT)
+    if image is not None:
+        image = _image(image, f.path_of("image"), errs, allowed_registries)
     working_dir = read_str(f, "workingDir", errs, min_length=1, max_length=MAX_PATH_LENGTH)
     if working_dir is not None:
         working_dir = _working_dir(working_dir, f.path_of("workingDir"), errs)
@@ -74,6 +92,21 @@ def normalize_docker(value: object, path: str, errs: Errors) -> dict | None:
             f, "user", errs, pattern=WORD_RE, pattern_message=r"must be a user name or id (\w+)"
         ),
     }
+
+
+def _image(text: str, path: str, errs: Errors, allowed: Collection[str]) -> str | None:
+    parsed = image_parse(text)
+    if isinstance(parsed, str):
+        errs.add(path, parsed)
+        return None
+    refusal = registry_refusal(parsed, allowed=allowed)
+    if refusal:
+        errs.add(path, refusal)
+        return None
+    if not GPULAB_IMAGE_RE.fullmatch(gpulab_image(text)):
+        errs.add(path, GPULAB_HINT)
+        return None
+    return text
 
 
 def _word(item: object, path: str, errs: Errors) -> str | None:
@@ -137,6 +170,11 @@ def _container_path(value: object, path: str, errs: Errors) -> str | None:
     if normalized == "/":
         errs.add(path, "cannot be the container's root directory /")
         return None
+    if normalized is not None and normalized != SHM_DIR:
+        for system_dir in SYSTEM_DIRS:
+            if normalized.startswith(system_dir):
+                errs.add(path, f"cannot be {system_dir[:-1]} or inside it (the kernel's files)")
+                return None
     return normalized
 
 

@@ -6,6 +6,7 @@ Uses the client environment that tests/cli installs (var/test-cli-venv/<version>
 PORTAL_CLI_VENV_DIR); without it the test skips, unless PORTAL_REQUIRE_CLI=1.
 """
 
+import copy
 import json
 import subprocess
 
@@ -16,6 +17,7 @@ from jobs.gpulab_json import job_to_gpulab
 from jobs.transitions import job_event_add
 from tests.api.conftest import API, put_state
 from tests.api.test_shapes import _rich_job
+from tests.conftest import HELLO_WORLD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.cli]
 
@@ -35,6 +37,21 @@ print(len(samples), "ok")
 """
 
 
+# Docker's grammar accepts more than GPULab's image pattern, which the client applies.
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+IMAGES = [
+    f"busybox@{DIGEST}",
+    f"img:v1@{DIGEST}",
+    "u:s3cretPW@registry.example.org:5000/team/img:" + "t" * 127,
+]
+
+
+def _with_image(image: str) -> dict:
+    document = copy.deepcopy(HELLO_WORLD)
+    document["request"]["docker"]["image"] = image
+    return document
+
+
 @pytest.fixture
 def client_python():
     """The real client's environment (installed once and shared with tests/cli)."""
@@ -52,6 +69,7 @@ def test_real_client_parses_every_object(client_python, clients, submit, slave):
         submit(hold=True),
         put_state(submit(), "FINISHED", slave=slave, gpu_ids=[2]),
         put_state(submit(), "ASSIGNED", slave=slave, gpu_ids=[3]),
+        *(submit(_with_image(image)) for image in IMAGES),
     ]
     samples = {}
     for who, client in clients.items():

@@ -280,7 +280,7 @@ V2_ERRORS_IN_V1_TERMS = [
     ({f"{J}.resources.systemMemory": 0}, f"{J}.resources.systemMemory", "must be > 0"),
     ({f"{J}.resources.gpus": -1}, f"{J}.resources.gpus", "must be >= 0"),
     ({f"{J}.resources.cpuCores": DELETE}, f"{J}.resources.cpuCores", "is required"),
-    ({f"{J}.dockerImage": "Bad Image"}, f"{J}.dockerImage", "does not match the image pattern"),
+    ({f"{J}.dockerImage": "Bad Image"}, f"{J}.dockerImage", "must not contain spaces"),
     ({f"{J}.dockerImage": DELETE}, f"{J}.dockerImage", "is required"),
     ({f"{J}.clusterId": -2}, f"{J}.clusterId", "must be >= 0"),
     ({f"{J}.name": ""}, f"{J}.name", "must not be empty"),

@@ -57,10 +57,12 @@ CASES = [
     (
         {f"{D}.image": "Debian:stable"},
         f"{D}.image",
-        "does not match the image pattern <user:pass@registry:port/image:tag>",
+        'the path component "Debian" must be lowercase',
     ),
-    ({f"{D}.image": "debian stable"}, f"{D}.image", "does not match the image pattern"),
-    ({f"{D}.image": "debian:stable\n"}, f"{D}.image", "does not match the image pattern"),
+    ({f"{D}.image": "debian stable"}, f"{D}.image", "must not contain spaces"),
+    ({f"{D}.image": "debian:stable\n"}, f"{D}.image", "must not contain spaces"),
+    ({f"{D}.image": "--privileged"}, f"{D}.image", 'must not start with "-"'),
+    ({f"{D}.image": "127.0.0.1:2375/x"}, f"{D}.image", "is a loopback address"),
     ({f"{D}.command": 5}, f"{D}.command", "must be a string or a list of strings"),
     ({f"{D}.command": ["ls", 1]}, f"{D}.command[1]", "must be a string"),
     ({f"{D}.environment": {"1BAD": "x"}}, f"{D}.environment.1BAD", "must be a variable name"),
@@ -116,6 +118,11 @@ CASES = [
         "must be an absolute path",
     ),
     ({f"{D}.storage": [{"containerPath": "/"}]}, f"{D}.storage[0].containerPath", "root directory"),
+    (
+        {f"{D}.storage": [{"containerPath": "/proc"}]},
+        f"{D}.storage[0].containerPath",
+        "cannot be /proc or inside it",
+    ),
     (
         {f"{D}.storage": [{"hostPath": "data"}]},
         f"{D}.storage[0].hostPath",
