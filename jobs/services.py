@@ -13,7 +13,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.notifications import job_notify_request
 from jobs.request_columns import columns_from_request
-from jobs.selectors import job_can_act, user_is_admin
+from jobs.selectors import job_can_act
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
 from jobs.spec.images import redact_image
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
@@ -21,6 +21,7 @@ from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.errors import Conflict, NotAllowed
 from portal.models import Membership, Project
+from portal.permissions import may_delete_all_jobs, may_submit_to_any_project
 from portal.tasks import fire
 from portal.timefmt import utc_z
 from reservations.models import Reservation
@@ -38,9 +39,9 @@ def spec_defaults() -> SpecDefaults:
 
 
 def _require_member(user, project: Project) -> None:
-    if user_is_admin(user):
+    if Membership.objects.filter(user=user, project=project).exists():
         return
-    if not Membership.objects.filter(user=user, project=project).exists():
+    if not may_submit_to_any_project(user):
         raise NotAllowed(f"you are not a member of project {project.name}")
 
 
@@ -124,8 +125,8 @@ def job_submit(
     return job
 
 
-def _require_actor(user, job: Job) -> None:
-    if not job_can_act(user, job):
+def _require_actor(user, job: Job, *, delete: bool = False) -> None:
+    if not job_can_act(user, job, delete=delete):
         raise NotAllowed("only members of the job's project may act on it")
 
 
@@ -215,8 +216,8 @@ def job_delete(
 ) -> Job | None:
     """Hide a finished job (DELETED). ``real`` removes the row, ``force`` also ends a pending
     job first; both are for admins only. Returns None when the row was removed."""
-    _require_actor(user, job)
-    if (real or force) and not user_is_admin(user):
+    _require_actor(user, job, delete=True)
+    if (real or force) and not may_delete_all_jobs(user):
         raise NotAllowed("'real' and 'force' deletion are for admins only")
     if job.status in PENDING and force:
         job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)
