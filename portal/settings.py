@@ -185,6 +185,14 @@ PORTAL_GPU_PROBE_IMAGE = os.environ.get(
     "PORTAL_GPU_PROBE_IMAGE", "nvidia/cuda:12.4.1-base-ubuntu22.04"
 )
 
+# Fixed host ports a job may publish: inside this range (below the ephemeral ports Docker picks
+# random ones from), never one of the reserved ports, only on these addresses (hostIp).
+PORTAL_HOST_PORT_RANGE = os.environ.get("PORTAL_HOST_PORT_RANGE", "20000-29999")
+PORTAL_RESERVED_HOST_PORTS = env_list(
+    "PORTAL_RESERVED_HOST_PORTS", ["22", "2375", "2376", "2377", "8000", "8443"]
+)
+PORTAL_HOST_PORT_ADDRESSES = env_list("PORTAL_HOST_PORT_ADDRESSES", ["0.0.0.0", "::"])
+
 # --- Certificates for gpulab-cli ------------------------------------------------------------
 PORTAL_CA_DIR = Path(os.environ.get("PORTAL_CA_DIR", VAR_DIR / "ca"))
 PORTAL_CERT_VALID_DAYS = env_int("PORTAL_CERT_VALID_DAYS", 90)
