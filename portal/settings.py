@@ -196,9 +196,17 @@ PORTAL_HOST_PORT_ADDRESSES = env_list("PORTAL_HOST_PORT_ADDRESSES", ["0.0.0.0", 
 # --- Certificates for gpulab-cli ------------------------------------------------------------
 PORTAL_CA_DIR = Path(os.environ.get("PORTAL_CA_DIR", VAR_DIR / "ca"))
 PORTAL_CERT_VALID_DAYS = env_int("PORTAL_CERT_VALID_DAYS", 90)
-# Only requests from these addresses may hand us a verified client certificate in a header.
+# Only requests from these addresses may hand us a verified client certificate in a header,
+# and only together with the front end's shared secret (docs/tls-frontend.md): the secret from
+# PORTAL_FRONTEND_SECRET, else the file PORTAL_FRONTEND_SECRET_FILE (scripts/tls-frontend.sh
+# writes it), read when needed. With neither, certificate headers are ignored.
 PORTAL_TRUSTED_PROXIES = env_list("PORTAL_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
 PORTAL_CLIENT_CERT_HEADER = "HTTP_X_SSL_CLIENT_CERT"
+PORTAL_FRONTEND_SECRET = os.environ.get("PORTAL_FRONTEND_SECRET", "")
+PORTAL_FRONTEND_SECRET_FILE = Path(
+    os.environ.get("PORTAL_FRONTEND_SECRET_FILE", VAR_DIR / "tls" / "frontend-secret")
+)
+PORTAL_FRONTEND_SECRET_HEADER = "HTTP_X_PORTAL_FRONTEND_SECRET"
 
 # --- E-mail (job notifications: request.extra.emailOn*) ---------------------------------
 EMAIL_BACKEND = os.environ.get(
