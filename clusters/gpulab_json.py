@@ -176,7 +176,7 @@ def cluster_infos(*, viewer) -> list[dict]:
     from clusters.models import Cluster
 
     logged_in = _logged_in(viewer)
-    admin = may_submit_to_any_project(viewer)
+    admin = None  # asked only for a private cluster (a permission lookup costs queries)
     mine = project_ids_of(viewer) if logged_in else set()
     usage = _usage_by_slave()
     slaves_by_cluster: dict[int, list] = {}
@@ -198,6 +198,8 @@ def cluster_infos(*, viewer) -> list[dict]:
         if not logged_in:
             have_access, allowed = None, None
         elif cluster.is_private:
+            if admin is None:
+                admin = may_submit_to_any_project(viewer)
             have_access = admin or any(p.pk in mine for p in owners)
             allowed = [p.urn for p in owners]
         else:
