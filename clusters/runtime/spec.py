@@ -95,10 +95,6 @@ class PortPolicy:
         except ValueError as error:
             raise ValueError(f"invalid host port policy: {error}") from None
 
-    def describe_range(self) -> str:
-        low, high = self.host_port_range
-        return f"{low}-{high}"
-
     def host_port_refusal(self, port: int) -> str | None:
         low, high = self.host_port_range
         if not low <= port <= high:
