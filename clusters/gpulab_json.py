@@ -22,8 +22,9 @@ import re
 from django.conf import settings
 from django.db.models import Count, Sum
 
-from jobs.selectors import project_ids_of, user_is_admin
+from jobs.selectors import project_ids_of
 from jobs.states import HOLDS_RESOURCES
+from portal.permissions import may_submit_to_any_project
 from portal.timefmt import utc_z
 
 HIDDEN = "hidden"
@@ -175,7 +176,7 @@ def cluster_infos(*, viewer) -> list[dict]:
     from clusters.models import Cluster
 
     logged_in = _logged_in(viewer)
-    admin = user_is_admin(viewer)
+    admin = None  # asked only for a private cluster (a permission lookup costs queries)
     mine = project_ids_of(viewer) if logged_in else set()
     usage = _usage_by_slave()
     slaves_by_cluster: dict[int, list] = {}
@@ -197,6 +198,8 @@ def cluster_infos(*, viewer) -> list[dict]:
         if not logged_in:
             have_access, allowed = None, None
         elif cluster.is_private:
+            if admin is None:
+                admin = may_submit_to_any_project(viewer)
             have_access = admin or any(p.pk in mine for p in owners)
             allowed = [p.urn for p in owners]
         else:

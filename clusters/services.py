@@ -13,6 +13,19 @@ from jobs.ticks import tick_request
 log = logging.getLogger(__name__)
 
 
+def site_port_policy():
+    """The host ports and addresses jobs may publish on (PORTAL_HOST_PORT_RANGE,
+    PORTAL_RESERVED_HOST_PORTS, PORTAL_HOST_PORT_ADDRESSES); checked at submit and again by
+    the engine before every container is created."""
+    from clusters.runtime.spec import PortPolicy
+
+    return PortPolicy.parse(
+        host_port_range=settings.PORTAL_HOST_PORT_RANGE,
+        reserved=settings.PORTAL_RESERVED_HOST_PORTS,
+        addresses=settings.PORTAL_HOST_PORT_ADDRESSES,
+    )
+
+
 def engine_for(slave: Slave):
     """The Docker engine behind a slave (the runtime package is the only Docker importer)."""
     from clusters.runtime.engine import DockerEngine
@@ -22,6 +35,7 @@ def engine_for(slave: Slave):
         tls_ca=slave.tls_ca or None,
         tls_cert=slave.tls_cert or None,
         tls_key=slave.tls_key or None,
+        port_policy=site_port_policy(),
     )
 
 

@@ -54,19 +54,19 @@ class JobAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.action(description="Cancel selected jobs")
+    @admin.action(description="Cancel selected jobs", permissions=["change"])
     def cancel(self, request, queryset):
         _apply(self, request, queryset, job_cancel, "Cancelled")
 
-    @admin.action(description="Put selected jobs on hold")
+    @admin.action(description="Put selected jobs on hold", permissions=["change"])
     def hold(self, request, queryset):
         _apply(self, request, queryset, job_hold, "Held")
 
-    @admin.action(description="Release selected jobs")
+    @admin.action(description="Release selected jobs", permissions=["change"])
     def release(self, request, queryset):
         _apply(self, request, queryset, job_release, "Released")
 
-    @admin.action(description="Delete (hide) selected finished jobs")
+    @admin.action(description="Delete (hide) selected finished jobs", permissions=["delete"])
     def delete_jobs(self, request, queryset):
         _apply(self, request, queryset, job_delete, "Deleted")
 

@@ -15,6 +15,7 @@ from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.models import Job
 from jobs.spec.images import image_parse
+from jobs.spec.v2_docker import reserved_env_reason
 from jobs.storage import ResolvedMount, resolve_mounts
 from jobs.submit_checks import slave_roots
 from portal.models import user_urn
@@ -61,9 +62,20 @@ def job_labels(job: Job) -> dict[str, str]:
 
 
 def job_environment(job: Job, slave: Slave) -> dict[str, str]:
-    """GPULab's variables, then the user's own, then the project GID variable."""
+    """The user's own variables and the project GID variable, then GPULab's variables and the
+    GPU-selecting ones, which always win.
+
+    Submit refuses reserved names (jobs.spec.v2_docker.reserved_env_reason); they are dropped
+    here too, for requests stored before that rule or written around it."""
     docker = job.request["docker"]
-    env = {
+    env: dict[str, str] = {}
+    for key, value in (docker.get("environment") or {}).items():
+        if reserved_env_reason(key) is None:
+            env[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    gid_name = docker.get("projectGidVariableName")
+    if gid_name and reserved_env_reason(gid_name) is None:
+        env[gid_name] = str(job.project.gid)
+    env |= {
         "GPULAB_JOB_ID": str(job.uuid),
         "GPULAB_CLUSTER_ID": str(slave.cluster_id),
         "GPULAB_CPUS_RESERVED": str(len(job.cpu_ids)),
@@ -82,14 +94,17 @@ def job_environment(job: Job, slave: Slave) -> dict[str, str]:
         "GPULAB_RESTART_INITIAL_JOB_ID": job.initial_uuid,
     }
     if slave.gpu_mode == Slave.GpuMode.DECLARED:
-        # Declared GPUs are not passed as devices: the job learns its ids from these variables.
+        # Declared GPUs are not passed as devices: the job learns its ids from these variables
+        # (and an NVIDIA runtime behind a declared slave would obey them).
         visible = ",".join(str(i) for i in job.gpu_ids) or "none"
         env["NVIDIA_VISIBLE_DEVICES"] = visible
         env["CUDA_VISIBLE_DEVICES"] = visible if job.gpu_ids else ""
-    for key, value in (docker.get("environment") or {}).items():
-        env[key] = str(value).lower() if isinstance(value, bool) else str(value)
-    if docker.get("projectGidVariableName"):
-        env[docker["projectGidVariableName"]] = str(job.project.gid)
+    else:
+        # NVIDIA slaves: the device request grants the GPUs. The variable says the same, so an
+        # engine whose default runtime is nvidia (which reads it) cannot hand out more; with no
+        # GPUs, "void" makes that runtime behave like runc (no devices, no driver files).
+        devices = gpu_device_ids(job, slave)
+        env["NVIDIA_VISIBLE_DEVICES"] = ",".join(devices) if devices else "void"
     return env
 
 

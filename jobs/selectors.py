@@ -6,10 +6,12 @@ from django.db.models import QuerySet
 from jobs.models import Job
 from jobs.states import DELETED
 from portal.models import Membership
-
-
-def user_is_admin(user) -> bool:
-    return bool(user and user.is_authenticated and (user.is_staff or user.is_superuser))
+from portal.permissions import (
+    may_act_on_all_jobs,
+    may_delete_all_jobs,
+    may_view_all_jobs,
+)
+from portal.permissions import user_is_admin as user_is_admin  # superusers only; see there
 
 
 def project_ids_of(user) -> set[int]:
@@ -34,13 +36,17 @@ def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
 
 
 def job_sees_full(user, job: Job) -> bool:
-    """Members of the job's project and admins see everything; others a sanitised copy."""
-    return user_is_admin(user) or job.project_id in project_ids_of(user)
+    """Members of the job's project and holders of ``jobs.view_job`` (superusers) see
+    everything; others a sanitised copy."""
+    return job.project_id in project_ids_of(user) or may_view_all_jobs(user)
 
 
-def job_can_act(user, job: Job) -> bool:
-    """Only members of the job's project (and admins) cancel, halt, hold, release, delete."""
-    return job_sees_full(user, job)
+def job_can_act(user, job: Job, *, delete: bool = False) -> bool:
+    """Members of the job's project cancel, halt, hold, release and delete it; anyone else
+    needs ``jobs.change_job`` (``jobs.delete_job`` to delete): ``is_staff`` alone is not enough."""
+    if job.project_id in project_ids_of(user):
+        return True
+    return may_delete_all_jobs(user) if delete else may_act_on_all_jobs(user)
 
 
 def projects_of(user):

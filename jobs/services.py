@@ -13,7 +13,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.notifications import job_notify_request
 from jobs.request_columns import columns_from_request
-from jobs.selectors import job_can_act, user_is_admin
+from jobs.selectors import job_can_act
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
 from jobs.spec.images import redact_image
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
@@ -22,6 +22,7 @@ from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.errors import Conflict, NotAllowed
 from portal.models import Membership, Project
+from portal.permissions import may_delete_all_jobs, may_submit_to_any_project
 from portal.tasks import fire
 from portal.timefmt import utc_z
 from reservations.models import Reservation
@@ -40,9 +41,9 @@ def spec_defaults() -> SpecDefaults:
 
 
 def _require_member(user, project: Project) -> None:
-    if user_is_admin(user):
+    if Membership.objects.filter(user=user, project=project).exists():
         return
-    if not Membership.objects.filter(user=user, project=project).exists():
+    if not may_submit_to_any_project(user):
         raise NotAllowed(f"you are not a member of project {project.name}")
 
 
@@ -127,8 +128,8 @@ def job_submit(
     return job
 
 
-def _require_actor(user, job: Job) -> None:
-    if not job_can_act(user, job):
+def _require_actor(user, job: Job, *, delete: bool = False) -> None:
+    if not job_can_act(user, job, delete=delete):
         raise NotAllowed("only members of the job's project may act on it")
 
 
@@ -226,11 +227,11 @@ def job_delete(
 
     Without flags it revokes a job that has not run yet: the job is cancelled and hidden
     (DELETED). ``finished`` also allows hiding a job that has ended. ``real`` (admins) removes
-    the row instead of hiding it, an ended job included; ``force`` (admins, with ``real``) does so whatever the state,
-    ending a running job first. Returns None when the row was removed.
+    the row instead of hiding it, an ended job included; ``force`` (admins,
+    with ``real``) does so whatever the state, ending a running job first. Returns None when the row was removed.
     """
-    _require_actor(user, job)
-    if (real or force) and not user_is_admin(user):
+    _require_actor(user, job, delete=True)
+    if (real or force) and not may_delete_all_jobs(user):
         raise NotAllowed("'real' and 'force' deletion are for admins only")
     if job.status in HOLDS_RESOURCES:
         if force:

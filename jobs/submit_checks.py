@@ -1,7 +1,8 @@
-"""Submit-time checks of a request against the registered slaves.
+"""Submit-time checks of a request against the site and the registered slaves.
 
-A job whose storage no slave offers, or whose resources no registered slave could ever provide,
-is refused at submit with the reason instead of waiting in the queue forever.
+A job whose storage no slave offers, whose fixed host ports the site does not allow, or whose
+resources no registered slave could ever provide, is refused at submit with the reason instead
+of waiting in the queue forever (or failing at launch).
 """
 
 from datetime import datetime
@@ -50,11 +51,35 @@ def check_time_window(*, request: dict, now: datetime) -> None:
         )
 
 
+def port_errors(request: dict) -> list[FieldError]:
+    """Fixed host ports outside the site's range or reserved, host addresses other than the
+    allowed ones (the engine refuses them again before creating a container)."""
+    from clusters.services import site_port_policy
+
+    policy = site_port_policy()
+    errors = []
+    for position, mapping in enumerate(request["docker"].get("portMappings") or ()):
+        path = f"request.docker.portMappings[{position}]"
+        if mapping.get("hostPort") is not None:
+            if why := policy.host_port_refusal(int(mapping["hostPort"])):
+                errors.append(FieldError(f"{path}.hostPort", why))
+        if mapping.get("hostIp") is not None:
+            if why := policy.host_ip_refusal(mapping["hostIp"]):
+                errors.append(FieldError(f"{path}.hostIp", why))
+    return errors
+
+
 def check_request_against_slaves(*, project, request: dict, user: str = "") -> None:
     from jobs.scheduling import impossible_reason_for_request
 
     slaves = list(Slave.objects.select_related("cluster").prefetch_related("gpus"))
-    check_storage(request=request, slaves=slaves, project=project.name, user=user or "user")
+    errors = port_errors(request)
+    try:
+        check_storage(request=request, slaves=slaves, project=project.name, user=user or "user")
+    except SpecError as refused:
+        errors.extend(refused.errors)
+    if errors:
+        raise SpecError(errors)
     reason = impossible_reason_for_request(request=request, project=project, slaves=slaves)
     if reason:
         raise SpecError(

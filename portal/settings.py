@@ -192,12 +192,28 @@ PORTAL_GPU_PROBE_IMAGE = os.environ.get(
 # pointed at internal services by a job. Example: "localhost:5000,10.0.0.5:5000".
 PORTAL_ALLOWED_PRIVATE_REGISTRIES = env_list("PORTAL_ALLOWED_PRIVATE_REGISTRIES", [])
 
+# Fixed host ports a job may publish: inside this range (below the ephemeral ports Docker picks
+# random ones from), never one of the reserved ports, only on these addresses (hostIp).
+PORTAL_HOST_PORT_RANGE = os.environ.get("PORTAL_HOST_PORT_RANGE", "20000-29999")
+PORTAL_RESERVED_HOST_PORTS = env_list(
+    "PORTAL_RESERVED_HOST_PORTS", ["22", "2375", "2376", "2377", "8000", "8443"]
+)
+PORTAL_HOST_PORT_ADDRESSES = env_list("PORTAL_HOST_PORT_ADDRESSES", ["0.0.0.0", "::"])
+
 # --- Certificates for gpulab-cli ------------------------------------------------------------
 PORTAL_CA_DIR = Path(os.environ.get("PORTAL_CA_DIR", VAR_DIR / "ca"))
 PORTAL_CERT_VALID_DAYS = env_int("PORTAL_CERT_VALID_DAYS", 90)
-# Only requests from these addresses may hand us a verified client certificate in a header.
+# Only requests from these addresses may hand us a verified client certificate in a header,
+# and only together with the front end's shared secret (docs/tls-frontend.md): the secret from
+# PORTAL_FRONTEND_SECRET, else the file PORTAL_FRONTEND_SECRET_FILE (scripts/tls-frontend.sh
+# writes it), read when needed. With neither, certificate headers are ignored.
 PORTAL_TRUSTED_PROXIES = env_list("PORTAL_TRUSTED_PROXIES", ["127.0.0.1", "::1"])
 PORTAL_CLIENT_CERT_HEADER = "HTTP_X_SSL_CLIENT_CERT"
+PORTAL_FRONTEND_SECRET = os.environ.get("PORTAL_FRONTEND_SECRET", "")
+PORTAL_FRONTEND_SECRET_FILE = Path(
+    os.environ.get("PORTAL_FRONTEND_SECRET_FILE", VAR_DIR / "tls" / "frontend-secret")
+)
+PORTAL_FRONTEND_SECRET_HEADER = "HTTP_X_PORTAL_FRONTEND_SECRET"
 
 # --- E-mail (job notifications: request.extra.emailOn*) ---------------------------------
 EMAIL_BACKEND = os.environ.get(

@@ -11,7 +11,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from clusters.models import Cluster
-from jobs.selectors import project_ids_of, user_is_admin
+from jobs.selectors import project_ids_of
+from portal.permissions import may_manage_reservations
 from reservations import services
 from reservations.forms import ReservationForm
 from reservations.models import Reservation
@@ -94,7 +95,7 @@ def reservation_list(request):
             "recent": recent,
             "limited": len(current) >= LIST_LIMIT,
             "timeline": _timeline(current, clusters, now),
-            "is_admin": user_is_admin(user),
+            "is_admin": may_manage_reservations(user, "add"),
             "now": now,
         },
     )
@@ -109,19 +110,19 @@ def reservation_detail(request, uuid):
     return render(
         request,
         "reservations/detail.html",
-        {"r": reservation, "is_admin": user_is_admin(request.user), "now": now},
+        {"r": reservation, "is_admin": may_manage_reservations(request.user, "change"), "now": now},
     )
 
 
-def _admin_only(request):
-    if not user_is_admin(request.user):
+def _admin_only(request, verb: str):
+    if not may_manage_reservations(request.user, verb):
         return HttpResponseForbidden("Only admins manage reservations.")
     return None
 
 
 @login_required
 def reservation_create(request):
-    if refused := _admin_only(request):
+    if refused := _admin_only(request, "add"):
         return refused
     form = ReservationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -145,7 +146,7 @@ def reservation_create(request):
 
 @login_required
 def reservation_edit(request, uuid):
-    if refused := _admin_only(request):
+    if refused := _admin_only(request, "change"):
         return refused
     reservation = get_object_or_404(Reservation, uuid=uuid)
     form = ReservationForm(request.POST or None, instance=reservation)
@@ -167,7 +168,7 @@ def reservation_edit(request, uuid):
 
 @login_required
 def reservation_delete(request, uuid):
-    if refused := _admin_only(request):
+    if refused := _admin_only(request, "delete"):
         return refused
     reservation = get_object_or_404(Reservation.objects.select_related("cluster"), uuid=uuid)
     if request.method == "POST" and request.POST.get("confirmed") == "1":

@@ -7,9 +7,10 @@
 #
 # start: creates the portal CA if needed (manage.py ca_init), a self-signed server CA and a
 # server certificate for localhost in var/tls/ (server-ca.pem is what --servercert wants),
-# renders deploy/nginx/*.template into var/tls/nginx/ and runs nginx with that prefix, pid
-# file and configuration. Nothing outside var/ is changed. PORTAL_VAR_DIR moves var/ (the
-# portal's settings honour it too); NGINX and OPENSSL name the binaries.
+# the secret nginx shares with the portal (var/tls/frontend-secret, which the portal reads by
+# default), renders deploy/nginx/*.template into var/tls/nginx/ and runs nginx with that
+# prefix, pid file and configuration. Nothing outside var/ is changed. PORTAL_VAR_DIR moves
+# var/ (the portal's settings honour it too); NGINX and OPENSSL name the binaries.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VAR_DIR="${PORTAL_VAR_DIR:-$ROOT/var}"
@@ -106,6 +107,23 @@ EOF
   rm -f "$TLS_DIR/server.csr"
 }
 
+frontend_secret() {
+  # The portal believes certificate headers only with this secret (docs/tls-frontend.md). It
+  # reads PORTAL_FRONTEND_SECRET_FILE (default var/tls/frontend-secret) when it changes, so
+  # a portal that is already running needs no restart. Kept across restarts of nginx.
+  local file="${PORTAL_FRONTEND_SECRET_FILE:-$TLS_DIR/frontend-secret}"
+  if [[ -n "${PORTAL_FRONTEND_SECRET:-}" ]]; then
+    SECRET="$PORTAL_FRONTEND_SECRET"
+  else
+    if [[ ! -s "$file" ]]; then
+      (umask 077 && "$OPENSSL" rand -hex 32 >"$file")
+    fi
+    SECRET="$(tr -d '[:space:]' <"$file")"
+  fi
+  [[ "$SECRET" =~ ^[A-Za-z0-9._~+/=-]{16,}$ ]] ||
+    die "the front-end secret must be 16 or more characters of [A-Za-z0-9._~+/=-]"
+}
+
 wait_for_port() {
   local i
   for i in $(seq 1 50); do
@@ -150,6 +168,7 @@ do_start() {
   client_ca="$(cd "$ROOT" && "$PYTHON" manage.py ca_init --print-cert-path | tail -n 1)"
   [[ -s "$client_ca" ]] || die "portal CA certificate not found at '$client_ca'"
   server_certificate
+  frontend_secret
 
   mkdir -p "$PREFIX/logs" "$PREFIX/tmp"
   local user_directive=""
@@ -164,7 +183,9 @@ do_start() {
     "SERVER_KEY=$TLS_DIR/server.key" \
     "CLIENT_CA=$client_ca" \
     "UPSTREAM=$UPSTREAM" \
-    "MAX_BODY=2m"
+    "MAX_BODY=2m" \
+    "FRONTEND_SECRET=$SECRET"
+  chmod 600 "$PREFIX/gpuportal.conf" # it holds the secret
   render "$ROOT/deploy/nginx/local-nginx.conf.template" "$PREFIX/nginx.conf" \
     "PREFIX=$PREFIX" \
     "USER_DIRECTIVE=$user_directive"

@@ -26,7 +26,7 @@ from clusters.runtime.errors import (
     is_permanent,
     redact,
 )
-from clusters.runtime.spec import ContainerSpec, check_spec
+from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
 
 DEFAULT_TIMEOUT_S = 30.0
 CONTAINER_EVENTS = ("start", "die")
@@ -136,6 +136,7 @@ class DockerEngine:
         tls_cert: str | None = None,
         tls_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
+        port_policy: PortPolicy | None = None,
     ):
         parsed = urlparse(url)
         if parsed.scheme not in ("unix", "tcp", "http", "https"):
@@ -144,6 +145,9 @@ class DockerEngine:
             raise RuntimeFailure("TLS needs both a client certificate and a key", permanent=True)
         self.url = url
         self.timeout = timeout
+        # Host ports and addresses containers may publish (the site's settings, see
+        # clusters.services.site_port_policy); PortPolicy() when not given.
+        self.port_policy = port_policy or PortPolicy()
         self._tls = None
         if tls_ca or tls_cert:
             self._tls = docker.tls.TLSConfig(
@@ -265,7 +269,7 @@ class DockerEngine:
     def run(self, spec: ContainerSpec) -> str:
         """Create and start a container; returns its id. A container that fails to start is
         removed again, so a failed run leaves nothing behind."""
-        check_spec(spec, extra_sockets=self._own_sockets)
+        check_spec(spec, extra_sockets=self._own_sockets, port_policy=self.port_policy)
         with self._translated("create"):
             created = self.api.create_container(**self._create_kwargs(spec))
         container_id = created["Id"]

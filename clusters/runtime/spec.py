@@ -3,11 +3,15 @@
 Which host paths a project may mount is decided elsewhere (the slave's storage roots); the
 checks here are defence in depth: whatever the caller passes, a container never gets the
 Docker socket, never runs privileged, never joins the host's network or PID namespace and
-never gains capabilities. ``engine`` applies ``check_spec`` before every create.
+never gains capabilities; it never asks the NVIDIA runtime for more GPUs than its device
+request, and it never publishes a fixed host port outside the site's range, on a port the
+slave reserves, or on another address than the allowed ones (``PortPolicy``).
+``engine`` applies ``check_spec`` before every create.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +29,12 @@ DOCKER_SOCKET_PATHS = (
     "/run/gpuportal",
     "/var/lib/docker",
 )
+
+# Where the NVIDIA runtime can be told (when a site enables it) which GPUs a container gets by
+# mounting files instead of setting NVIDIA_VISIBLE_DEVICES: never a mount target.
+NVIDIA_DEVICE_MOUNT_DIRS = ("/run/nvidia-container-devices",)
+# Read by the NVIDIA runtime; MIG configuration needs privileges no job has.
+NVIDIA_MIG_VARIABLES = ("NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES")
 
 _CPUSET_RE = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 _PORT_RE = re.compile(r"^(\d+)(/(tcp|udp|sctp))?$")
@@ -45,6 +55,62 @@ class PortMapping(NamedTuple):
     container_port: int | str
     host_port: int | None = None
     host_ip: str | None = None
+
+
+DEFAULT_HOST_PORT_RANGE = (20000, 29999)
+DEFAULT_RESERVED_HOST_PORTS = (22, 2375, 2376, 2377, 8000, 8443)
+DEFAULT_HOST_ADDRESSES = ("0.0.0.0", "::")
+
+
+@dataclass(frozen=True)
+class PortPolicy:
+    """Which host ports and addresses a job may publish on. A port Docker picks (no host
+    port) is always allowed; a fixed one must lie in ``host_port_range`` (inclusive) and not
+    be in ``reserved``; a host address, when given, must be one of ``addresses``.
+
+    The default range stays below Linux's ephemeral ports (32768-60999), where Docker picks
+    random ones, so a fixed port never collides with a random one."""
+
+    host_port_range: tuple[int, int] = DEFAULT_HOST_PORT_RANGE
+    reserved: frozenset[int] = frozenset(DEFAULT_RESERVED_HOST_PORTS)
+    addresses: tuple[str, ...] = DEFAULT_HOST_ADDRESSES
+
+    def __post_init__(self):
+        low, high = (int(p) for p in self.host_port_range)
+        if not 1 <= low <= high <= 65535:
+            raise ValueError(f"host port range {low}-{high} is not within 1-65535")
+        object.__setattr__(self, "host_port_range", (low, high))
+        object.__setattr__(self, "reserved", frozenset(int(p) for p in self.reserved))
+        object.__setattr__(
+            self, "addresses", tuple(str(ipaddress.ip_address(a)) for a in self.addresses)
+        )
+
+    @classmethod
+    def parse(cls, *, host_port_range: str, reserved: Iterable, addresses: Iterable[str]):
+        """From settings text: "20000-29999", ["22", "2375"], ["0.0.0.0", "::"]."""
+        low, sep, high = str(host_port_range).strip().partition("-")
+        try:
+            bounds = (int(low), int(high if sep else low))
+            return cls(bounds, frozenset(int(p) for p in reserved), tuple(addresses))
+        except ValueError as error:
+            raise ValueError(f"invalid host port policy: {error}") from None
+
+    def host_port_refusal(self, port: int) -> str | None:
+        low, high = self.host_port_range
+        if not low <= port <= high:
+            return f"must be between {low} and {high} (this site's range for fixed host ports)"
+        if port in self.reserved:
+            return f"{port} is reserved on the slaves"
+        return None
+
+    def host_ip_refusal(self, address: str) -> str | None:
+        try:
+            canonical = str(ipaddress.ip_address(address))
+        except ValueError:
+            return "must be an IP address"
+        if canonical not in self.addresses:
+            return f"must be one of {', '.join(self.addresses)} (addresses jobs may publish on)"
+        return None
 
 
 @dataclass(frozen=True)
@@ -129,8 +195,16 @@ def docker_socket_exposure(source: str, extra_sockets: Iterable[str] = ()) -> st
     return None
 
 
-def check_spec(spec: ContainerSpec, *, extra_sockets: Sequence[str] = ()) -> None:
-    """Raise a permanent RuntimeFailure when the spec asks for something no job may have."""
+def check_spec(
+    spec: ContainerSpec,
+    *,
+    extra_sockets: Sequence[str] = (),
+    port_policy: PortPolicy | None = None,
+) -> None:
+    """Raise a permanent RuntimeFailure when the spec asks for something no job may have.
+
+    ``port_policy`` defaults to ``PortPolicy()``; the portal passes its site's policy."""
+    port_policy = port_policy or PortPolicy()
     if not spec.image or not isinstance(spec.image, str):
         raise refused("an image is required")
     for mount in spec.binds:
@@ -143,6 +217,8 @@ def check_spec(spec: ContainerSpec, *, extra_sockets: Sequence[str] = ()) -> Non
             raise refused(f"bind {why}")
         if posixpath.normpath(mount.target) == "/":
             raise refused("bind onto the container's / is not allowed")
+        if why := _nvidia_device_target(mount.target):
+            raise refused(f"bind {why}")
     for target, size in spec.tmpfs.items():
         if not posixpath.isabs(target):
             raise refused(f"tmpfs {target}: path must be absolute")
@@ -160,5 +236,41 @@ def check_spec(spec: ContainerSpec, *, extra_sockets: Sequence[str] = ()) -> Non
             raise refused(f"container port {port!r} is not a port number")
         if mapping.host_port is not None and not 0 < int(mapping.host_port) <= 65535:
             raise refused(f"host port {mapping.host_port!r} is not a port number")
+        if mapping.host_port is not None:
+            if why := port_policy.host_port_refusal(int(mapping.host_port)):
+                raise refused(f"host port {mapping.host_port}: {why}")
+        if mapping.host_ip is not None:
+            if why := port_policy.host_ip_refusal(str(mapping.host_ip)):
+                raise refused(f"host address {mapping.host_ip!r}: {why}")
     if spec.gpu_all and spec.gpu_device_ids:
         raise refused("ask for all GPUs or for GPU ids, not both")
+    _check_gpu_environment(spec)
+
+
+def _nvidia_device_target(target: str) -> str | None:
+    path = _canonical(target)
+    for directory in NVIDIA_DEVICE_MOUNT_DIRS:
+        if _within(path, directory) or _within(directory, path):
+            return f"onto {target}: the NVIDIA runtime reads GPU choices there"
+    return None
+
+
+def _check_gpu_environment(spec: ContainerSpec) -> None:
+    """The NVIDIA runtime (when it is an engine's default) obeys NVIDIA_VISIBLE_DEVICES: it
+    may name no more than the device request grants."""
+    env = spec.environment
+    for name in NVIDIA_MIG_VARIABLES:
+        if name in env:
+            raise refused(f"environment {name}: MIG configuration is not for jobs")
+    visible = env.get("NVIDIA_VISIBLE_DEVICES")
+    if visible is None or spec.gpu_all:
+        return
+    if visible.strip().lower() == "all":
+        raise refused("environment NVIDIA_VISIBLE_DEVICES=all without a request for all GPUs")
+    if spec.gpu_device_ids is not None:
+        granted = set(spec.gpu_device_ids)
+        named = {item.strip() for item in visible.split(",") if item.strip()}
+        if not named <= granted:
+            raise refused(
+                "environment NVIDIA_VISIBLE_DEVICES names GPUs outside the device request"
+            )

@@ -25,10 +25,11 @@ from django.conf import settings
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from jobs.selectors import project_ids_of, user_is_admin
+from jobs.selectors import project_ids_of
 from jobs.states import DELETED, GROUPS, RUNNING, JobStatus
 from portal.api.common import parse_bool
 from portal.api_errors import BadRequest
+from portal.permissions import may_view_all_jobs
 
 # sort key -> model field
 SORT_FIELDS = {
@@ -152,7 +153,7 @@ def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
         owner_q &= Q(project__name__in=project_names)
     other_running = parse_bool(params.get("other_user_running"), "other_user_running")
     if owner_q:
-        if not user_is_admin(user):
+        if not may_view_all_jobs(user):
             owner_q &= Q(project_id__in=sorted(project_ids_of(user)))
         if other_running:  # gpulab-cli `jobs -u`: mine, plus everyone's running jobs
             owner_q |= Q(status__in=sorted(RUNNING))

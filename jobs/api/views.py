@@ -32,7 +32,7 @@ from jobs.api.serializers import (
 from jobs.gpulab_json import job_to_gpulab
 from jobs.logs import job_log_range
 from jobs.models import Job
-from jobs.selectors import job_list_visible_to, job_sees_full, projects_of, user_is_admin
+from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import parse_job_document
 from jobs.spec.images import redact_image
 from jobs.states import JobStatus
@@ -47,6 +47,7 @@ from portal.api.common import (
 from portal.api_errors import BadRequest
 from portal.errors import NotAllowed
 from portal.models import Project
+from portal.permissions import may_delete_all_jobs
 
 S = JobStatus
 TAG = "GPULab v4.0"
@@ -195,7 +196,7 @@ class JobDetailView(PortalAPIView):
         real = parse_bool(request.query_params.get("real"), "real")
         force = parse_bool(request.query_params.get("force"), "force")
         job = get_visible_job(request, job_id)
-        if (real or force) and not user_is_admin(request.user):
+        if (real or force) and not may_delete_all_jobs(request.user):
             raise NotAllowed("'real' and 'force' deletion are for admins only")
         services.job_delete(job=job, user=request.user, finished=finished, real=real, force=force)
         return Response(status=204)

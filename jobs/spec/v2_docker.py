@@ -83,9 +83,7 @@ def normalize_docker(
         "environment": _environment(f.get("environment"), f.path_of("environment"), errs),
         "storage": _storage(f.get("storage"), f.path_of("storage"), errs),
         "portMappings": read_list(f, "portMappings", errs, _port_mapping, bare_ok=False),
-        "projectGidVariableName": read_str(
-            f, "projectGidVariableName", errs, pattern=ENV_NAME_RE, pattern_message=ENV_NAME_HINT
-        ),
+        "projectGidVariableName": _gid_variable(f, errs),
         "workingDir": working_dir,
         "groupAdd": read_list(f, "groupAdd", errs, _word, bare_ok=True),
         "user": read_str(
@@ -128,6 +126,25 @@ def _command(value: object, path: str, errs: Errors) -> str | list[str]:
     return list(value)
 
 
+# Variables the portal sets in every container: which GPUs a job sees (on declared-GPU slaves
+# these variables are the only isolation; on NVIDIA slaves they must not widen the device
+# request), the NVIDIA runtime's other controls (capabilities, MIG, requirements) and GPULab's
+# GPULAB_* facts. A job cannot set or override them. Names are compared case-insensitively.
+RESERVED_ENV_NAMES = ("NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+RESERVED_ENV_PREFIXES = ("NVIDIA_", "GPULAB_")
+
+
+def reserved_env_reason(name: str) -> str | None:
+    """Why a job may not set variable ``name``, or None when it may."""
+    upper = name.upper()
+    if upper in RESERVED_ENV_NAMES:
+        return "set by the portal; a job cannot choose its GPUs"
+    for prefix in RESERVED_ENV_PREFIXES:
+        if upper.startswith(prefix):
+            return f"{prefix}* variables are set by the portal; a job cannot set them"
+    return None
+
+
 def _environment(value: object, path: str, errs: Errors) -> dict:
     if value is None:
         return {}
@@ -139,6 +156,8 @@ def _environment(value: object, path: str, errs: Errors) -> dict:
         item_path = join(path, name)
         if not isinstance(name, str) or not ENV_NAME_RE.fullmatch(name):
             errs.add(item_path, ENV_NAME_HINT)
+        elif reason := reserved_env_reason(name):
+            errs.add(item_path, reason)
         elif item is None or isinstance(item, float | list | dict):
             # GPULab's schema: str | int | bool. A float would be rendered differently by
             # different tools ("1.0" vs "1"), so it has to be written as a string.
@@ -146,6 +165,16 @@ def _environment(value: object, path: str, errs: Errors) -> dict:
         else:
             result[name] = item
     return result
+
+
+def _gid_variable(f, errs: Errors) -> str | None:
+    name = read_str(
+        f, "projectGidVariableName", errs, pattern=ENV_NAME_RE, pattern_message=ENV_NAME_HINT
+    )
+    if name is not None and (reason := reserved_env_reason(name)):
+        errs.add(f.path_of("projectGidVariableName"), reason)
+        return None
+    return name
 
 
 def _path_shape(text: str, path: str, errs: Errors, *, what: str) -> str | None:

@@ -25,15 +25,16 @@ from jobs.forms import (
     pretty,
     template_document,
 )
-from jobs.selectors import job_list_visible_to, job_sees_full, user_is_admin
+from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.spec import SpecError, normalize_job
 from jobs.spec.images import PASSWORD_MASK, parse_image
 from portal.errors import NotAllowed, ServiceError
 from portal.models import Project
+from portal.permissions import may_submit_to_any_project
 
 
 def _projects(user):
-    if user_is_admin(user):
+    if may_submit_to_any_project(user):
         return list(Project.objects.order_by("name"))
     return list(Project.objects.filter(memberships__user=user).order_by("name"))
 

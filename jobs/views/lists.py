@@ -17,11 +17,11 @@ from jobs.selectors import (
     job_list_not_deleted,
     job_list_visible_to,
     project_ids_of,
-    user_is_admin,
 )
 from jobs.states import ACTIVE, GROUPS
 from jobs.views.common import present
 from portal.models import Project
+from portal.permissions import may_view_all_jobs
 
 PAGE_SIZE = 25
 _UUID_PREFIX = re.compile(r"^(?:job-)?([0-9a-fA-F]{6}[0-9a-fA-F-]{0,30})$")
@@ -32,7 +32,7 @@ def filter_jobs(queryset, form: JobFilterForm, user):
     in full, so a sanitised job is never found by its hidden name, owner or project."""
     form.is_valid()  # an invalid field is left out; the valid ones still filter
     data = getattr(form, "cleaned_data", {})
-    admin = user_is_admin(user)
+    admin = may_view_all_jobs(user)
     mine = project_ids_of(user)
 
     def only_full(qs):
@@ -73,7 +73,7 @@ def filter_jobs(queryset, form: JobFilterForm, user):
 @vary_on_headers("HX-Request")
 def job_list(request):
     user = request.user
-    admin = user_is_admin(user)
+    admin = may_view_all_jobs(user)
     projects = list(Project.objects.order_by("name") if admin else _my_projects(user))
     clusters = list(Cluster.objects.order_by("id"))
     form = JobFilterForm(request.GET or None, projects=projects, clusters=clusters)

@@ -10,9 +10,10 @@ from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
-from jobs.selectors import projects_of, user_is_admin
+from jobs.selectors import projects_of
 from portal.api.common import PortalAPIView
 from portal.models import Project, user_urn
+from portal.permissions import may_view_all_projects, user_is_admin
 from portal.timefmt import utc_z
 
 PORTAL_TAG = "portal"
@@ -116,7 +117,7 @@ class ProjectListView(PortalAPIView):
     )
     def get(self, request):
         user = request.user
-        projects = Project.objects.all() if user_is_admin(user) else projects_of(user)
+        projects = Project.objects.all() if may_view_all_projects(user) else projects_of(user)
         projects = projects.order_by("name").prefetch_related("memberships__user")
         result = []
         for project in projects:

@@ -20,10 +20,11 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
 from clusters.models import Cluster, Slave
-from jobs.selectors import project_ids_of, user_is_admin
+from jobs.selectors import project_ids_of
 from portal.api.common import PortalAPIView, parse_bool, parse_uuid_or_404, read_json_object
 from portal.api_errors import BadRequest
 from portal.models import Project, user_urn
+from portal.permissions import may_manage_reservations, may_view_all_reservations
 from portal.timefmt import utc_z
 from reservations.models import Reservation
 from reservations.services import reservation_create, reservation_delete, reservation_update
@@ -35,12 +36,16 @@ _URN_RE = re.compile(r"^urn:publicid:IDN\+[^+]+\+(?P<kind>user|project)\+(?P<nam
 
 
 class IsAdminForWrites(BasePermission):
+    """Writes need the matching Django permission (superusers hold them all)."""
+
     message = "only admins may create, change or delete reservations"
+    VERBS = {"POST": "add", "PUT": "change", "PATCH": "change", "DELETE": "delete"}
 
     def has_permission(self, request, view):
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return True
-        return user_is_admin(request.user)
+        verb = self.VERBS.get(request.method)
+        return verb is not None and may_manage_reservations(request.user, verb)
 
 
 class ReservationSerializer(serializers.Serializer):
@@ -153,7 +158,7 @@ def _validated(request, *, partial: bool) -> dict:
 
 
 def reservation_json(reservation: Reservation, *, user, now) -> dict:
-    admin = user_is_admin(user)
+    admin = may_view_all_reservations(user)
     projects = list(reservation.projects.all())
     users = list(reservation.users.all())
     mine = project_ids_of(user)

@@ -26,6 +26,22 @@ from portal.certs.services import (
 from portal.models import LoginCertificate, user_urn
 
 HEADER = "HTTP_X_SSL_CLIENT_CERT"
+SECRET_HEADER = "HTTP_X_PORTAL_FRONTEND_SECRET"
+SECRET = "test-frontend-secret-0123456789abcdef"
+
+
+def via_nginx(value: str, *, secret: str | None = SECRET) -> dict:
+    """The headers nginx sends: the escaped certificate and the front end's shared secret."""
+    headers = {HEADER: value}
+    if secret is not None:
+        headers[SECRET_HEADER] = secret
+    return headers
+
+
+@pytest.fixture(autouse=True)
+def frontend_secret(settings):
+    settings.PORTAL_FRONTEND_SECRET = SECRET
+    return SECRET
 
 
 # --- a tiny DRF endpoint using the project's default authentication classes ------------------
@@ -145,13 +161,15 @@ def test_each_download_is_a_new_key_pair(member):
     assert a.pem != b.pem
 
 
-def test_user_without_email_gets_no_rfc822_name(make_user):
+def test_user_without_email_gets_the_hidden_address(make_user):
+    """gpulab-cli fails every submit when the PEM has no address (issue 15): GPULab's hidden
+    placeholder stands in, and notifications never go to it."""
     user = make_user("carol")
     user.email = ""
     user.save()
     cert = certificate_of(login_certificate_issue(user=user).pem)
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert san.get_values_for_type(x509.RFC822Name) == []
+    assert san.get_values_for_type(x509.RFC822Name) == ["hidden@hidden.hidden"]
     assert san.get_values_for_type(x509.UniformResourceIdentifier) == [user_urn("carol")]
 
 
@@ -166,7 +184,7 @@ def test_authentication_class_is_configured_last(settings):
 
 def test_valid_certificate_from_trusted_proxy_logs_in(api, member):
     issued = login_certificate_issue(user=member)
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)}, REMOTE_ADDR="127.0.0.1")
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)), REMOTE_ADDR="127.0.0.1")
     assert response.status_code == 200
     assert response.json() == {"user": "alice", "auth": "LoginCertificate"}
 
@@ -176,7 +194,7 @@ def test_raw_pem_with_spaces_is_accepted(api, member):
         serialization.Encoding.PEM
     )
     flattened = pem.decode().replace("\n", " ")
-    response = api.get("/whoami/", **{HEADER: flattened})
+    response = api.get("/whoami/", **via_nginx(flattened))
     assert response.status_code == 200
     assert response.json()["user"] == "alice"
 
@@ -186,7 +204,7 @@ def test_post_needs_no_csrf_token_like_a_token_login(whoami_urls, member):
 
     client = APIClient(enforce_csrf_checks=True)
     issued = login_certificate_issue(user=member)
-    response = client.post("/whoami/", {}, format="json", **{HEADER: header_value(issued.pem)})
+    response = client.post("/whoami/", {}, format="json", **via_nginx(header_value(issued.pem)))
     assert response.status_code == 200
     assert response.json() == {"user": "alice"}
 
@@ -201,7 +219,7 @@ def test_browser_request_with_certificate_still_needs_csrf(whoami_urls, member):
         {},
         format="json",
         HTTP_ORIGIN="https://evil.example",
-        **{HEADER: header_value(issued.pem)},
+        **via_nginx(header_value(issued.pem)),
     )
     assert response.status_code == 403
     assert "CSRF" in response.json()["error"]
@@ -210,7 +228,7 @@ def test_browser_request_with_certificate_still_needs_csrf(whoami_urls, member):
 @override_settings(PORTAL_TRUSTED_PROXIES=["10.1.2.3"])
 def test_header_from_untrusted_address_is_ignored(api, member):
     issued = login_certificate_issue(user=member)
-    forged = {HEADER: header_value(issued.pem)}
+    forged = via_nginx(header_value(issued.pem))
     response = api.get("/whoami/", **forged, REMOTE_ADDR="127.0.0.1")
     assert response.status_code in (401, 403)
     assert response.json()["error"] == "Authentication credentials were not provided."
@@ -221,8 +239,72 @@ def test_header_from_untrusted_address_is_ignored(api, member):
 
 def test_forged_header_from_a_client_is_ignored(api, member):
     issued = login_certificate_issue(user=member)
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)}, REMOTE_ADDR="192.0.2.7")
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)), REMOTE_ADDR="192.0.2.7")
     assert response.status_code in (401, 403)
+
+
+@pytest.mark.parametrize(
+    "secret", [None, "", "wrong-secret-of-the-same-kind-0123", SECRET[:-1], SECRET + "x"]
+)
+def test_header_from_loopback_without_the_right_secret_is_ignored(api, member, secret, caplog):
+    """Any local process can reach the app port from 127.0.0.1; only nginx knows the secret."""
+    issued = login_certificate_issue(user=member)
+    headers = via_nginx(header_value(issued.pem), secret=secret)
+    response = api.get("/whoami/", **headers, REMOTE_ADDR="127.0.0.1")
+    assert response.status_code in (401, 403)
+    assert response.json()["error"] == "Authentication credentials were not provided."
+    assert "front-end secret" in caplog.text
+    assert SECRET not in caplog.text
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)), REMOTE_ADDR="127.0.0.1")
+    assert response.status_code == 200 and response.json()["user"] == "alice"
+
+
+def test_without_a_configured_secret_certificate_headers_are_ignored(
+    api, member, settings, tmp_path, caplog
+):
+    from portal.certs import authentication
+
+    settings.PORTAL_FRONTEND_SECRET = ""
+    settings.PORTAL_FRONTEND_SECRET_FILE = tmp_path / "absent"
+    authentication._warned_no_secret = False
+    issued = login_certificate_issue(user=member)
+    for _ in range(2):
+        response = api.get("/whoami/", **via_nginx(header_value(issued.pem)))
+        assert response.status_code in (401, 403)
+    # logged once, not per request
+    assert caplog.text.count("no front-end secret is configured") == 1
+
+
+def test_too_short_a_secret_counts_as_none(api, member, settings):
+    settings.PORTAL_FRONTEND_SECRET = "short"
+    issued = login_certificate_issue(user=member)
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem), secret="short"))
+    assert response.status_code in (401, 403)
+
+
+def test_secret_file_is_read_when_it_appears_and_when_it_changes(api, member, settings, tmp_path):
+    """scripts/tls-frontend.sh may write the file after the portal started."""
+    settings.PORTAL_FRONTEND_SECRET = ""
+    path = tmp_path / "frontend-secret"
+    settings.PORTAL_FRONTEND_SECRET_FILE = path
+    issued = login_certificate_issue(user=member)
+    first, second = "a" * 40, "b" * 41  # another size: a new mtime alone may be coarse
+    assert api.get("/whoami/", **via_nginx(header_value(issued.pem), secret=first)).status_code in (
+        401,
+        403,
+    )
+    path.write_text(first + "\n")
+    assert (
+        api.get("/whoami/", **via_nginx(header_value(issued.pem), secret=first)).status_code == 200
+    )
+    path.write_text(second + "\n")
+    assert api.get("/whoami/", **via_nginx(header_value(issued.pem), secret=first)).status_code in (
+        401,
+        403,
+    )
+    assert (
+        api.get("/whoami/", **via_nginx(header_value(issued.pem), secret=second)).status_code == 200
+    )
 
 
 def test_without_certificate_session_and_token_still_work(api, member):
@@ -239,7 +321,7 @@ def test_without_certificate_session_and_token_still_work(api, member):
 
 def test_revoked_certificate_is_refused_at_once(api, member):
     issued = login_certificate_issue(user=member)
-    headers = {HEADER: header_value(issued.pem)}
+    headers = via_nginx(header_value(issued.pem))
     assert api.get("/whoami/", **headers).status_code == 200
     login_certificate_revoke(certificate=issued.certificate, user=member)
     response = api.get("/whoami/", **headers)
@@ -250,7 +332,7 @@ def test_revoked_certificate_is_refused_at_once(api, member):
 def test_expired_certificate_is_refused(api, member, settings):
     settings.PORTAL_CERT_VALID_DAYS = 1
     issued = login_certificate_issue(user=member, now=timezone.now() - datetime.timedelta(days=3))
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)})
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)))
     assert response.status_code in (401, 403)
     assert "expired" in response.json()["error"]
 
@@ -259,7 +341,7 @@ def test_expired_in_database_is_refused(api, member):
     """The stored not_after is authoritative too (an admin may shorten it)."""
     issued = login_certificate_issue(user=member)
     LoginCertificate.objects.update(not_after=timezone.now() - datetime.timedelta(seconds=1))
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)})
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)))
     assert response.status_code in (401, 403)
 
 
@@ -287,7 +369,7 @@ def _foreign_certificate(subject_like: x509.Certificate, *, serial: int | None =
 def test_foreign_ca_certificate_is_refused(api, member):
     genuine = certificate_of(login_certificate_issue(user=member).pem)
     forged = _foreign_certificate(genuine)  # even with a known serial
-    response = api.get("/whoami/", **{HEADER: header_value(forged)})
+    response = api.get("/whoami/", **via_nginx(header_value(forged)))
     assert response.status_code in (401, 403)
     assert "signed" in response.json()["error"]
 
@@ -307,7 +389,7 @@ def test_certificate_from_an_unrelated_ca_is_refused(api, member):
         .not_valid_after(now + datetime.timedelta(days=1))
         .sign(other_key, hashes.SHA256())
     )
-    response = api.get("/whoami/", **{HEADER: header_value(cert)})
+    response = api.get("/whoami/", **via_nginx(header_value(cert)))
     assert response.status_code in (401, 403)
     assert "not issued by this portal" in response.json()["error"]
 
@@ -315,13 +397,13 @@ def test_certificate_from_an_unrelated_ca_is_refused(api, member):
 def test_unknown_serial_is_refused(api, member):
     issued = login_certificate_issue(user=member)
     LoginCertificate.objects.all().delete()
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)})
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)))
     assert response.status_code in (401, 403)
     assert "unknown" in response.json()["error"]
 
 
 def test_garbage_header_is_refused(api, member):
-    response = api.get("/whoami/", **{HEADER: "not a certificate"})
+    response = api.get("/whoami/", **via_nginx("not a certificate"))
     assert response.status_code in (401, 403)
 
 
@@ -329,7 +411,7 @@ def test_inactive_user_is_refused(api, member):
     issued = login_certificate_issue(user=member)
     member.is_active = False
     member.save()
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)})
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)))
     assert response.status_code in (401, 403)
 
 
@@ -337,7 +419,7 @@ def test_renamed_user_certificate_stops_working(api, member):
     issued = login_certificate_issue(user=member)
     member.username = "alice2"
     member.save()
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)})
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)))
     assert response.status_code in (401, 403)
 
 
@@ -345,7 +427,7 @@ def test_session_wins_over_a_certificate_of_someone_else(api, member, outsider):
     """A browser session keeps its meaning; the certificate class comes last."""
     issued = login_certificate_issue(user=outsider)
     api.force_login(member)
-    response = api.get("/whoami/", **{HEADER: header_value(issued.pem)})
+    response = api.get("/whoami/", **via_nginx(header_value(issued.pem)))
     assert response.json()["user"] == "alice"
 
 
@@ -353,7 +435,7 @@ def test_authenticate_header_helper_for_plain_views(rf, member):
     from portal.certs.authentication import authenticate_client_certificate
 
     issued = login_certificate_issue(user=member)
-    request = rf.get("/", **{HEADER: header_value(issued.pem)})
+    request = rf.get("/", **via_nginx(header_value(issued.pem)))
     user, record = authenticate_client_certificate(request)
     assert user == member and record == issued.certificate
     assert authenticate_client_certificate(rf.get("/")) is None
@@ -363,7 +445,7 @@ def test_class_can_be_used_alone(rf, member):
     issued = login_certificate_issue(user=member)
     from rest_framework.request import Request
 
-    request = Request(rf.get("/", **{HEADER: header_value(issued.pem)}))
+    request = Request(rf.get("/", **via_nginx(header_value(issued.pem))))
     user, record = ClientCertificateAuthentication().authenticate(request)
     assert user == member
 

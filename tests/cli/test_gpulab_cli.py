@@ -355,3 +355,30 @@ def test_certificate_of_another_ca_is_refused(cli, tmp_path):
     )
     done = cli("jobs", "-U", pem=pem)
     assert done.returncode != 0
+
+
+def test_local_process_cannot_log_in_with_a_certificate_header(portal, login_pem):
+    """A certificate is public and any local process reaches the app port from 127.0.0.1:
+    without the secret only nginx knows, the header logs nobody in."""
+    import os
+    import stat
+    from urllib.parse import quote
+
+    import requests
+
+    pem = login_pem.read_text()
+    certificate = pem[pem.index("-----BEGIN CERTIFICATE-----") :]
+    certificate = certificate[: certificate.index("-----END CERTIFICATE-----") + 25] + "\n"
+    headers = {"X-SSL-Client-Cert": quote(certificate, safe="")}
+    url = portal.url + "/api/gpulab/v4.0/jobs"
+    assert requests.get(url, headers=headers, timeout=10).status_code in (401, 403)
+    wrong = {**headers, "X-Portal-Frontend-Secret": "0" * 64}
+    assert requests.get(url, headers=wrong, timeout=10).status_code in (401, 403)
+    # the secret scripts/tls-frontend.sh made: private, and it is what makes the header count
+    secret_file = portal.var_dir / "tls" / "frontend-secret"
+    assert stat.S_IMODE(os.stat(secret_file).st_mode) == 0o600
+    conf = portal.var_dir / "tls" / "nginx" / "gpuportal.conf"
+    assert stat.S_IMODE(os.stat(conf).st_mode) == 0o600
+    right = {**headers, "X-Portal-Frontend-Secret": secret_file.read_text().strip()}
+    assert requests.get(url, headers=right, timeout=10).status_code == 200
+    assert secret_file.read_text().strip() not in portal.server_log()

@@ -8,6 +8,7 @@ from clusters.runtime.spec import (
     ContainerSpec,
     Mount,
     PortMapping,
+    PortPolicy,
     check_spec,
     docker_socket_exposure,
 )
@@ -83,7 +84,7 @@ def test_valid_spec_passes_and_is_normalised():
         gpu_device_ids=[0, "GPU-abc"],
         group_add=[1000],
     )
-    check_spec(spec)
+    check_spec(spec, port_policy=PortPolicy((1024, 65535), (), ("127.0.0.1",)))
     assert spec.command == ("sh", "-c", "true")
     assert spec.environment == {"N": "1"}
     assert spec.binds == (Mount("/data", "/data", True),)

@@ -12,7 +12,7 @@ import pytest
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.runtime.probe import probe_engine
-from clusters.runtime.spec import ContainerSpec, Mount, PortMapping
+from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, PortPolicy
 from jobs.spec.images import parse_image
 from tests.integration.docker_support import (
     TEST_IMAGE,
@@ -131,7 +131,9 @@ def test_tmpfs_and_binds(engine, run_container, tmp_path):
     assert "tmpfs" in out and "16384" in out  # df reports 1K blocks
 
 
-def test_published_ports_are_read_back_and_reachable(engine, run_container):
+def test_published_ports_are_read_back_and_reachable(engine, run_container, monkeypatch):
+    # A site policy that allows this free port on loopback (the default would refuse both).
+    monkeypatch.setattr(engine, "port_policy", PortPolicy((1024, 65535), (), ("127.0.0.1",)))
     fixed = free_port()
     container_id = run_container(
         command=["httpd", "-f", "-p", "8080", "-h", "/www"],
@@ -252,6 +254,27 @@ def test_docker_socket_binds_are_refused(engine, run_container, test_labels, sou
         run_container(command=["true"], binds=[Mount(source, "/mnt/x")])
     assert caught.value.permanent and "refused" in str(caught.value)
     assert engine.list_by_labels(test_labels) == []  # nothing was created
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [
+        PortMapping(2222, 22),  # the slave's SSH
+        PortMapping(2375, 2375),  # Docker's TCP port
+        PortMapping(80, 8080),  # outside the default range 20000-29999
+        PortMapping(80, 20080, "127.0.0.1"),  # in range, on an address jobs may not use
+    ],
+)
+def test_host_ports_outside_the_policy_are_refused(engine, run_container, test_labels, mapping):
+    with pytest.raises(RuntimeFailure) as caught:
+        run_container(command=["true"], port_mappings=[mapping])
+    assert caught.value.permanent and "refused" in str(caught.value)
+    assert engine.list_by_labels(test_labels) == []  # nothing was created, nothing bound
+
+
+def test_gpu_variables_wider_than_the_device_request_are_refused(engine, run_container):
+    with pytest.raises(RuntimeFailure, match="NVIDIA_VISIBLE_DEVICES=all"):
+        run_container(command=["true"], environment={"NVIDIA_VISIBLE_DEVICES": "all"})
 
 
 def test_own_engine_socket_is_refused(engine, run_container):
