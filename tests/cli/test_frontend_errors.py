@@ -1,0 +1,89 @@
+"""Errors the TLS front end makes itself answer JSON under /api/, never nginx's HTML pages:
+gpulab-cli and scripts print the `error` text instead of an HTML dump or "could not parse"."""
+
+import datetime
+
+import pytest
+import requests
+
+from tests.cli.cli_support import running_portal, wait_until
+
+pytestmark = pytest.mark.cli
+
+
+@pytest.fixture(scope="module")
+def portal(tools):
+    with running_portal("frontend-errors") as live:
+        yield live
+
+
+def _foreign_login_pem(path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mallory")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+        + cert.public_bytes(serialization.Encoding.PEM)
+    )
+    return path
+
+
+def _get(portal, path, **kwargs):
+    return requests.get(portal.api_url + path, verify=str(portal.server_ca), timeout=10, **kwargs)
+
+
+def test_certificate_of_another_ca_gets_json(portal, tmp_path):
+    pem = _foreign_login_pem(tmp_path / "foreign.pem")
+    answer = _get(portal, "/gpulab/v4.0/jobs", cert=(str(pem), str(pem)))
+    assert answer.status_code == 400
+    assert answer.headers["Content-Type"].startswith("application/json")
+    assert "not accepted by the TLS front end" in answer.json()["error"]
+
+
+def test_body_too_large_for_the_front_end_gets_json(portal):
+    answer = requests.post(
+        portal.api_url + "/gpulab/v4.0/jobs",
+        data=b"x" * (3 * 1024 * 1024),
+        verify=str(portal.server_ca),
+        timeout=20,
+    )
+    assert answer.status_code == 413
+    assert "larger than the TLS front end accepts" in answer.json()["error"]
+
+
+def test_portal_down_gets_json_with_retry_after(portal):
+    assert _get(portal, "/gpulab/v4.0/version").status_code == 200
+    portal.server.terminate()
+    portal.server.wait(timeout=20)
+    wait_until(
+        lambda: _get(portal, "/gpulab/v4.0/version").status_code == 503,
+        timeout=20,
+        what="the front end to notice the portal is down",
+    )
+    answer = _get(portal, "/gpulab/v4.0/jobs")
+    assert answer.status_code == 503
+    assert answer.headers["Retry-After"] == "5"
+    assert "not answering" in answer.json()["error"]
+    # pages (not /api/) keep nginx's own page: browsers show it
+    assert "json" not in requests.get(
+        portal.api_url.removesuffix("/api") + "/", verify=str(portal.server_ca), timeout=10
+    ).headers.get("Content-Type", "")
