@@ -15,7 +15,7 @@ from django.utils import timezone
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
-from jobs.launch import LABEL_INSTANCE, LABEL_JOB
+from jobs.launch import LABEL_JOB, slave_labels
 from jobs.models import Job
 from jobs.runtime_services import job_finish_run, job_restart_create
 from jobs.states import ON_SLAVE, JobStatus
@@ -50,7 +50,9 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
         return
     try:
         with engine_for(slave) as engine:
-            containers = engine.list_by_labels({LABEL_INSTANCE: settings.PORTAL_INSTANCE})
+            # Only this portal's containers of this slave: other slaves on the same engine and
+            # other portals on the same host are none of its business.
+            containers = engine.list_by_labels(slave_labels(slave.pk))
     except RuntimeFailure as failure:
         log.warning("reconcile: cannot list containers on %s: %s", slave.name, failure)
         return
