@@ -145,5 +145,8 @@ class ApiJsonErrorsMiddleware:
             and not response.streaming
             and response.get("Content-Type", "").startswith("text/html")
         ):
-            return api_error_response(response.status_code)
+            status = response.status_code
+            return api_error_response(
+                status, f"not found: {request.path_info}" if status == 404 else None
+            )
         return response

@@ -111,6 +111,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+installation.private_dir(STATIC_ROOT)  # WhiteNoise warns about a missing one before collectstatic
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # WhiteNoise's compressed, hashed files after collectstatic (run_portal runs it); without a
