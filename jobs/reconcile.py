@@ -15,7 +15,7 @@ from django.utils import timezone
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
-from jobs.launch import LABEL_JOB, slave_labels
+from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
 from jobs.models import Job
 from jobs.runtime_services import job_finish_run, job_restart_create
 from jobs.states import ON_SLAVE, JobStatus
@@ -50,12 +50,11 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
         return
     try:
         with engine_for(slave) as engine:
-            # Only this portal's containers of this slave: other slaves on the same engine and
-            # other portals on the same host are none of its business.
-            containers = engine.list_by_labels(slave_labels(slave.pk))
+            containers = engine.list_by_labels({LABEL_INSTANCE: settings.PORTAL_INSTANCE})
     except RuntimeFailure as failure:
         log.warning("reconcile: cannot list containers on %s: %s", slave.name, failure)
         return
+    containers = [c for c in containers if _belongs_to(c, slave=slave, jobs=jobs)]
     seen = set()
     for container in containers:
         job_uuid = container.labels.get(LABEL_JOB, "")
@@ -84,6 +83,17 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
                     fields={"end_reason": "the container disappeared from the slave"},
                 )
             tick_request()
+
+
+def _belongs_to(container, *, slave: Slave, jobs: dict[str, Job]) -> bool:
+    """Only this portal's containers of this slave: other slaves on the same engine and other
+    portals on the same host are none of its business. A container from before containers
+    carried their slave's id is this slave's only when its job runs here, and is never
+    stopped as a stray (it has no slave label to prove it is ours)."""
+    owner = container.labels.get(LABEL_SLAVE)
+    if owner is None:
+        return container.labels.get(LABEL_JOB, "") in jobs
+    return owner == str(slave.pk)
 
 
 def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:

@@ -70,6 +70,35 @@ def test_defaults_are_production_and_kept_per_installation(tmp_path):
     assert chosen["instance"] == "site-a" and chosen["debug"] is True
 
 
+def test_an_installation_from_before_the_instance_id_keeps_the_old_label(tmp_path):
+    var_dir = tmp_path / "var"
+    var_dir.mkdir()
+    sqlite3.connect(var_dir / "portal.sqlite3").close()  # made by an older version
+    assert read_settings(var_dir)["instance"] == "gpuportal"
+    assert (var_dir / "instance-id").read_text().strip() == "gpuportal"
+
+
+def test_reconcile_takes_only_its_own_slaves_containers(slave):
+    from types import SimpleNamespace
+
+    from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+    from jobs.reconcile import _belongs_to
+
+    def container(**labels):
+        return SimpleNamespace(labels={LABEL_INSTANCE: "x", **labels})
+
+    running_here = {"job-here": object()}
+    mine = container(**{LABEL_JOB: "job-here", LABEL_SLAVE: str(slave.pk)})
+    stray_of_mine = container(**{LABEL_JOB: "gone", LABEL_SLAVE: str(slave.pk)})
+    other_slave = container(**{LABEL_JOB: "job-here", LABEL_SLAVE: str(slave.pk + 1)})
+    old_of_mine = container(**{LABEL_JOB: "job-here"})  # from before the slave label
+    old_unknown = container(**{LABEL_JOB: "gone"})
+    assert [
+        _belongs_to(c, slave=slave, jobs=running_here)
+        for c in (mine, stray_of_mine, other_slave, old_of_mine, old_unknown)
+    ] == [True, True, False, True, False]
+
+
 def test_a_var_dir_made_by_hand_with_open_modes_is_made_private(tmp_path):
     var_dir = tmp_path / "var"
     var_dir.mkdir(mode=0o755)
@@ -264,3 +293,52 @@ def test_footer_api_link_lands_on_the_api_docs(client):
 def test_debug_is_off_in_this_process_as_well():
     # pytest-django forces DEBUG off; the settings module's own default is tested above.
     assert django_settings.DEBUG is False
+
+
+# --- Service definitions ----------------------------------------------------------------------
+
+
+def test_systemd_units_start_the_production_processes(tmp_path):
+    import importlib
+    import shutil
+
+    from django.core.management import get_commands
+
+    units = ROOT / "deploy" / "systemd"
+    started = {}
+    for unit in sorted(units.glob("*.service")):
+        for line in unit.read_text().splitlines():
+            key, _, command = line.partition("=")
+            if key in {"ExecStart", "ExecStartPre"}:
+                started.setdefault(unit.name, []).append(command.split())
+    commands = {
+        name: [c[2] if "manage.py" in c else c[0] for c in cs] for name, cs in started.items()
+    }
+    assert commands == {
+        "gpuportal-qcluster.service": ["qcluster"],
+        "gpuportal-watcher.service": ["watch_slaves"],
+        "gpuportal-web.service": [
+            "migrate",
+            "collectstatic",
+            "/opt/gpuportal/.venv/bin/gunicorn",
+        ],
+    }
+    known = get_commands()
+    assert all(name in known for name in ("migrate", "collectstatic", "qcluster", "watch_slaves"))
+    gunicorn = started["gpuportal-web.service"][-1]
+    assert gunicorn[1:] == ["-c", "python:portal.gunicorn_conf"]
+    conf = importlib.import_module("portal.gunicorn_conf")
+    assert conf.wsgi_app == "portal.wsgi:application" and conf.workers >= 2
+
+    analyze = shutil.which("systemd-analyze")
+    if analyze:  # the units' syntax, with this checkout's paths in place of /opt/gpuportal
+        venv_bin = str(Path(sys.executable).parent)
+        for unit in units.iterdir():
+            text = unit.read_text().replace("/opt/gpuportal/.venv/bin", venv_bin)
+            (tmp_path / unit.name).write_text(text.replace("/opt/gpuportal", str(ROOT)))
+        done = subprocess.run(
+            [analyze, "verify", "--man=no", *sorted(str(p) for p in tmp_path.iterdir())],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0 and "gpuportal" not in done.stderr, done.stderr
