@@ -337,7 +337,12 @@ def test_systemd_units_start_the_production_processes(tmp_path):
             text = unit.read_text().replace("/opt/gpuportal/.venv/bin", venv_bin)
             (tmp_path / unit.name).write_text(text.replace("/opt/gpuportal", str(ROOT)))
         done = subprocess.run(
-            [analyze, "verify", "--man=no", *sorted(str(p) for p in tmp_path.iterdir())],
+            [
+                analyze,
+                "verify",
+                "--man=no",
+                *sorted(str(p) for p in tmp_path.iterdir() if p.suffix in {".service", ".target"}),
+            ],
             capture_output=True,
             text=True,
         )
