@@ -37,6 +37,12 @@ ALLOWED_HOSTS = env_list(
     ),
 )
 CSRF_TRUSTED_ORIGINS = env_list("PORTAL_CSRF_TRUSTED_ORIGINS", [])
+# Behind the TLS front end (deploy/nginx/ sets X-Forwarded-Proto): cookies only over HTTPS.
+# Off by default because `make run` serves plain HTTP on loopback.
+if env_bool("PORTAL_HTTPS", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -70,6 +70,18 @@ def test_defaults_are_production_and_kept_per_installation(tmp_path):
     assert chosen["instance"] == "site-a" and chosen["debug"] is True
 
 
+def test_https_behind_the_front_end_makes_cookies_secure(tmp_path):
+    code = (
+        "import os, django; os.environ['DJANGO_SETTINGS_MODULE']='portal.settings';"
+        "django.setup(); from django.conf import settings as s;"
+        "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_PROXY_SSL_HEADER)"
+    )
+    plain = run_python(code, tmp_path / "var")
+    assert plain.stdout.split() == ["False", "False", "None"], plain.stderr
+    https = run_python(code, tmp_path / "var", PORTAL_HTTPS="true")
+    assert https.stdout.strip() == "True True ('HTTP_X_FORWARDED_PROTO', 'https')", https.stderr
+
+
 def test_an_installation_from_before_the_instance_id_keeps_the_old_label(tmp_path):
     var_dir = tmp_path / "var"
     var_dir.mkdir()
