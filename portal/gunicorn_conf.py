@@ -20,3 +20,6 @@ graceful_timeout = 10
 # One access line per request on stdout (journald under systemd); errors on stderr.
 accesslog = "-"
 errorlog = "-"
+# gunicorn >= 25.1 opens a control socket at one path per user account: a second portal (or a
+# test) run by the same account would take it over. systemd / run_portal manage the processes.
+control_socket_disable = True
