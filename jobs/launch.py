@@ -26,6 +26,8 @@ LABEL_JOB = "gpuportal.job"
 # their own, so slaves sharing one engine and portals sharing a host leave each other alone.
 LABEL_INSTANCE = "gpuportal.instance"
 LABEL_SLAVE = "gpuportal.slave"
+# The instance label of every portal before each installation had its own id.
+LEGACY_INSTANCE = "gpuportal"
 
 
 @dataclass(frozen=True)

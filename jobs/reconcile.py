@@ -15,7 +15,7 @@ from django.utils import timezone
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
-from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
 from jobs.models import Job
 from jobs.runtime_services import job_finish_run, job_restart_create
 from jobs.states import ON_SLAVE, JobStatus
@@ -51,6 +51,9 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
     try:
         with engine_for(slave) as engine:
             containers = engine.list_by_labels({LABEL_INSTANCE: settings.PORTAL_INSTANCE})
+            if settings.PORTAL_INSTANCE != LEGACY_INSTANCE:
+                # Started before this installation had its own id: adopted by job uuid below.
+                containers += engine.list_by_labels({LABEL_INSTANCE: LEGACY_INSTANCE})
     except RuntimeFailure as failure:
         log.warning("reconcile: cannot list containers on %s: %s", slave.name, failure)
         return
@@ -88,11 +91,11 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
 def _belongs_to(container, *, slave: Slave, jobs: dict[str, Job]) -> bool:
     """Only this portal's containers of this slave: other slaves on the same engine and other
     portals on the same host are none of its business. A container from before containers
-    carried their slave's id is this slave's only when its job runs here, and is never
-    stopped as a stray (it has no slave label to prove it is ours)."""
+    carried their instance id and slave id is this slave's only when its job (a uuid: unique
+    across portals) runs here, and is never stopped as a stray: nothing proves it is ours."""
     owner = container.labels.get(LABEL_SLAVE)
-    if owner is None:
-        return container.labels.get(LABEL_JOB, "") in jobs
+    if owner is None or container.labels.get(LABEL_INSTANCE) != settings.PORTAL_INSTANCE:
+        return owner is None and container.labels.get(LABEL_JOB, "") in jobs
     return owner == str(slave.pk)
 
 

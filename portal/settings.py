@@ -19,7 +19,6 @@ VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
 # The var directory holds the database, keys, logs: private to the portal's user (0700), and
 # created here so that every manage.py command works on a fresh clone.
 installation.private_dir(VAR_DIR)
-DEFAULT_SQLITE = VAR_DIR / "portal.sqlite3"
 # Debug pages show settings and code: only when asked for.
 DEBUG = env_bool("PORTAL_DEBUG", False)
 # Without PORTAL_SECRET_KEY, a key made once per installation and kept in var/ (mode 0600).
@@ -217,11 +216,9 @@ PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR /
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.
+# (Containers started before the id existed carry "gpuportal": see jobs/reconcile.py.)
 PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
-    VAR_DIR / "instance-id",
-    # A SQLite installation from before the id existed keeps the old label: its running
-    # containers stay its own.
-    lambda: "gpuportal" if DEFAULT_SQLITE.exists() else installation.new_instance_id(),
+    VAR_DIR / "instance-id", installation.new_instance_id
 )
 # Run with all GPUs on slaves that have the NVIDIA runtime, to list them (must be pullable or
 # present on the slave: air-gapped sites point this at their own registry).

@@ -152,3 +152,55 @@ def test_reconcile_of_two_portals_and_two_slaves_on_one_engine_stops_nothing(
     assert all(status == "RUNNING" for status, _, _ in theirs.values()), theirs
     assert running_ids(engine, instance_a) == containers_a
     assert running_ids(engine, instance_b) == containers_b
+
+
+def test_containers_started_before_instance_ids_are_adopted_by_job_and_never_removed(
+    portals, engine, django_user_model
+):
+    """An upgrade: a job running in a container labelled the old way (instance "gpuportal", no
+    slave label) stays RUNNING through reconcile and is finished when its container exits; an
+    old-style container of an unknown job (another old portal's) is left alone."""
+    from jobs.launch import LEGACY_INSTANCE
+
+    user = django_user_model.objects.create_user("old", "old@example.org", "pw")
+    project = Project.objects.create(name="old", gid=4402)
+    Membership.objects.create(user=user, project=project)
+    cluster, _ = Cluster.objects.get_or_create(id=1)
+    slave = slave_register(name="a1", cluster=cluster, docker_url=docker_url(), host="a1")
+    slave_declare_gpus(slave=slave, gpus=[("Demo GPU", 1024)])
+    slave_probe(slave=slave)
+    job = job_submit(user=user, project=project, document=sleeping_job())
+    wait_running([job])
+
+    def old_style(job_uuid: str) -> str:
+        spec = ContainerSpec(
+            image=TEST_IMAGE,
+            command=("sleep", "300"),
+            labels={LABEL_INSTANCE: LEGACY_INSTANCE, LABEL_JOB: job_uuid},
+        )
+        return engine.run(spec)
+
+    # As the job would be after the upgrade: its container carries the old labels only.
+    engine.remove(job.container_id, force=True)
+    adopted = old_style(str(job.uuid))
+    Job.objects.filter(pk=job.pk).update(container_id=adopted)
+    foreign = old_style(str(uuid.uuid4()))
+    try:
+        for _ in range(CYCLES):
+            reconcile_all()
+        job.refresh_from_db()
+        assert job.status == "RUNNING", (job.status, job.end_reason)
+        assert engine.inspect(adopted).running and engine.inspect(foreign).running
+
+        engine.stop(adopted, timeout_s=1)
+        reconcile_all()
+        job.refresh_from_db()
+        assert job.status in {"FINISHED", "FAILED"} and job.status != "RUNNING"
+        assert "disappeared" not in (job.end_reason or "")
+        assert engine.inspect(foreign).running
+    finally:
+        for container in (adopted, foreign):
+            try:
+                engine.remove(container, force=True)
+            except Exception:  # removed by the finish step already
+                pass

@@ -82,33 +82,35 @@ def test_https_behind_the_front_end_makes_cookies_secure(tmp_path):
     assert https.stdout.strip() == "True True ('HTTP_X_FORWARDED_PROTO', 'https')", https.stderr
 
 
-def test_an_installation_from_before_the_instance_id_keeps_the_old_label(tmp_path):
-    var_dir = tmp_path / "var"
-    var_dir.mkdir()
-    sqlite3.connect(var_dir / "portal.sqlite3").close()  # made by an older version
-    assert read_settings(var_dir)["instance"] == "gpuportal"
-    assert (var_dir / "instance-id").read_text().strip() == "gpuportal"
-
-
-def test_reconcile_takes_only_its_own_slaves_containers(slave):
+def test_reconcile_takes_only_its_own_slaves_containers(slave, settings):
     from types import SimpleNamespace
 
-    from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+    from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
     from jobs.reconcile import _belongs_to
 
-    def container(**labels):
-        return SimpleNamespace(labels={LABEL_INSTANCE: "x", **labels})
+    settings.PORTAL_INSTANCE = "gp-mine"
 
+    def container(instance="gp-mine", **labels):
+        return SimpleNamespace(labels={LABEL_INSTANCE: instance, **labels})
+
+    here = str(slave.pk)
     running_here = {"job-here": object()}
-    mine = container(**{LABEL_JOB: "job-here", LABEL_SLAVE: str(slave.pk)})
-    stray_of_mine = container(**{LABEL_JOB: "gone", LABEL_SLAVE: str(slave.pk)})
-    other_slave = container(**{LABEL_JOB: "job-here", LABEL_SLAVE: str(slave.pk + 1)})
-    old_of_mine = container(**{LABEL_JOB: "job-here"})  # from before the slave label
-    old_unknown = container(**{LABEL_JOB: "gone"})
-    assert [
-        _belongs_to(c, slave=slave, jobs=running_here)
-        for c in (mine, stray_of_mine, other_slave, old_of_mine, old_unknown)
-    ] == [True, True, False, True, False]
+    cases = {
+        "mine": (container(**{LABEL_JOB: "job-here", LABEL_SLAVE: here}), True),
+        "stray of mine": (container(**{LABEL_JOB: "gone", LABEL_SLAVE: here}), True),
+        "other slave": (container(**{LABEL_JOB: "x", LABEL_SLAVE: str(slave.pk + 1)}), False),
+        "other portal": (container("gp-other", **{LABEL_JOB: "x", LABEL_SLAVE: here}), False),
+        "no slave label, my job": (container(**{LABEL_JOB: "job-here"}), True),
+        "no slave label, unknown": (container(**{LABEL_JOB: "gone"}), False),
+        "legacy, my job": (container(LEGACY_INSTANCE, **{LABEL_JOB: "job-here"}), True),
+        "legacy, unknown": (container(LEGACY_INSTANCE, **{LABEL_JOB: "gone"}), False),
+        "legacy with slave": (
+            container(LEGACY_INSTANCE, **{LABEL_JOB: "job-here", LABEL_SLAVE: here}),
+            False,
+        ),
+    }
+    got = {name: _belongs_to(c, slave=slave, jobs=running_here) for name, (c, _) in cases.items()}
+    assert got == {name: expected for name, (_, expected) in cases.items()}
 
 
 def test_a_var_dir_made_by_hand_with_open_modes_is_made_private(tmp_path):
