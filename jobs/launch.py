@@ -22,7 +22,13 @@ from portal.models import user_urn
 
 GIB = 1024**3
 LABEL_JOB = "gpuportal.job"
+# Which portal installation (settings.PORTAL_INSTANCE) and which of its slaves (the slave's id)
+# a container belongs to: reconcile and the watcher touch only containers carrying both of
+# their own, so slaves sharing one engine and portals sharing a host leave each other alone.
 LABEL_INSTANCE = "gpuportal.instance"
+LABEL_SLAVE = "gpuportal.slave"
+# The instance label of every portal before each installation had its own id.
+LEGACY_INSTANCE = "gpuportal"
 
 
 @dataclass(frozen=True)
@@ -57,8 +63,13 @@ def pull_target(job: Job) -> PullTarget:
     return PullTarget(repository=repository, tag=tag, username=ref.username, password=ref.password)
 
 
-def job_labels(job: Job) -> dict[str, str]:
-    return {LABEL_JOB: str(job.uuid), LABEL_INSTANCE: settings.PORTAL_INSTANCE}
+def slave_labels(slave_id: int) -> dict[str, str]:
+    """The labels every container of this portal on this slave carries."""
+    return {LABEL_INSTANCE: settings.PORTAL_INSTANCE, LABEL_SLAVE: str(slave_id)}
+
+
+def job_labels(job: Job, slave: Slave) -> dict[str, str]:
+    return {LABEL_JOB: str(job.uuid), **slave_labels(slave.pk)}
 
 
 def job_environment(job: Job, slave: Slave) -> dict[str, str]:
@@ -136,7 +147,7 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         image=target.reference,
         command=split_command(docker.get("command")),
         environment=job_environment(job, slave),
-        labels=job_labels(job),
+        labels=job_labels(job, slave),
         cpuset_cpus=",".join(str(c) for c in job.cpu_ids) or None,
         # tmpfs pages are charged to the container's memory: the limit includes them.
         mem_limit_bytes=(job.cpu_memory_gb + job.tmpfs_gb) * GIB,

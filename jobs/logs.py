@@ -10,6 +10,7 @@ the archive or the spool.
 
 import fcntl
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from django.conf import settings
 
 from jobs.models import Job
 from jobs.states import ON_SLAVE
+from portal.installation import private_dir, private_open, write_private
 
 NS = 10**9
 
@@ -31,10 +33,8 @@ def spool_path(job: Job) -> Path:
 
 def job_log_archive(*, job: Job, data: bytes) -> None:
     path = archive_path(job)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)  # atomic: a reader never sees half an archive
+    private_dir(path.parent)  # logs are the users' own: 0700 directory, 0600 files
+    write_private(path, data)  # atomic: a reader never sees half an archive
     Job.objects.filter(pk=job.pk).update(log_archived=True)
     job.log_archived = True
     for leftover in (spool_path(job), spool_path(job).with_suffix(".state")):
@@ -78,9 +78,9 @@ def _spool_refresh(job: Job) -> None:
     from clusters.services import engine_for
 
     path = spool_path(job)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     state_path = path.with_suffix(".state")
-    with path.open("ab") as spool:
+    with os.fdopen(private_open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as spool:
         fcntl.flock(spool, fcntl.LOCK_EX)  # concurrent readers must not append twice
         if archive_path(job).exists():
             # The job ended while we waited: the archive replaces the spool we just reopened.
@@ -100,7 +100,9 @@ def _spool_refresh(job: Job) -> None:
         if text:
             spool.write(text)
             spool.flush()
-            state_path.write_text(json.dumps({"last_ns": last_ns, "taken_at_last": taken}))
+            write_private(
+                state_path, json.dumps({"last_ns": last_ns, "taken_at_last": taken}).encode()
+            )
 
 
 def _read_from(path: Path, start: int) -> tuple[bytes, int]:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
-from jobs.launch import LABEL_INSTANCE, LABEL_JOB
+from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
 from jobs.models import Job
 from jobs.runtime_services import job_finish_run, job_restart_create
 from jobs.states import ON_SLAVE, JobStatus
@@ -51,9 +51,13 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
     try:
         with engine_for(slave) as engine:
             containers = engine.list_by_labels({LABEL_INSTANCE: settings.PORTAL_INSTANCE})
+            if settings.PORTAL_INSTANCE != LEGACY_INSTANCE:
+                # Started before this installation had its own id: adopted by job uuid below.
+                containers += engine.list_by_labels({LABEL_INSTANCE: LEGACY_INSTANCE})
     except RuntimeFailure as failure:
         log.warning("reconcile: cannot list containers on %s: %s", slave.name, failure)
         return
+    containers = [c for c in containers if _belongs_to(c, slave=slave, jobs=jobs)]
     seen = set()
     for container in containers:
         job_uuid = container.labels.get(LABEL_JOB, "")
@@ -82,6 +86,17 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
                     fields={"end_reason": "the container disappeared from the slave"},
                 )
             tick_request()
+
+
+def _belongs_to(container, *, slave: Slave, jobs: dict[str, Job]) -> bool:
+    """Only this portal's containers of this slave: other slaves on the same engine and other
+    portals on the same host are none of its business. A container from before containers
+    carried their instance id and slave id is this slave's only when its job (a uuid: unique
+    across portals) runs here, and is never stopped as a stray: nothing proves it is ours."""
+    owner = container.labels.get(LABEL_SLAVE)
+    if owner is None or container.labels.get(LABEL_INSTANCE) != settings.PORTAL_INSTANCE:
+        return owner is None and container.labels.get(LABEL_JOB, "") in jobs
+    return owner == str(slave.pk)
 
 
 def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:

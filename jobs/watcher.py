@@ -11,13 +11,12 @@ import threading
 import time
 from datetime import datetime
 
-from django.conf import settings
 from django.db import close_old_connections
 
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
-from jobs.launch import LABEL_INSTANCE, LABEL_JOB
+from jobs.launch import LABEL_JOB, slave_labels
 from jobs.models import Job
 from jobs.states import ON_SLAVE
 from portal.tasks import fire
@@ -55,7 +54,10 @@ class SlaveWatch(threading.Thread):
                 with engine_for(self.slave) as engine:
                     events = engine.events(
                         since=self.since,
-                        filters={"label": f"{LABEL_INSTANCE}={settings.PORTAL_INSTANCE}"},
+                        # This portal's containers of this slave only (Docker ANDs labels).
+                        filters={
+                            "label": [f"{k}={v}" for k, v in slave_labels(self.slave.pk).items()]
+                        },
                     )
                     backoff = 1.0
                     for event in events:

@@ -8,12 +8,18 @@ Shape of every error body: ``{"error": "<what went wrong>"}``, plus ``"errors": 
 - ServiceError (portal.errors) -> its status_code (403 not allowed, 404, 409 conflict, 400);
 - Django's RequestDataTooBig (body above DATA_UPLOAD_MAX_MEMORY_SIZE) -> 413, never 400/500;
 - Django's Http404, PermissionDenied and DRF's own exceptions -> their status, same shape.
+
+Outside DRF views (unknown routes, bad Host headers, crashes), ApiJsonErrorsMiddleware and the
+error handlers (portal/error_pages.py) give every path under /api/ the same JSON shape.
 """
 
+import logging
+from http import HTTPStatus
+
 from django.conf import settings
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
@@ -21,6 +27,8 @@ from rest_framework.views import exception_handler as drf_handler
 from jobs.spec import SpecError
 from jobs.spec.jsontext import JSON_PATH
 from portal.errors import ServiceError
+
+security_log = logging.getLogger("django.security.DisallowedHost")
 
 
 class BadRequest(exceptions.APIException):
@@ -100,3 +108,45 @@ def exception_handler(exc, context):
         if isinstance(detail, dict | list):
             response.data["errors"] = _flatten(detail)
     return response
+
+
+# --- Plain Django errors under /api/ ------------------------------------------------------
+# DRF answers errors of its own views in JSON; these cover what happens outside them: an
+# unknown route, a bad Host header, a method a plain view refuses, a crash, and Django's debug
+# pages when PORTAL_DEBUG is on. Same shape: {"error": "..."}.
+
+
+def is_api_path(path: str) -> bool:
+    return path == "/api" or path.startswith("/api/")
+
+
+def api_error_response(status: int, message: str | None = None) -> JsonResponse:
+    return JsonResponse({"error": message or HTTPStatus(status).phrase.lower()}, status=status)
+
+
+class ApiJsonErrorsMiddleware:
+    """First in MIDDLEWARE: an HTML error answer under /api/ becomes JSON, and a Host header
+    outside ALLOWED_HOSTS gets a JSON 400 before anything else reads it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not is_api_path(request.path_info):
+            return self.get_response(request)
+        try:
+            request.get_host()
+        except DisallowedHost as exc:
+            security_log.warning("%s", exc)
+            return api_error_response(400, str(exc))
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and not response.streaming
+            and response.get("Content-Type", "").startswith("text/html")
+        ):
+            status = response.status_code
+            return api_error_response(
+                status, f"not found: {request.path_info}" if status == 404 else None
+            )
+        return response

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from clusters.models import Slave
 from clusters.services import cluster_ensure, slave_declare_gpus, slave_probe, slave_register
+from portal.installation import private_dir, write_private
 from portal.models import Membership, Project
 
 DEMO_GPUS = [("Demo GPU (declared, no real device)", 16384)] * 2
@@ -26,10 +27,9 @@ class BootstrapResult:
 def _admin_password(path: Path) -> tuple[str, bool]:
     if path.exists():
         return path.read_text().strip(), False
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     password = secrets.token_urlsafe(12)
-    path.write_text(password + "\n")
-    path.chmod(0o600)
+    write_private(path, (password + "\n").encode())  # 0600 from the start
     return password, True
 
 

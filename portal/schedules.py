@@ -1,6 +1,11 @@
-"""The periodic django-q2 schedules: safety nets behind the event-driven work."""
+"""The periodic django-q2 schedules: safety nets behind the event-driven work.
+
+Made (or updated) after every ``migrate`` (portal/apps.py), so a deployment that runs only
+``migrate``, ``qcluster`` and ``watch_slaves`` has them too; run_portal makes sure as well.
+"""
 
 from django.conf import settings
+from django.db import connections
 
 PERIODIC = {
     # name: (task path, minutes)
@@ -10,9 +15,12 @@ PERIODIC = {
 }
 
 
-def schedules_ensure() -> None:
+def schedules_ensure(*, using: str = "default") -> None:
     from django_q.models import Schedule
 
+    # `migrate` of a single app may run before django-q2's own tables exist.
+    if Schedule._meta.db_table not in connections[using].introspection.table_names():
+        return
     for name, (func, minutes) in PERIODIC.items():
         if minutes is None:
             defaults = {
@@ -22,4 +30,6 @@ def schedules_ensure() -> None:
             }
         else:
             defaults = {"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes}
-        Schedule.objects.update_or_create(name=name, defaults={**defaults, "repeats": -1})
+        Schedule.objects.using(using).update_or_create(
+            name=name, defaults={**defaults, "repeats": -1}
+        )

@@ -6,17 +6,42 @@ overrides come from ``PORTAL_*`` environment variables (see docs/configuration.m
 """
 
 import os
+import socket
 from pathlib import Path
 
+from portal import installation
 from portal.envconfig import database_from_url, env_bool, env_int, env_list
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
 
-SECRET_KEY = os.environ.get("PORTAL_SECRET_KEY", "insecure-dev-key-change-me-in-production")
-DEBUG = env_bool("PORTAL_DEBUG", True)
-ALLOWED_HOSTS = env_list("PORTAL_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+# --- Production by default -------------------------------------------------------------------
+# The var directory holds the database, keys, logs: private to the portal's user (0700), and
+# created here so that every manage.py command works on a fresh clone.
+installation.private_dir(VAR_DIR)
+# Debug pages show settings and code: only when asked for.
+DEBUG = env_bool("PORTAL_DEBUG", False)
+# Without PORTAL_SECRET_KEY, a key made once per installation and kept in var/ (mode 0600).
+SECRET_KEY = os.environ.get("PORTAL_SECRET_KEY") or installation.kept_value(
+    VAR_DIR / "secret_key", installation.new_secret_key
+)
+# Loopback and this machine's own names (gpulab-cli pointed at the host name must work).
+ALLOWED_HOSTS = env_list(
+    "PORTAL_ALLOWED_HOSTS",
+    list(
+        dict.fromkeys(
+            ["127.0.0.1", "localhost", "[::1]", "testserver"]
+            + [name.lower() for name in (socket.gethostname(), socket.getfqdn()) if name]
+        )
+    ),
+)
 CSRF_TRUSTED_ORIGINS = env_list("PORTAL_CSRF_TRUSTED_ORIGINS", [])
+# Behind the TLS front end (deploy/nginx/ sets X-Forwarded-Proto): cookies only over HTTPS.
+# Off by default because `make run` serves plain HTTP on loopback.
+if env_bool("PORTAL_HTTPS", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -40,7 +65,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: under /api/ every error is JSON, even a bad Host header or a debug page.
+    "portal.api_errors.ApiJsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the web process itself (compressed, cached forever when hashed).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything reads a cookie, a parameter or the body into a query: NUL bytes and
     # unpaired surrogates get a 400 naming the parameter instead of a database error (500).
     "portal.text_guard.TextGuardMiddleware",
@@ -91,6 +120,13 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+installation.private_dir(STATIC_ROOT)  # WhiteNoise warns about a missing one before collectstatic
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # WhiteNoise's compressed, hashed files after collectstatic (run_portal runs it); without a
+    # collected manifest (tests, runserver) pages link the plain names: see portal/staticfiles.py.
+    "staticfiles": {"BACKEND": "portal.staticfiles.StaticFilesStorage"},
+}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -181,7 +217,12 @@ PORTAL_SLAVE_LOST_GRACE_S = env_int("PORTAL_SLAVE_LOST_GRACE_S", 600)
 PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
-PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE", "gpuportal")
+# Which portal owns a container (its label): an id made once per installation and kept in
+# var/instance-id, so two portals sharing a Docker engine never touch each other's containers.
+# (Containers started before the id existed carry "gpuportal": see jobs/reconcile.py.)
+PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
+    VAR_DIR / "instance-id", installation.new_instance_id
+)
 # Run with all GPUs on slaves that have the NVIDIA runtime, to list them (must be pullable or
 # present on the slave: air-gapped sites point this at their own registry).
 PORTAL_GPU_PROBE_IMAGE = os.environ.get(

@@ -10,3 +10,9 @@ urlpatterns = [
     # Browser pages.
     path("", include("portal.web_urls")),
 ]
+
+# JSON under /api/, styled pages elsewhere; never a debug page (DEBUG is off by default).
+handler400 = "portal.error_pages.bad_request"
+handler403 = "portal.error_pages.permission_denied"
+handler404 = "portal.error_pages.page_not_found"
+handler500 = "portal.error_pages.server_error"

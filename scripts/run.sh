@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Set up and run the portal on its embedded defaults: SQLite, django-q2's ORM broker and the
-# local Docker engine as slave "local". Ctrl-C stops the web server, q cluster and watcher.
+# local Docker engine as slave "local". Ctrl-C stops the web server (gunicorn), q cluster and
+# watcher.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-venv.sh
-mkdir -p var
+# var/ (mode 0700) is made by the settings on first use; migrate also makes the schedules.
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py bootstrap_demo
 echo "Open http://127.0.0.1:8000/ (admin at http://127.0.0.1:8000/admin/)"

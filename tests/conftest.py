@@ -17,6 +17,12 @@ def _record_tasks(settings, tmp_path):
     settings.PORTAL_STORAGE_BASE = tmp_path / "storage"
     settings.PORTAL_LOG_ARCHIVE_DIR = tmp_path / "logs"
     settings.PORTAL_CA_DIR = tmp_path / "ca"
+    # Plain static names, whatever a `make run` left collected in var/: the test servers serve
+    # static files from the app directories, where hashed names do not exist.
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
     tasks.recorded.clear()
     yield
     tasks.recorded.clear()

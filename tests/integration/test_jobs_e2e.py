@@ -367,7 +367,7 @@ def test_reconcile_removes_containers_of_unknown_or_ended_jobs(people, local, ru
     import uuid
 
     from clusters.runtime.spec import ContainerSpec
-    from jobs.launch import LABEL_INSTANCE, LABEL_JOB
+    from jobs.launch import LABEL_JOB, slave_labels
 
     ended = wait_for(submit(people, job("true")), "RUNNING", "FINISHED")
     reconcile_all()
@@ -375,7 +375,7 @@ def test_reconcile_removes_containers_of_unknown_or_ended_jobs(people, local, ru
     strays = {str(uuid.uuid4()): None, str(ended.uuid): None}
     with engine_for(local) as engine:
         for job_uuid in strays:
-            labels = {LABEL_JOB: job_uuid, LABEL_INSTANCE: runtime.PORTAL_INSTANCE}
+            labels = {LABEL_JOB: job_uuid, **slave_labels(local.pk)}
             strays[job_uuid] = engine.run(
                 ContainerSpec(image=TEST_IMAGE, command=("sleep", "300"), labels=labels)
             )

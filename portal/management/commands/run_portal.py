@@ -1,4 +1,8 @@
-"""Start the web server, the django-q2 cluster and the slave watcher as one process tree."""
+"""Start the web server, the django-q2 cluster and the slave watcher as one process tree.
+
+The web server is gunicorn (portal/gunicorn_conf.py) with WhiteNoise serving the static files,
+as in production; the same three processes run as services there (deploy/systemd/).
+"""
 
 import os
 import signal
@@ -6,11 +10,12 @@ import subprocess
 import sys
 import time
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Run web (127.0.0.1:8000), q cluster and slave watcher together; Ctrl-C stops all."
+    help = "Run web (gunicorn), q cluster and slave watcher together; Ctrl-C stops all."
 
     def add_arguments(self, parser):
         parser.add_argument("--addr", default="127.0.0.1:8000")
@@ -19,9 +24,12 @@ class Command(BaseCommand):
         from portal.schedules import schedules_ensure
 
         schedules_ensure()
+        # Hashed, compressed static files for WhiteNoise (only changed files are copied).
+        call_command("collectstatic", interactive=False, verbosity=0)
         manage = [sys.executable, "manage.py"]
+        gunicorn = [sys.executable, "-m", "gunicorn", "-c", "python:portal.gunicorn_conf"]
         commands = {
-            "web": [*manage, "runserver", options["addr"], "--noreload"],
+            "web": [*gunicorn, "--bind", options["addr"]],
             "qcluster": [*manage, "qcluster"],
             "watcher": [*manage, "watch_slaves"],
         }
@@ -46,7 +54,7 @@ class Command(BaseCommand):
             for child in children.values():
                 if child.poll() is None:
                     child.send_signal(signal.SIGTERM)
-            deadline = time.time() + 10
+            deadline = time.time() + 15
             for child in children.values():
                 try:
                     child.wait(timeout=max(0.1, deadline - time.time()))
