@@ -111,7 +111,10 @@ def _state(data: Mapping) -> ContainerState:
         started_at=parse_docker_time(state.get("StartedAt")),
         finished_at=parse_docker_time(state.get("FinishedAt")),
         labels=dict((data.get("Config") or {}).get("Labels") or {}),
-        host_ports=_host_ports((data.get("NetworkSettings") or {}).get("Ports")),
+        # Docker drops published ports when a container stops: a job that exited within a
+        # second of starting would report none. The fixed ones it asked for still hold.
+        host_ports=_host_ports((data.get("NetworkSettings") or {}).get("Ports"))
+        or (_host_ports((data.get("HostConfig") or {}).get("PortBindings")) if stopped else []),
         error=state.get("Error") or None,
     )
 
