@@ -2,6 +2,8 @@
 
 from django.conf import settings
 
+from portal.tasks import task_timeout
+
 PERIODIC = {
     # name: (task path, minutes)
     "scheduler tick (safety net)": ("jobs.tasks.scheduler_tick", None),
@@ -22,4 +24,7 @@ def schedules_ensure() -> None:
             }
         else:
             defaults = {"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes}
+        timeout = task_timeout(func)
+        # Above Q_CLUSTER's 60 s: reconcile visits every slave (see portal.tasks.task_timeout).
+        defaults["kwargs"] = repr({"q_options": {"timeout": timeout}}) if timeout else None
         Schedule.objects.update_or_create(name=name, defaults={**defaults, "repeats": -1})

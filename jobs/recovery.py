@@ -1,0 +1,53 @@
+"""Recovery when a q cluster starts: whatever the previous one was doing when it was killed is
+found and finished within seconds, not at the next periodic reconcile.
+
+Every worker of a starting cluster sends django-q2's ``post_spawn``; the first one asks for one
+``recover`` task (a compare-and-swap on the lease row coalesces the others). The task reconciles
+every slave at once, re-driving work nobody claimed (a launch or stop fired on commit and lost),
+then once more when the heartbeats of the dead cluster's workers must have gone stale, and asks
+for a tick each time (a tick lease held by a killed worker is taken over after
+PORTAL_TICK_LEASE_S).
+"""
+
+import logging
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+RECOVER_TASK = "jobs.tasks.recover"
+# Workers of one cluster spawn within a second or so: one recovery for all of them.
+COALESCE = timedelta(seconds=10)
+
+
+def recovery_request(**_signal) -> bool:
+    """Fire one recovery task unless another one was asked for moments ago."""
+    from jobs.models import SchedulerLease
+    from portal.tasks import fire
+
+    now = timezone.now()
+    SchedulerLease.objects.get_or_create(id=1)
+    due = Q(recovery_requested_at__isnull=True) | Q(recovery_requested_at__lt=now - COALESCE)
+    if not SchedulerLease.objects.filter(due, pk=1).update(recovery_requested_at=now):
+        return False
+    fire(RECOVER_TASK)
+    return True
+
+
+def recovery_run(*, wait: bool = True) -> None:
+    from jobs.reconcile import reconcile_all
+    from jobs.ticks import SCHEDULER_TICK_TASK
+    from portal.tasks import fire
+
+    # A tick of its own, not tick_request: the killed cluster may have left "a tick is pending".
+    reconcile_all(unclaimed_ok=True)
+    fire(SCHEDULER_TICK_TASK)
+    if not wait:
+        return
+    # Claims of the killed workers (launch, halt, tick lease) are stale after this long.
+    time.sleep(max(settings.PORTAL_RECOVERY_GRACE_S, settings.PORTAL_TICK_LEASE_S) + 1)
+    reconcile_all(unclaimed_ok=True)
+    fire(SCHEDULER_TICK_TASK)
