@@ -169,8 +169,9 @@ class SchedulerLease(models.Model):
     tick_pending = models.BooleanField(default=False)
     last_tick_at = models.DateTimeField(null=True, blank=True)
     last_tick_seconds = models.FloatField(null=True, blank=True)
-    # When a starting q cluster last asked for the recovery pass (its workers all ask: one wins).
-    recovery_requested_at = models.DateTimeField(null=True, blank=True)
+    # The q cluster ("host:pid" of its sentinel) that last asked for the recovery pass: all
+    # its workers ask when they spawn, one wins; a restarted cluster is a new one.
+    recovery_by = models.CharField(max_length=100, blank=True)
 
     def __str__(self) -> str:
         return f"scheduler lease held by {self.holder or 'nobody'}"

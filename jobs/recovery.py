@@ -2,7 +2,8 @@
 found and finished within seconds, not at the next periodic reconcile.
 
 Every worker of a starting cluster sends django-q2's ``post_spawn``; the first one asks for one
-``recover`` task (a compare-and-swap on the lease row coalesces the others). The task reconciles
+``recover`` task (a compare-and-swap on the lease row, keyed by the cluster's sentinel process,
+coalesces the others and a worker spawned again after a timeout). The task reconciles
 every slave at once, re-driving work nobody claimed (a launch or stop fired on commit and lost),
 then once more when the heartbeats of the dead cluster's workers must have gone stale, and asks
 for a tick each time (a tick lease held by a killed worker is taken over after
@@ -10,28 +11,27 @@ PORTAL_TICK_LEASE_S).
 """
 
 import logging
+import os
+import socket
 import time
-from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
-from django.utils import timezone
 
 log = logging.getLogger(__name__)
 RECOVER_TASK = "jobs.tasks.recover"
-# Workers of one cluster spawn within a second or so: one recovery for all of them.
-COALESCE = timedelta(seconds=10)
 
 
 def recovery_request(**_signal) -> bool:
-    """Fire one recovery task unless another one was asked for moments ago."""
+    """Fire one recovery task per starting q cluster (called in each worker it spawns)."""
     from jobs.models import SchedulerLease
     from portal.tasks import fire
 
-    now = timezone.now()
+    # Workers are children of the cluster's sentinel: its pid names this cluster.
+    cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
     SchedulerLease.objects.get_or_create(id=1)
-    due = Q(recovery_requested_at__isnull=True) | Q(recovery_requested_at__lt=now - COALESCE)
-    if not SchedulerLease.objects.filter(due, pk=1).update(recovery_requested_at=now):
+    if not SchedulerLease.objects.filter(pk=1).exclude(recovery_by=cluster).update(
+        recovery_by=cluster
+    ):
         return False
     fire(RECOVER_TASK)
     return True

@@ -338,16 +338,17 @@ def test_halting_job_of_a_killed_worker_is_halted_again(
     assert job.status == "HALTED" and job.exit_code == 123
 
 
-def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks):
+def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks, monkeypatch):
     from jobs.recovery import recovery_request
 
+    monkeypatch.setattr("os.getppid", lambda: 4242)  # the workers' sentinel
     with commit():
         asked = [recovery_request(proc_name=f"Process-1:{n}") for n in range(4)]
     assert asked == [True, False, False, False]
     assert tasks_named(recorded_tasks, "jobs.tasks.recover") == [()]
-    SchedulerLease.objects.update(recovery_requested_at=timezone.now() - timedelta(minutes=1))
+    monkeypatch.setattr("os.getppid", lambda: 4343)  # a restarted cluster
     with commit():
-        assert recovery_request(proc_name="Process-2:1") is True
+        assert recovery_request(proc_name="Process-1:1") is True
 
 
 def test_recovery_redrives_at_once_and_asks_for_a_tick(
