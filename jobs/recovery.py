@@ -29,8 +29,10 @@ def recovery_request(**_signal) -> bool:
     # Workers are children of the cluster's sentinel: its pid names this cluster.
     cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
     SchedulerLease.objects.get_or_create(id=1)
-    if not SchedulerLease.objects.filter(pk=1).exclude(recovery_by=cluster).update(
-        recovery_by=cluster
+    if (
+        not SchedulerLease.objects.filter(pk=1)
+        .exclude(recovery_by=cluster)
+        .update(recovery_by=cluster)
     ):
         return False
     fire(RECOVER_TASK)

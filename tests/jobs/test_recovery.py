@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from clusters.runtime.engine import ContainerState
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
-from jobs.models import Job, SchedulerLease
+from jobs.models import Job
 from jobs.reconcile import reconcile_all
 from jobs.runtime_services import (
     job_finish_run,
