@@ -186,11 +186,13 @@ def job_launch_run(*, job_id: int) -> None:
     if job is None:
         return
     if job.status == S.ASSIGNED:
+        now = timezone.now()  # the claim's stamp equals the status time: this phase's claim
         if not job_transition(
             job=job,
             to=S.STARTING,
             message=f"starting on {job.slave.name}",
-            fields={"runtime_heartbeat": timezone.now()},
+            fields={"runtime_heartbeat": now},
+            now=now,
         ):
             return  # another launch of the same job won
         crash_point("after_starting")
@@ -446,11 +448,13 @@ def job_halt_run(*, job_id: int) -> None:
     if job is None:
         return
     if job.status == S.MUSTHALT:
+        now = timezone.now()
         if not job_transition(
             job=job,
             to=S.HALTING,
             message="halt procedure started",
-            fields={"runtime_heartbeat": timezone.now()},
+            fields={"runtime_heartbeat": now},
+            now=now,
         ):
             return
     elif job.status != S.HALTING or not _claim(job):

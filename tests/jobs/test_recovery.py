@@ -17,10 +17,12 @@ from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, Runt
 from jobs.models import Job
 from jobs.reconcile import reconcile_all
 from jobs.runtime_services import (
+    _claim,
     job_finish_run,
     job_halt_run,
     job_launch_run,
     job_stop_run,
+    runtime_work_stale,
 )
 from jobs.states import HOLDS_RESOURCES
 
@@ -421,3 +423,19 @@ def test_job_that_exits_137_by_itself_during_a_halt_is_not_called_disobedient(
     job_finish_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == "FAILED" and job.end_reason == "exit code 137"
+
+
+def test_a_launch_in_progress_is_never_re_driven(submit, slave, engine, monkeypatch):
+    """The claim written with STARTING is this phase's claim, even for a starting cluster."""
+    job = place(submit(), slave, "ASSIGNED")
+    seen = []
+
+    def launching(job):
+        current = Job.objects.get(pk=job.pk)
+        seen.append(runtime_work_stale(current, timezone.now(), unclaimed_ok=True))
+        seen.append(_claim(current))  # a duplicate launch task
+        raise RuntimeFailure("stop here", permanent=True)
+
+    monkeypatch.setattr("jobs.runtime_services._launch_with_retries", launching)
+    job_launch_run(job_id=job.pk)
+    assert seen == [False, False]
