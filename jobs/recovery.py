@@ -14,8 +14,11 @@ import logging
 import os
 import socket
 import time
+from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
 
 log = logging.getLogger(__name__)
 RECOVER_TASK = "jobs.tasks.recover"
@@ -39,6 +42,26 @@ def recovery_request(**_signal) -> bool:
     return True
 
 
+def _claims_stale_in() -> float:
+    """Seconds until every claim taken before now (a worker's heartbeat, the tick lease) is
+    stale: those of a killed cluster's workers are re-driven then."""
+    from jobs.models import Job, SchedulerLease
+    from jobs.states import ON_SLAVE
+
+    beat = Job.objects.filter(status__in=ON_SLAVE).aggregate(last=Max("runtime_heartbeat"))
+    lease = SchedulerLease.objects.exclude(holder="").values_list("acquired_at", flat=True)
+    now = timezone.now()
+    due = [
+        last + timedelta(seconds=grace) - now
+        for last, grace in [
+            (beat["last"], settings.PORTAL_RECOVERY_GRACE_S),
+            (next(iter(lease), None), settings.PORTAL_TICK_LEASE_S),
+        ]
+        if last is not None
+    ]
+    return max((d.total_seconds() for d in due), default=0.0)
+
+
 def recovery_run(*, wait: bool = True) -> None:
     from jobs.reconcile import reconcile_all
     from jobs.ticks import SCHEDULER_TICK_TASK
@@ -47,9 +70,11 @@ def recovery_run(*, wait: bool = True) -> None:
     # A tick of its own, not tick_request: the killed cluster may have left "a tick is pending".
     reconcile_all(unclaimed_ok=True)
     fire(SCHEDULER_TICK_TASK)
-    if not wait:
+    pause = _claims_stale_in()
+    if not wait or pause <= 0:
         return
-    # Claims of the killed workers (launch, halt, tick lease) are stale after this long.
-    time.sleep(max(settings.PORTAL_RECOVERY_GRACE_S, settings.PORTAL_TICK_LEASE_S) + 1)
+    # Live workers keep renewing theirs, so this waits at most one grace period.
+    limit = max(settings.PORTAL_RECOVERY_GRACE_S, settings.PORTAL_TICK_LEASE_S)
+    time.sleep(min(pause, limit) + 0.5)
     reconcile_all(unclaimed_ok=True)
     fire(SCHEDULER_TICK_TASK)

@@ -439,3 +439,19 @@ def test_a_launch_in_progress_is_never_re_driven(submit, slave, engine, monkeypa
     monkeypatch.setattr("jobs.runtime_services._launch_with_retries", launching)
     job_launch_run(job_id=job.pk)
     assert seen == [False, False]
+
+
+def test_recovery_waits_only_until_the_killed_workers_claims_are_stale(
+    commit, submit, slave, engine, recorded_tasks, monkeypatch
+):
+    from jobs.recovery import recovery_run
+
+    beat = timezone.now() - timedelta(seconds=10)  # killed 10 s ago: stale in 5 s
+    place(submit(), slave, "STARTING", age_s=10, runtime_heartbeat=beat)
+    slept = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    recorded_tasks.clear()
+    with commit():
+        recovery_run()
+    assert 4 < slept[0] < 6.5
+    assert tasks_named(recorded_tasks, TICK) == [(), ()]
