@@ -455,3 +455,23 @@ def test_recovery_waits_only_until_the_killed_workers_claims_are_stale(
         recovery_run()
     assert 4 < slept[0] < 6.5
     assert tasks_named(recorded_tasks, TICK) == [(), ()]
+
+
+def test_a_spawning_q_worker_asks_for_recovery(commit, db, recorded_tasks):
+    from django_q.signals import post_spawn
+
+    with commit():
+        post_spawn.send(sender="django_q", proc_name="Process-1:1")
+    assert tasks_named(recorded_tasks, "jobs.tasks.recover") == [()]
+
+
+def test_reconcile_schedule_runs_under_its_own_time_limit(db):
+    import ast
+
+    from django_q.models import Schedule
+
+    from portal.schedules import schedules_ensure
+
+    schedules_ensure()
+    kwargs = ast.literal_eval(Schedule.objects.get(func="jobs.tasks.reconcile").kwargs)
+    assert kwargs["q_options"]["timeout"] > 60
