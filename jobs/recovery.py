@@ -26,6 +26,14 @@ RECOVER_TASK = "jobs.tasks.recover"
 
 def recovery_request(**_signal) -> bool:
     """Fire one recovery task per starting q cluster (called in each worker it spawns)."""
+    try:
+        return _request()
+    except Exception:  # a worker that cannot spawn would be respawned forever
+        log.exception("could not ask for the recovery pass")
+        return False
+
+
+def _request() -> bool:
     from jobs.models import SchedulerLease
     from portal.tasks import fire
 

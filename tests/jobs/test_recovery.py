@@ -475,3 +475,13 @@ def test_reconcile_schedule_runs_under_its_own_time_limit(db):
     schedules_ensure()
     kwargs = ast.literal_eval(Schedule.objects.get(func="jobs.tasks.reconcile").kwargs)
     assert kwargs["q_options"]["timeout"] > 60
+
+
+def test_a_failing_recovery_request_never_stops_a_worker_from_spawning(db, monkeypatch):
+    from jobs.recovery import recovery_request
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr("jobs.models.SchedulerLease.objects.get_or_create", broken)
+    assert recovery_request(proc_name="Process-1:1") is False
