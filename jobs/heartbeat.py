@@ -30,7 +30,10 @@ class Heartbeat:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        self._thread.join()
+        # Not forever: a beat may be waiting for a database lock that the caller's own
+        # transaction holds (SQLite). A late beat matches nothing (the lease's holder or the
+        # job's status has changed) or renews a claim that is still the caller's.
+        self._thread.join(timeout=1.0)
 
     def _run(self) -> None:
         try:
