@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class JobsConfig(AppConfig):
     name = "jobs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django_q.signals import post_spawn
+
+        from jobs.recovery import recovery_request
+
+        # A starting q cluster recovers what a killed one left half done (jobs/recovery.py).
+        post_spawn.connect(recovery_request, dispatch_uid="gpuportal-recovery")

@@ -67,6 +67,10 @@ class Job(models.Model):
     # Seconds run by earlier jobs of the same restart chain (maxDuration counts their sum).
     run_seconds_before = models.PositiveIntegerField(default=0)
     log_archived = models.BooleanField(default=False)
+    # The worker launching, stopping or halting the job was alive at this time (it beats every
+    # few seconds). Older than PORTAL_RECOVERY_GRACE_S, or older than the status: nobody works
+    # on the job and reconcile re-drives it (see docs/runtime.md, Recovery).
+    runtime_heartbeat = models.DateTimeField(null=True, blank=True)
 
     # Scheduling information shown to the user.
     queued_explanations = models.JSONField(default=list, blank=True)
@@ -157,12 +161,17 @@ class SchedulerLease(models.Model):
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     holder = models.CharField(max_length=64, blank=True)
+    # Taken at, then renewed by the holder's heartbeat while it ticks: a holder killed mid-tick
+    # leaves a stale stamp that others take over after PORTAL_TICK_LEASE_S.
     acquired_at = models.DateTimeField(null=True, blank=True)
     rerun_requested = models.BooleanField(default=False)
     # A tick task is waiting in the queue: further requests need not enqueue another.
     tick_pending = models.BooleanField(default=False)
     last_tick_at = models.DateTimeField(null=True, blank=True)
     last_tick_seconds = models.FloatField(null=True, blank=True)
+    # The q cluster ("host:pid" of its sentinel) that last asked for the recovery pass: all
+    # its workers ask when they spawn, one wins; a restarted cluster is a new one.
+    recovery_by = models.CharField(max_length=100, blank=True)
 
     def __str__(self) -> str:
         return f"scheduler lease held by {self.holder or 'nobody'}"

@@ -1,8 +1,9 @@
 """Periodic repair: make the database and the slaves agree again after anything was missed.
 
 Per slave: probe it; match its portal-labelled containers to jobs; finish jobs whose container
-exited (events lost, watcher down, portal restarted); fail jobs whose container vanished; stop
-containers whose job ended or is unknown; and, when a slave has been unreachable for longer than
+exited (events lost, watcher down, portal restarted); re-drive the launch, stop or halt of jobs
+whose worker was lost (``_redrive``); fail jobs whose container vanished; stop containers whose
+job ended or is unknown; and, when a slave has been unreachable for longer than
 the grace period, fail its jobs ("slave lost") and restart the restartable ones.
 """
 
@@ -16,27 +17,34 @@ from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
 from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
-from jobs.models import Job
-from jobs.runtime_services import job_finish_run, job_restart_create
+from jobs.models import Job, JobEvent
+from jobs.runtime_services import job_finish_run, job_restart_create, runtime_work_stale
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
+from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 S = JobStatus
 # A launch may still be creating the container: don't call it missing before this.
 LAUNCH_GRACE = timedelta(minutes=5)
+LAUNCH_TASK = "jobs.tasks.job_launch"
+STOP_TASK = "jobs.tasks.job_stop"
+HALT_TASK = "jobs.tasks.job_halt"
 
 
-def reconcile_all(now: datetime | None = None) -> None:
+def reconcile_all(now: datetime | None = None, *, unclaimed_ok: bool = False) -> None:
     for slave in Slave.objects.select_related("cluster"):
         try:
-            reconcile_slave(slave=slave, now=now)
+            reconcile_slave(slave=slave, now=now, unclaimed_ok=unclaimed_ok)
         except Exception:  # one broken slave must not stop the others
             log.exception("reconcile of slave %s failed", slave.name)
 
 
-def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
+def reconcile_slave(
+    *, slave: Slave, now: datetime | None = None, unclaimed_ok: bool = False
+) -> None:
+    """``unclaimed_ok``: re-drive work nobody claimed at once (a q cluster has just started)."""
     now = now or timezone.now()
     slave_probe(slave=slave, now=now)
     jobs = {
@@ -58,7 +66,7 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
         log.warning("reconcile: cannot list containers on %s: %s", slave.name, failure)
         return
     containers = [c for c in containers if _belongs_to(c, slave=slave, jobs=jobs)]
-    seen = set()
+    seen, live = set(), {}
     for container in containers:
         job_uuid = container.labels.get(LABEL_JOB, "")
         seen.add(job_uuid)
@@ -69,6 +77,12 @@ def reconcile_slave(*, slave: Slave, now: datetime | None = None) -> None:
             if not job.container_id:
                 Job.objects.filter(pk=job.pk).update(container_id=container.id)
             job_finish_run(job_id=job.pk)
+        else:
+            live[job_uuid] = container
+    for job_uuid, job in jobs.items():
+        if job_uuid in seen and job_uuid not in live:
+            continue  # its exited container was just handled
+        _redrive(job=job, container=live.get(job_uuid), now=now, unclaimed_ok=unclaimed_ok)
     for job_uuid, job in jobs.items():
         if job_uuid in seen or job.status in (S.ASSIGNED, S.STARTING):
             continue
@@ -97,6 +111,33 @@ def _belongs_to(container, *, slave: Slave, jobs: dict[str, Job]) -> bool:
     if owner is None or container.labels.get(LABEL_INSTANCE) != settings.PORTAL_INSTANCE:
         return owner is None and container.labels.get(LABEL_JOB, "") in jobs
     return owner == str(slave.pk)
+
+
+def _redrive(*, job: Job, container, now: datetime, unclaimed_ok: bool) -> None:
+    """Level-triggered recovery: fire again the task of a state whose work may have been lost
+    (a crash between a commit and its enqueue, a worker killed mid-task).
+
+    ASSIGNED/STARTING: launch (it adopts a container that exists: never two). CANCELLING with
+    a container still there: stop. MUSTHALT/HALTING with a container still there: halt. Only
+    when nobody works on it (``runtime_work_stale``); the task's own claim settles duplicates.
+    """
+    if job.status in (S.ASSIGNED, S.STARTING):
+        task = LAUNCH_TASK
+    elif container is None:
+        return  # nothing to stop or halt (a vanished container is handled below)
+    elif job.status == S.CANCELLING:
+        task = STOP_TASK
+    elif job.status in (S.MUSTHALT, S.HALTING):
+        task = HALT_TASK
+    else:
+        return
+    if not runtime_work_stale(job, now, unclaimed_ok=unclaimed_ok):
+        return
+    log.warning("reconcile: re-driving %s job %s (%s)", job.status, job.uuid, task)
+    job_event_add(
+        job=job, message=f"recovery: {job.status} work re-driven", type=JobEvent.Type.WARNING
+    )
+    fire(task, job.pk)
 
 
 def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:

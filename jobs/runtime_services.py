@@ -13,10 +13,12 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
+from jobs.heartbeat import Heartbeat
 from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.logs import job_log_archive
 from jobs.models import Job, JobPullSecret
@@ -27,14 +29,61 @@ from jobs.storage import StorageRefused
 from jobs.storage_prepare import storage_prepare
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
+from portal.faults import crash_point
 from portal.tasks import fire
 from portal.timefmt import utc_z
 
 log = logging.getLogger(__name__)
 S = JobStatus
 HALT_EXIT_CODE = 123
+SIGKILL_EXIT_CODE = 137  # 128 + 9: what Docker reports for a container we killed
+HALT_KILLED = "halt: no exit within"
 FINISH_TASK = "jobs.tasks.job_finish"
 LAUNCH_ATTEMPTS = 3
+
+
+def runtime_work_stale(job: Job, now: datetime, *, unclaimed_ok: bool = False) -> bool:
+    """Nobody works on ``job``'s current status any more: its runtime work may be re-driven.
+
+    A heartbeat older than the status belongs to an earlier phase (the launch of a job now
+    CANCELLING). Unclaimed work (a task fired on commit, maybe lost in a crash) gets the grace
+    period from the status change to be picked up, unless ``unclaimed_ok`` (a q cluster that
+    has just started: the claim compare-and-swap keeps a duplicate from doing anything).
+    """
+    grace = timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
+    beat = job.runtime_heartbeat
+    if beat is None or beat < job.status_updated:
+        return unclaimed_ok or now - job.status_updated >= grace
+    return now - beat >= grace
+
+
+def _claim(job: Job) -> bool:
+    """Take the runtime work of the job's current status unless a live worker holds it.
+
+    Compare-and-swap on the heartbeat, so of two tasks for the same job (a re-drive and a
+    late original) exactly one goes on.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
+    free = (
+        Q(runtime_heartbeat__isnull=True)
+        | Q(runtime_heartbeat__lt=F("status_updated"))
+        | Q(runtime_heartbeat__lt=stale)
+    )
+    won = Job.objects.filter(free, pk=job.pk, status=job.status).update(runtime_heartbeat=now)
+    if won:
+        job.runtime_heartbeat = now
+    return won == 1
+
+
+def _beating(job: Job) -> Heartbeat:
+    """Renew the claim while the work runs (only while the job keeps the claimed status)."""
+    status = job.status
+
+    def beat():
+        Job.objects.filter(pk=job.pk, status=status).update(runtime_heartbeat=timezone.now())
+
+    return Heartbeat(beat, settings.PORTAL_RECOVERY_GRACE_S / 5)
 
 
 def _load(job_id: int) -> Job | None:
@@ -72,17 +121,36 @@ def _ensure_image(engine, job: Job) -> None:
     engine.pull(target.repository, target.tag, username=target.username, password=target.password)
 
 
-def _start_container(engine, job: Job) -> str:
-    """The job's container id: an existing one (a retried launch) or a new one."""
+def _adopt(engine, job: Job) -> str | None:
+    """The job's existing container (a retried or re-driven launch), started if need be."""
     existing = engine.find_by_label(LABEL_JOB, str(job.uuid))
-    if existing:
-        container = existing[0]
-        if not container.running and container.exit_code is None:
-            engine.start(container.id)  # created but never started before a crash
-        return container.id
+    if not existing:
+        return None
+    container = existing[0]
+    if not container.running and container.exit_code is None:
+        engine.start(container.id)  # created but never started before a crash
+    return container.id
+
+
+def _start_container(engine, job: Job) -> str:
+    """The job's container id: an existing one (a retried launch) or a new one.
+
+    Never two: the container's name is fixed per job (``gpuportal-<uuid>``), so of two
+    launches that both found nothing, the engine refuses the second create with 409 Conflict
+    and that one adopts the first's container.
+    """
+    adopted = _adopt(engine, job)
+    if adopted is not None:
+        return adopted
     _ensure_image(engine, job)
     mounts = _prepare_storage(job)
-    return engine.run(container_spec(job, job.slave, mounts))
+    try:
+        return engine.run(container_spec(job, job.slave, mounts))
+    except RuntimeFailure as failure:
+        adopted = _adopt(engine, job) if failure.status_code == 409 else None
+        if adopted is None:
+            raise
+        return adopted
 
 
 def _launch_with_retries(job: Job):
@@ -100,27 +168,57 @@ def _launch_with_retries(job: Job):
 
 
 def job_launch_run(*, job_id: int) -> None:
-    """ASSIGNED -> STARTING -> RUNNING on the assigned slave (idempotent)."""
+    """ASSIGNED -> STARTING -> RUNNING on the assigned slave (idempotent).
+
+    Whoever moves the job to STARTING holds its launch (the heartbeat); a STARTING job is
+    taken over only when that holder stopped beating (killed). Whatever goes wrong ends the
+    job FAILED with the reason, never left STARTING holding its GPUs and CPUs.
+    """
     job = _load(job_id)
     if job is None:
         return
-    if job.status == S.ASSIGNED and not job_transition(
-        job=job, to=S.STARTING, message=f"starting on {job.slave.name}"
-    ):
-        return
-    if job.status != S.STARTING:
-        return
+    if job.status == S.ASSIGNED:
+        now = timezone.now()  # the claim's stamp equals the status time: this phase's claim
+        if not job_transition(
+            job=job,
+            to=S.STARTING,
+            message=f"starting on {job.slave.name}",
+            fields={"runtime_heartbeat": now},
+            now=now,
+        ):
+            return  # another launch of the same job won
+        crash_point("after_starting")
+    elif job.status != S.STARTING or not _claim(job):
+        return  # not ours to launch, or a live worker is launching it
     try:
-        container_id, state = _launch_with_retries(job)
+        with _beating(job):
+            container_id, state = _launch_with_retries(job)
     except StorageRefused as refused:
-        _fail(job, f"storage: {refused}")
-        tick_request()
+        _launch_failed(job, f"storage: {refused}")
         return
     except RuntimeFailure as failure:
-        _fail(job, f"could not start the container: {failure}")
-        tick_request()
+        _launch_failed(job, f"could not start the container: {failure}")
+        return
+    except Exception as exc:  # a bug or bad data must not leave the job STARTING
+        log.exception("launch of %s failed", job.uuid)
+        _launch_failed(job, f"could not start: {type(exc).__name__}: {exc}", remove=True)
         return
     _record_running(job, container_id, state)
+
+
+def _launch_failed(job: Job, reason: str, *, remove: bool = False) -> None:
+    """FAILED (which frees the job's GPUs and CPUs), and the next tick may use them."""
+    job.refresh_from_db()
+    if job.status == S.STARTING:
+        _fail(job, reason)
+    if remove:  # it may have got as far as a container
+        try:
+            with engine_for(job.slave) as engine:
+                for container in engine.find_by_label(LABEL_JOB, str(job.uuid)):
+                    engine.remove(container.id, force=True)
+        except Exception:
+            log.warning("could not remove the container of %s", job.uuid, exc_info=True)
+    tick_request()
 
 
 def _record_running(job: Job, container_id: str, state) -> None:
@@ -168,16 +266,24 @@ def _outcome(job: Job, exit_code: int, oom: bool) -> tuple[str, str]:
     if job.status in (S.MUSTHALT, S.HALTING):
         if exit_code == HALT_EXIT_CODE or job.allow_halt_without_signal:
             return S.HALTED, "halted"
-        return S.FAILED, (
-            f"halt procedure not obeyed: exit code {exit_code} instead of {HALT_EXIT_CODE} "
-            f"within {settings.PORTAL_HALT_GRACE_S} s"
-        )
+        if exit_code == SIGKILL_EXIT_CODE and _killed_by_halt(job):
+            return S.FAILED, (
+                f"halt procedure not obeyed: no exit with code {HALT_EXIT_CODE} "
+                f"within {settings.PORTAL_HALT_GRACE_S} s"
+            )
+        # It ended on its own while being halted (it finished, or failed by itself): its own
+        # exit code says how, as it would have a moment earlier.
     if exit_code == 0:
         return S.FINISHED, ""
     reason = f"exit code {exit_code}"
     if oom:
         reason += f": killed by the kernel for using more than its {job.cpu_memory_gb} GB memory"
     return S.FAILED, reason
+
+
+def _killed_by_halt(job: Job) -> bool:
+    """The halt procedure killed the container (the event is written before the kill)."""
+    return job.events.filter(message__startswith=HALT_KILLED).exists()
 
 
 def job_finish_run(*, job_id: int) -> None:
@@ -301,10 +407,10 @@ def _find_container(engine, job: Job) -> str | None:
 def job_stop_run(*, job_id: int) -> None:
     """CANCELLING: SIGTERM, kill after the grace period, then CANCELLED with the log kept."""
     job = _load(job_id)
-    if job is None or job.status != S.CANCELLING:
+    if job is None or job.status != S.CANCELLING or not _claim(job):
         return
     try:
-        with engine_for(job.slave) as engine:
+        with _beating(job), engine_for(job.slave) as engine:
             container_id = _find_container(engine, job)
             if container_id is None:
                 if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
@@ -325,28 +431,50 @@ def job_stop_run(*, job_id: int) -> None:
 
 
 def job_halt_run(*, job_id: int) -> None:
-    """MUSTHALT -> HALTING: SIGUSR1, wait for exit 123 within the grace period, else kill."""
+    """MUSTHALT -> HALTING: SIGUSR1, wait for exit 123 within the grace period, else kill.
+
+    A HALTING job whose halting worker died (its heartbeat stopped) is halted again: SIGUSR1
+    once more (the first may never have been sent) and a fresh grace period.
+    """
     job = _load(job_id)
-    if job is None or job.status != S.MUSTHALT:
+    if job is None:
         return
-    if not job_transition(job=job, to=S.HALTING, message="halt procedure started"):
+    if job.status == S.MUSTHALT:
+        now = timezone.now()
+        if not job_transition(
+            job=job,
+            to=S.HALTING,
+            message="halt procedure started",
+            fields={"runtime_heartbeat": now},
+            now=now,
+        ):
+            return
+    elif job.status != S.HALTING or not _claim(job):
         return
+    else:
+        job_event_add(job=job, message="halt procedure resumed after a worker was lost")
     grace = settings.PORTAL_HALT_GRACE_S
     try:
-        with engine_for(job.slave) as engine:
+        with _beating(job), engine_for(job.slave) as engine:
+            container_id = _find_container(engine, job)
+            if container_id is None:
+                raise ContainerNotFound(f"no container for {job.uuid}")
             if job.allow_halt_without_signal:
-                engine.stop(job.container_id, timeout_s=0)
+                engine.stop(container_id, timeout_s=0)
             else:
+                crash_point("during_halt")
                 try:
-                    engine.signal(job.container_id, "SIGUSR1")
-                    engine.wait(job.container_id, timeout_s=grace)
+                    engine.signal(container_id, "SIGUSR1")
+                    engine.wait(container_id, timeout_s=grace)
                 except ContainerNotRunning:
                     pass
                 except RuntimeFailure as failure:
                     if failure.permanent:
                         raise
-                    job_event_add(job=job, message=f"no exit within {grace} s: killed")
-                    engine.kill(job.container_id)
+                    # Written before the kill: the finish step reads it to tell our kill
+                    # from an exit of the job's own.
+                    job_event_add(job=job, message=f"{HALT_KILLED} {grace} s: killed")
+                    engine.kill(container_id)
     except ContainerNotFound:
         pass
     except RuntimeFailure as failure:

@@ -33,7 +33,8 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     S.STARTING: frozenset({S.RUNNING, S.FINISHED, S.FAILED, S.CANCELLING}),
     S.RUNNING: frozenset({S.FINISHED, S.FAILED, S.CANCELLING, S.MUSTHALT}),
     S.MUSTHALT: frozenset({S.HALTING, S.FINISHED, S.FAILED, S.CANCELLING}),
-    S.HALTING: frozenset({S.HALTED, S.FAILED, S.CANCELLING}),
+    # HALTING -> FINISHED: it exited 0 on its own while being halted (a halt-vs-finish race).
+    S.HALTING: frozenset({S.HALTED, S.FINISHED, S.FAILED, S.CANCELLING}),
     S.CANCELLING: frozenset({S.CANCELLED, S.FAILED}),
     S.FINISHED: frozenset({S.DELETED}),
     S.FAILED: frozenset({S.DELETED}),

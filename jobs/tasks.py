@@ -44,3 +44,9 @@ def reconcile() -> None:
     from jobs.reconcile import reconcile_all
 
     reconcile_all()
+
+
+def recover() -> None:
+    from jobs.recovery import recovery_run
+
+    recovery_run()

@@ -168,11 +168,18 @@ SPECTACULAR_SETTINGS = {
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.
+# timeout/retry: django-q2 re-delivers a task that a (dead) cluster took but never acknowledged
+# after `retry` seconds, and `retry` must exceed `timeout` or a slow task runs twice. Recovery does
+# not wait for that (reconcile re-drives lost launches, stops and halts within
+# PORTAL_RECOVERY_GRACE_S, see docs/runtime.md): the queue's retry is the last net, for e-mails.
+# 60 s covers every short task (a finish, a tick of 10,000 jobs, a stop's 10 s grace); the long
+# ones get their own time limit when fired (portal.tasks.TASK_TIMEOUTS: a launch may pull a big
+# image) and are claimed per job, so a re-delivery while they still run does nothing.
 Q_CLUSTER = {
     "name": "gpuportal",
     "workers": env_int("PORTAL_Q_WORKERS", 4),
-    "timeout": 300,
-    "retry": 360,
+    "timeout": 60,
+    "retry": 90,
     "max_attempts": 3,
     "orm": "default",
     "poll": 0.2,
@@ -207,13 +214,19 @@ PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S = env_int("PORTAL_PRIVATE_GUEST_MAX_MIN_
 PORTAL_USER_MAX_RUNNING_JOBS = env_int("PORTAL_USER_MAX_RUNNING_JOBS", 0) or None
 PORTAL_USER_MAX_GPUS = env_int("PORTAL_USER_MAX_GPUS", 0) or None
 PORTAL_TICK_INTERVAL_S = env_int("PORTAL_TICK_INTERVAL_S", 60)
-# A tick lease older than this is considered abandoned by a crashed worker.
-PORTAL_TICK_LEASE_S = env_int("PORTAL_TICK_LEASE_S", 120)
+# A tick lease whose holder has not renewed it for this long (the holder beats every fifth of
+# it) belongs to a killed worker and is taken over.
+PORTAL_TICK_LEASE_S = env_int("PORTAL_TICK_LEASE_S", 15)
 
 # --- Runtime --------------------------------------------------------------------------------
 PORTAL_HALT_GRACE_S = env_int("PORTAL_HALT_GRACE_S", 15)
 PORTAL_STOP_GRACE_S = env_int("PORTAL_STOP_GRACE_S", 10)
 PORTAL_SLAVE_LOST_GRACE_S = env_int("PORTAL_SLAVE_LOST_GRACE_S", 600)
+# Runtime work (launch, stop, halt) that nobody has claimed, or whose worker stopped beating
+# (every fifth of this), for this long is re-driven by reconcile.
+PORTAL_RECOVERY_GRACE_S = env_int("PORTAL_RECOVERY_GRACE_S", 15)
+# How long one launch task may run (an image pull included) before django-q2 stops it.
+PORTAL_LAUNCH_TIMEOUT_S = env_int("PORTAL_LAUNCH_TIMEOUT_S", 1800)
 PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))

@@ -22,6 +22,22 @@ def resolve(dotted_path: str):
     return getattr(import_module(module_name), attr)
 
 
+def task_timeout(dotted_path: str) -> int | None:
+    """The time limit of tasks that may outlast Q_CLUSTER's 60 s (None: the cluster's).
+
+    A launch may pull a big image; a stop and a halt wait their grace period and then read the
+    log; reconcile visits every slave, each engine call bounded by its 30 s client timeout.
+    """
+    return {
+        "jobs.tasks.job_launch": settings.PORTAL_LAUNCH_TIMEOUT_S,
+        "jobs.tasks.job_stop": settings.PORTAL_STOP_GRACE_S + 120,
+        "jobs.tasks.job_halt": 2 * settings.PORTAL_HALT_GRACE_S + 120,
+        "jobs.tasks.job_finish": 300,
+        "jobs.tasks.reconcile": 600,
+        "jobs.tasks.recover": 600,
+    }.get(dotted_path)
+
+
 def fire(dotted_path: str, *args, group: str | None = None) -> None:
     """Run ``dotted_path(*args)`` in the background once the current transaction commits."""
     transaction.on_commit(lambda: _dispatch(dotted_path, args, group))
@@ -39,4 +55,8 @@ def _dispatch(dotted_path: str, args: tuple, group: str | None) -> None:
     else:
         from django_q.tasks import async_task
 
-        async_task(dotted_path, *args, group=group or dotted_path.rsplit(".", 1)[-1])
+        options = {"group": group or dotted_path.rsplit(".", 1)[-1]}
+        timeout = task_timeout(dotted_path)
+        if timeout is not None:
+            options["timeout"] = timeout
+        async_task(dotted_path, *args, **options)

@@ -37,6 +37,7 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
     that moment means that even two ticks that somehow both run can never hand out the same
     GPU or CPU; the status compare-and-swap means never the same job.
     """
+    from portal.faults import crash_point
     from portal.tasks import fire
 
     names = {start.slave for start in starts}
@@ -72,6 +73,8 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
                 )
             )
         won = job_transition_many(requests=requests, now=now)
+        if any(won):  # a fault drill's kill -9 between the commit and the launch enqueue
+            transaction.on_commit(lambda: crash_point("after_assign"))
         for request, ok in zip(requests, won, strict=True):
             if ok:
                 fire(LAUNCH_TASK, request.job.pk)

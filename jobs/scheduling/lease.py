@@ -2,8 +2,9 @@
 
 A single ``SchedulerLease`` row is taken with compare-and-swap (works the same on SQLite and
 PostgreSQL). A tick that finds the lease taken sets ``rerun_requested`` instead of running; the
-holder sees the flag when it would release, and runs once more. A lease older than
-``PORTAL_TICK_LEASE_S`` belongs to a crashed worker and may be taken over.
+holder sees the flag when it would release, and runs once more. The holder renews the lease
+every fifth of ``PORTAL_TICK_LEASE_S`` while it ticks (``lease_heartbeat``); a lease not renewed
+for ``PORTAL_TICK_LEASE_S`` belongs to a killed worker and may be taken over.
 """
 
 from datetime import datetime, timedelta
@@ -55,3 +56,17 @@ def lease_release_or_continue(*, holder: str, seconds: float | None = None) -> b
     )
     # renewed == 0: our lease was taken over as stale; the new holder runs, not us.
     return renewed == 1
+
+
+def lease_renew(*, holder: str) -> bool:
+    """The holder's heartbeat: still alive. False when the lease was taken over meanwhile."""
+    return (
+        SchedulerLease.objects.filter(pk=1, holder=holder).update(acquired_at=timezone.now()) == 1
+    )
+
+
+def lease_heartbeat(*, holder: str):
+    """``with lease_heartbeat(holder=...):`` renews the lease in a thread while a tick runs."""
+    from jobs.heartbeat import Heartbeat
+
+    return Heartbeat(lambda: lease_renew(holder=holder), settings.PORTAL_TICK_LEASE_S / 5)

@@ -8,9 +8,14 @@ from django.utils import timezone
 
 from jobs.scheduler.core import run_cycle
 from jobs.scheduling.apply import apply
-from jobs.scheduling.lease import lease_acquire_or_request_rerun, lease_release_or_continue
+from jobs.scheduling.lease import (
+    lease_acquire_or_request_rerun,
+    lease_heartbeat,
+    lease_release_or_continue,
+)
 from jobs.scheduling.snapshot import build_snapshot
 from jobs.ticks import tick_started
+from portal.faults import crash_point
 
 
 def tick_once(now: datetime | None = None) -> dict:
@@ -33,14 +38,16 @@ def tick(now: datetime | None = None) -> list[dict] | None:
     tick_started()
     if not lease_acquire_or_request_rerun(holder=holder):
         return None
+    crash_point("during_tick")
     summaries = []
-    while True:
-        began = time.perf_counter()
-        try:
-            summaries.append(tick_once(now))
-        except Exception:
-            lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began)
-            raise
-        if not lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began):
-            return summaries
-        now = None  # a follow-up tick looks at the world as it is now
+    with lease_heartbeat(holder=holder):  # a killed holder is noticed in seconds
+        while True:
+            began = time.perf_counter()
+            try:
+                summaries.append(tick_once(now))
+            except Exception:
+                lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began)
+                raise
+            if not lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began):
+                return summaries
+            now = None  # a follow-up tick looks at the world as it is now

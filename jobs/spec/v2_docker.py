@@ -10,6 +10,9 @@ import ipaddress
 import re
 from collections.abc import Collection
 
+# The launcher's own splitter (pure: shlex only), so that what passes here always splits there.
+from clusters.runtime.commands import split_command
+
 from .checks import (
     Errors,
     check_int,
@@ -116,6 +119,10 @@ def _command(value: object, path: str, errs: Errors) -> str | list[str]:
     if value is None or value == "":
         return []  # the image's own CMD
     if isinstance(value, str):
+        try:
+            split_command(value)
+        except ValueError as exc:  # unbalanced quote, trailing backslash
+            errs.add(path, str(exc).removeprefix("command "))
         return value
     if not isinstance(value, list):
         errs.add(path, f"must be a string or a list of strings, not {describe(value)}")

@@ -80,6 +80,10 @@ def test_bad_documents(member_client, slave, nothing_written, text, fragment):
         ),
         (lambda d: d["request"]["scheduling"].update(reservationIds=["nope"]), "reservationIds"),
         (lambda d: d.update(name=""), "name"),
+        (
+            lambda d: d["request"]["docker"].update(command="sh -c 'echo hi"),
+            "request.docker.command: cannot be split into words: No closing quotation",
+        ),
     ],
 )
 def test_invalid_fields_name_the_path(member_client, slave, nothing_written, mutate, expected):

@@ -277,6 +277,21 @@ def test_job_ignoring_sigusr1_fails_after_grace(people, local, watcher):
     assert time.monotonic() - began >= 2.5  # the 3 s grace period was honoured
 
 
+@pytest.mark.parametrize("code,status,reason", [(0, "FINISHED", ""), (3, "FAILED", "exit code 3")])
+def test_job_ending_on_its_own_during_a_halt_ends_by_its_exit_code(
+    people, local, watcher, code, status, reason
+):
+    """The halt-vs-finish race: the job exits (not with 123) right when SIGUSR1 arrives."""
+    watcher()
+    user, _ = people
+    ending = f"sh -c 'trap \"exit {code}\" USR1; while true; do sleep 0.2; done'"
+    running = wait_for(submit(people, job(ending)), "RUNNING")
+    time.sleep(0.3)
+    job_halt_request(job=running, user=user)
+    done = wait_for(running, "FINISHED", "FAILED", "HALTED", timeout=20)
+    assert (done.status, done.exit_code, done.end_reason) == (status, code, reason)
+
+
 def test_cancel_stops_the_container_and_keeps_the_log(people, local, watcher):
     watcher()
     user, _ = people

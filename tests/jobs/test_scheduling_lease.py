@@ -42,3 +42,38 @@ def test_stale_lease_of_a_crashed_worker_is_taken_over(settings):
     # The crashed worker, should it wake up, neither releases nor reruns the new holder's lease.
     assert lease_release_or_continue(holder="crashed") is False
     assert SchedulerLease.objects.get().holder == "b"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_tick_keeps_its_lease_and_a_killed_holder_is_noticed_in_seconds(
+    settings, monkeypatch
+):
+    """The holder renews the lease while it ticks (a thread beats every fifth of the lease), so
+    a short lease tells a killed holder from a slow one."""
+    import importlib
+    import time
+
+    from jobs.scheduling import tick
+
+    settings.PORTAL_TICK_LEASE_S = 1
+    seen = []
+
+    def slow_tick(now=None):
+        if not seen:
+            first = SchedulerLease.objects.get().acquired_at
+            time.sleep(1.6)  # longer than the lease: only the heartbeat keeps it
+            seen.append(lease_acquire_or_request_rerun(holder="other"))
+            seen.append(SchedulerLease.objects.get().acquired_at > first)
+        return {}
+
+    monkeypatch.setattr(importlib.import_module("jobs.scheduling.tick"), "tick_once", slow_tick)
+    tick()
+    assert seen == [False, True]
+    # A holder that stops beating (killed) loses the lease once it is PORTAL_TICK_LEASE_S old.
+    assert lease_acquire_or_request_rerun(holder="killed")
+    time.sleep(1.1)
+    assert lease_acquire_or_request_rerun(holder="next") is True
+
+
+def test_default_lease_notices_a_dead_holder_in_seconds(settings):
+    assert settings.PORTAL_TICK_LEASE_S <= 15

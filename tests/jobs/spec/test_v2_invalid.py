@@ -65,6 +65,13 @@ CASES = [
     ({f"{D}.image": "127.0.0.1:2375/x"}, f"{D}.image", "is a loopback address"),
     ({f"{D}.command": 5}, f"{D}.command", "must be a string or a list of strings"),
     ({f"{D}.command": ["ls", 1]}, f"{D}.command[1]", "must be a string"),
+    # What the launcher could not split is refused here (it used to crash the launch).
+    (
+        {f"{D}.command": "sh -c 'echo hi"},
+        f"{D}.command",
+        "cannot be split into words: No closing quotation",
+    ),
+    ({f"{D}.command": "echo a\\"}, f"{D}.command", "cannot be split into words: No escaped"),
     ({f"{D}.environment": {"1BAD": "x"}}, f"{D}.environment.1BAD", "must be a variable name"),
     ({f"{D}.environment": {"MY-VAR": "x"}}, f"{D}.environment.MY-VAR", "must be a variable name"),
     (
