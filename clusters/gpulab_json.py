@@ -142,6 +142,8 @@ def _slave_info(slave, *, usage: dict, active: dict, logged_in: bool) -> dict:
         "name": slave.name,
         "instanceId": slave.instance_id if logged_in else HIDDEN,
         "clusterId": slave.cluster_id,
+        # `gpulab-cli clusters ID --short` prints it; GPULab sets it on every slave.
+        "deploymentEnvironment": slave.cluster.deployment_environment,
         "host": (slave.host or slave.name) if logged_in else HIDDEN,
         "comment": slave.comment,
         "aliases": [],

@@ -321,6 +321,7 @@ SLAVE_INFO2 = Obj(
         "name": str,
         "instanceId": str,
         "clusterId": int,
+        "deploymentEnvironment": str,
         "host": Null(str),
         "comment": Null(str),
         "aliases": STR_LIST,
