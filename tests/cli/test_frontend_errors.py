@@ -1,12 +1,10 @@
 """Errors the TLS front end makes itself answer JSON under /api/, never nginx's HTML pages:
 gpulab-cli and scripts print the `error` text instead of an HTML dump or "could not parse"."""
 
-import datetime
-
 import pytest
 import requests
 
-from tests.cli.cli_support import running_portal, wait_until
+from tests.cli.cli_support import foreign_login_pem, running_portal, wait_until
 
 pytestmark = pytest.mark.cli
 
@@ -17,42 +15,12 @@ def portal(tools):
         yield live
 
 
-def _foreign_login_pem(path):
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import NameOID
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mallory")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-        + cert.public_bytes(serialization.Encoding.PEM)
-    )
-    return path
-
-
 def _get(portal, path, **kwargs):
     return requests.get(portal.api_url + path, verify=str(portal.server_ca), timeout=10, **kwargs)
 
 
 def test_certificate_of_another_ca_gets_json(portal, tmp_path):
-    pem = _foreign_login_pem(tmp_path / "foreign.pem")
+    pem = foreign_login_pem(tmp_path / "foreign.pem")
     answer = _get(portal, "/gpulab/v4.0/jobs", cert=(str(pem), str(pem)))
     assert answer.status_code == 400
     assert answer.headers["Content-Type"].startswith("application/json")

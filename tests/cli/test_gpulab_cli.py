@@ -6,7 +6,6 @@ nginx and openssl. Without them the tests skip with the reason, unless PORTAL_RE
 (CI), where they fail.
 """
 
-import datetime
 import json
 import re
 import signal
@@ -20,6 +19,7 @@ from tests.cli.cli_support import (
     ALICE_URN,
     CLI_VERSION,
     UUID_RE,
+    foreign_login_pem,
     job_file,
     job_status,
     ok,
@@ -321,37 +321,10 @@ def test_revoked_certificate_stops_working(cli, portal, tmp_path):
 
 def test_certificate_of_another_ca_is_refused(cli, tmp_path):
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import NameOID
 
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "alice")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.UniformResourceIdentifier(ALICE_URN), x509.RFC822Name("alice@example.org")]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    pem = tmp_path / "forged.pem"
-    pem.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-        + cert.public_bytes(serialization.Encoding.PEM)
+    pem = foreign_login_pem(
+        tmp_path / "forged.pem",
+        san=[x509.UniformResourceIdentifier(ALICE_URN), x509.RFC822Name("alice@example.org")],
     )
     done = cli("jobs", "-U", pem=pem)
     assert done.returncode != 0

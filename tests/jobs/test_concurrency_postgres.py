@@ -9,14 +9,12 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 import pytest
 
-from tests.support.services import require
+from tests.support.postgres import throwaway_database
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.postgres
@@ -64,33 +62,10 @@ WORKER = textwrap.dedent(
 )
 
 
-def _pg_url() -> str | None:
-    return os.environ.get("PORTAL_TEST_POSTGRES_URL")
-
-
-def _psql_ok(url: str) -> bool:
-    try:
-        import psycopg
-
-        with psycopg.connect(url, connect_timeout=3):
-            return True
-    except Exception:
-        return False
-
-
 @pytest.fixture
 def pg_database():
-    url = _pg_url()
-    require("postgres", bool(url) and _psql_ok(url), "PORTAL_TEST_POSTGRES_URL not reachable")
-    import psycopg
-
-    name = f"portal_race_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    parsed = urlparse(url)
-    yield urlunparse(parsed._replace(path=f"/{name}"))
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with throwaway_database("portal_race") as url:
+        yield url
 
 
 def _env(db_url: str, tmp_path) -> dict:

@@ -12,13 +12,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 import pytest
 
-from tests.support.services import require
+from tests.support.postgres import throwaway_database
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.postgres
@@ -76,32 +74,10 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _pg_url() -> str | None:
-    return os.environ.get("PORTAL_TEST_POSTGRES_URL")
-
-
-def _psql_ok(url: str) -> bool:
-    try:
-        import psycopg
-
-        with psycopg.connect(url, connect_timeout=3):
-            return True
-    except Exception:
-        return False
-
-
 @pytest.fixture
 def pg_database():
-    url = _pg_url()
-    require("postgres", bool(url) and _psql_ok(url), "PORTAL_TEST_POSTGRES_URL not reachable")
-    import psycopg
-
-    name = f"portal_text_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield urlunparse(urlparse(url)._replace(path=f"/{name}"))
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with throwaway_database("portal_text") as url:
+        yield url
 
 
 def test_unstorable_text_is_a_400_on_postgres(pg_database, tmp_path):
