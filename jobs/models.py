@@ -163,6 +163,10 @@ class SchedulerLease(models.Model):
     tick_pending = models.BooleanField(default=False)
     last_tick_at = models.DateTimeField(null=True, blank=True)
     last_tick_seconds = models.FloatField(null=True, blank=True)
+    # The next moment a tick could decide differently on its own (a notBefore, a reservation's
+    # start, a maxDuration deadline...), written by every tick; the watcher's timer asks for a
+    # tick then (jobs.ticks.wakeup_loop).
+    next_wakeup = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"scheduler lease held by {self.holder or 'nobody'}"

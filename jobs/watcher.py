@@ -20,6 +20,7 @@ from clusters.services import engine_for
 from jobs.launch import LABEL_INSTANCE, LABEL_JOB
 from jobs.models import Job
 from jobs.states import ON_SLAVE
+from jobs.ticks import wakeup_loop
 from portal.tasks import fire
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,9 @@ class SlaveWatch(threading.Thread):
 
 def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
+    # The timer for time-driven ticks (notBefore, reservation windows, maxDuration) lives here:
+    # this process runs continuously wherever the portal runs jobs.
+    threading.Thread(target=wakeup_loop, args=(stop,), name="wakeup", daemon=True).start()
     watches: dict[tuple[str, str], SlaveWatch] = {}
     while not stop.is_set():
         close_old_connections()
