@@ -38,8 +38,26 @@ def handle_event(event: dict) -> None:
     job_id = (
         Job.objects.filter(uuid=job_uuid, status__in=ON_SLAVE).values_list("pk", flat=True).first()
     )
-    if job_id is not None:
+    if job_id is None:
+        return
+    if settings.PORTAL_TASK_MODE == "queue":
+        # Finish right here, in a thread of its own: a task would add a broker hop (the poll
+        # interval plus a worker) to every job's end and to the start of the next job; the
+        # finish is idempotent, and reconcile still covers a watcher that dies meanwhile.
+        threading.Thread(target=_finish_here, args=(job_id,), daemon=True).start()
+    else:
         fire(FINISH_TASK, job_id)
+
+
+def _finish_here(job_id: int) -> None:
+    from jobs.runtime_services import job_finish_run
+
+    try:
+        job_finish_run(job_id=job_id)
+    except Exception:
+        log.exception("finish of job %s failed (reconcile retries)", job_id)
+    finally:
+        close_old_connections()
 
 
 class SlaveWatch(threading.Thread):
