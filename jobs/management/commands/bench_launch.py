@@ -29,10 +29,12 @@ import tempfile
 import threading
 import time
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
@@ -257,6 +259,15 @@ class Command(BaseCommand):
             parts["to_running"].append((started - starting).total_seconds())
             to_finished.append((finished - first.ended_at).total_seconds())
             to_next.append((event_time(second, "RUNNING") - finished).total_seconds())
+        # Time-driven ticks: a notBefore job, from its notBefore to ASSIGNED and to RUNNING.
+        timed: dict[str, list[float]] = {"to_assigned": [], "to_running": []}
+        for _ in range(min(runs, 3)):
+            moment = (timezone.now() + timedelta(seconds=3)).replace(microsecond=0)
+            doc = document(["true"])
+            doc["request"]["scheduling"]["notBefore"] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+            job = wait_for(job_submit(user=user, project=project, document=doc), {"FINISHED"})
+            timed["to_assigned"].append((event_time(job, "ASSIGNED") - moment).total_seconds())
+            timed["to_running"].append((event_time(job, "RUNNING") - moment).total_seconds())
         bare = []
         with engine_for(slave) as engine:
             for _ in range(runs):
@@ -280,6 +291,8 @@ class Command(BaseCommand):
             ),
             "exit_to_finished_s": stats(to_finished),
             "freed_gpus_to_next_running_s": stats(to_next),
+            "not_before_to_assigned_s": stats(timed["to_assigned"]),
+            "not_before_to_running_s": stats(timed["to_running"]),
             "submit_to_running_parts_p50_s": {
                 name: pct(values, 0.5) for name, values in parts.items()
             },
