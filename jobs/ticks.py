@@ -3,12 +3,19 @@
 Bursts coalesce twice over: while a tick task waits in the queue (``tick_pending``), further
 requests enqueue nothing (the waiting tick starts later and sees their commits); while a tick
 runs, the lease makes it run exactly one follow-up (see jobs.scheduling.lease).
+
+Time-driven ticks (a notBefore passing, a reservation opening, a maxDuration deadline) come from
+the wakeup timer at the end of this module.
 """
 
+import logging
+
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, transaction
 
 from portal.tasks import fire
+
+log = logging.getLogger(__name__)
 
 SCHEDULER_TICK_TASK = "jobs.tasks.scheduler_tick"
 
@@ -74,12 +81,7 @@ def wakeup_fire_if_due(now=None) -> float:
 
 
 def wakeup_loop(stop) -> None:
-    """Run until ``stop`` is set: ask for a tick at every stored wakeup (within ~0.1 s)."""
-    import logging
-
-    from django.db import close_old_connections
-
-    log = logging.getLogger(__name__)
+    """Run until ``stop`` is set: ask for a tick at every stored wakeup."""
     while not stop.is_set():
         try:
             close_old_connections()
