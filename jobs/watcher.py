@@ -12,7 +12,7 @@ import time
 from datetime import datetime
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
@@ -28,7 +28,7 @@ FINISH_TASK = "jobs.tasks.job_finish"
 
 
 def handle_event(event: dict) -> None:
-    """A die event: enqueue the finish of the job the container belongs to."""
+    """A die event: finish the job the container belongs to (or enqueue its finish)."""
     if event.get("action") != "die":
         return
     job_uuid = (event.get("labels") or {}).get(LABEL_JOB)
@@ -57,7 +57,7 @@ def _finish_here(job_id: int) -> None:
     except Exception:
         log.exception("finish of job %s failed (reconcile retries)", job_id)
     finally:
-        close_old_connections()
+        connections.close_all()  # this thread's connections: the thread ends here
 
 
 class SlaveWatch(threading.Thread):
