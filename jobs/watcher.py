@@ -1,7 +1,8 @@
 """The slave watcher: follows every slave's Docker event stream and finishes jobs at once.
 
-One thread per slave; a container "die" event of a portal container enqueues the finish task
-(within a second of the exit). Streams that break are reopened with a back-off, resuming from the
+One thread per slave; a container "die" event of a portal container finishes its job (in a
+thread of this process with the django-q2 queue; otherwise through the finish task), within a
+second of the exit. The process also runs the scheduler's wakeup timer (jobs.ticks). Streams that break are reopened with a back-off, resuming from the
 last event seen; reconcile covers whatever is still missed. The slave list is re-read
 periodically, so new slaves are watched without a restart.
 """
