@@ -71,6 +71,11 @@ class Command(BaseCommand):
             default="inline",
             help="inline: tasks run in this process; queue: real q cluster and watcher",
         )
+        parser.add_argument(
+            "--with-max-duration",
+            action="store_true",
+            help="queue mode: also time a maxDuration cancel (adds a minute)",
+        )
         parser.add_argument("--inner", action="store_true", help=argparse_suppress())
 
     def handle(self, *args, **o):
@@ -165,6 +170,7 @@ class Command(BaseCommand):
             subprocess.run([*manage, "migrate", "-v0"], env=env, check=True)
             args = ["bench_launch", "--mode", "queue", "--inner", "--runs", str(o["runs"])]
             args += ["--image", o["image"]] + (["--docker", o["docker"]] if o["docker"] else [])
+            args += ["--with-max-duration"] if o["with_max_duration"] else []
             done = subprocess.run([*manage, *args], env=env, capture_output=True, text=True)
             self.stderr.write(done.stderr)
             if done.returncode:
@@ -268,6 +274,17 @@ class Command(BaseCommand):
             job = wait_for(job_submit(user=user, project=project, document=doc), {"FINISHED"})
             timed["to_assigned"].append((event_time(job, "ASSIGNED") - moment).total_seconds())
             timed["to_running"].append((event_time(job, "RUNNING") - moment).total_seconds())
+        # maxDuration (at least a minute, so only on request): from the deadline (Docker's start
+        # time + 1 minute) to the cancel decision.
+        overdue = []
+        for _ in range(1 if o["with_max_duration"] else 0):
+            doc = document(["sleep", "120"])
+            doc["request"]["scheduling"].update(minDuration="1 minute", maxDuration="1 minute")
+            job = job_submit(user=user, project=project, document=doc)
+            job = wait_for(job, {"CANCELLED", "FAILED", "FINISHED"}, timeout=120)
+            job.refresh_from_db(fields=["started_at"])
+            deadline = job.started_at + timedelta(minutes=1)
+            overdue.append((event_time(job, "CANCELLING") - deadline).total_seconds())
         bare = []
         with engine_for(slave) as engine:
             for _ in range(runs):
@@ -293,6 +310,7 @@ class Command(BaseCommand):
             "freed_gpus_to_next_running_s": stats(to_next),
             "not_before_to_assigned_s": stats(timed["to_assigned"]),
             "not_before_to_running_s": stats(timed["to_running"]),
+            "max_duration_to_cancel_s": stats(overdue) if overdue else None,
             "submit_to_running_parts_p50_s": {
                 name: pct(values, 0.5) for name, values in parts.items()
             },
