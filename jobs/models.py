@@ -172,6 +172,10 @@ class SchedulerLease(models.Model):
     # The q cluster ("host:pid" of its sentinel) that last asked for the recovery pass: all
     # its workers ask when they spawn, one wins; a restarted cluster is a new one.
     recovery_by = models.CharField(max_length=100, blank=True)
+    # The next moment a tick could decide differently on its own (a notBefore, a reservation's
+    # start, a maxDuration deadline...), written by every tick; the watcher's timer asks for a
+    # tick then (jobs.ticks.wakeup_loop).
+    next_wakeup = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"scheduler lease held by {self.holder or 'nobody'}"

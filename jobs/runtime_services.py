@@ -231,7 +231,6 @@ def _record_running(job: Job, container_id: str, state) -> None:
     if job_transition(
         job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
     ):
-        _schedule_max_duration_tick(job)
         if not state.running:
             fire(FINISH_TASK, job.pk)  # it already exited: a fast job
         return
@@ -239,21 +238,6 @@ def _record_running(job: Job, container_id: str, state) -> None:
     Job.objects.filter(pk=job.pk).update(container_id=container_id)
     if job.status == S.CANCELLING:
         job_stop_run(job_id=job.pk)
-
-
-def _schedule_max_duration_tick(job: Job) -> None:
-    """Ask for a tick right when maxDuration is reached (the periodic tick is the safety net)."""
-    if settings.PORTAL_TASK_MODE != "queue":
-        return
-    from django_q.models import Schedule
-
-    Schedule.objects.create(
-        name=f"maxDuration of {job.uuid}",
-        func="jobs.tasks.scheduler_tick",
-        schedule_type=Schedule.ONCE,
-        next_run=job.started_at + timedelta(seconds=job.max_duration_s + 1),
-        repeats=1,
-    )
 
 
 # --- finish --------------------------------------------------------------------------------

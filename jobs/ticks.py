@@ -3,12 +3,19 @@
 Bursts coalesce twice over: while a tick task waits in the queue (``tick_pending``), further
 requests enqueue nothing (the waiting tick starts later and sees their commits); while a tick
 runs, the lease makes it run exactly one follow-up (see jobs.scheduling.lease).
+
+Time-driven ticks (a notBefore passing, a reservation opening, a maxDuration deadline) come from
+the wakeup timer at the end of this module.
 """
 
+import logging
+
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, transaction
 
 from portal.tasks import fire
+
+log = logging.getLogger(__name__)
 
 SCHEDULER_TICK_TASK = "jobs.tasks.scheduler_tick"
 
@@ -36,3 +43,51 @@ def tick_started() -> None:
     from jobs.models import SchedulerLease
 
     SchedulerLease.objects.filter(pk=1, tick_pending=True).update(tick_pending=False)
+
+
+# --- the wakeup timer ------------------------------------------------------------------------
+# Every tick stores the next moment a decision can change on its own (the pure cycle's
+# ``next_wakeup``) on the lease row. One timer thread in the watcher process (``wakeup_loop``)
+# reads it about once a second and asks for a tick when it is due. Stored in the database, it
+# survives restarts and is shared by every process; several watchers are fine: clearing the
+# moment is a compare-and-swap, so one of them asks.
+
+WAKEUP_POLL_S = 1.0
+
+
+def wakeup_store(moment) -> None:
+    """Remember when the next time-driven tick is due (None: none is)."""
+    from jobs.models import SchedulerLease
+
+    SchedulerLease.objects.get_or_create(id=1)
+    SchedulerLease.objects.filter(pk=1).update(next_wakeup=moment)
+
+
+def wakeup_fire_if_due(now=None) -> float:
+    """Ask for a tick when the stored wakeup is due; returns seconds until it (or the poll)."""
+    from django.utils import timezone
+
+    from jobs.models import SchedulerLease
+
+    moment = SchedulerLease.objects.filter(pk=1).values_list("next_wakeup", flat=True).first()
+    if moment is None:
+        return WAKEUP_POLL_S
+    left = (moment - (now or timezone.now())).total_seconds()
+    if left > 0:
+        return left
+    if SchedulerLease.objects.filter(pk=1, next_wakeup=moment).update(next_wakeup=None):
+        tick_request()  # the tick stores the next wakeup
+    return 0.0
+
+
+def wakeup_loop(stop) -> None:
+    """Run until ``stop`` is set: ask for a tick at every stored wakeup."""
+    while not stop.is_set():
+        try:
+            close_old_connections()
+            wait = wakeup_fire_if_due()
+        except Exception:  # the database may be briefly unreachable: try again shortly
+            log.exception("wakeup timer")
+            wait = WAKEUP_POLL_S
+        # Re-read at least every poll: a tick may have stored an earlier moment meanwhile.
+        stop.wait(min(max(wait, 0.0), WAKEUP_POLL_S))

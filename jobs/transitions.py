@@ -8,9 +8,10 @@ workers racing on the same job both try; exactly one update matches. Losing is a
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from jobs.bulk_sql import rows_update
 from jobs.models import Job, JobEvent
 from jobs.notifications import job_notify_request
 from jobs.states import JobStatus as S
@@ -102,20 +103,18 @@ class TransitionRequest:
 
 
 def _write_rows(jobs: list[Job], names: list[str]) -> None:
-    """One parameterised UPDATE run for every row (``executemany``): Django's bulk_update builds
-    a CASE expression per column and row, which costs seconds for a few thousand jobs."""
+    """One ``UPDATE ... FROM (VALUES ...)`` per few thousand rows (``jobs.bulk_sql``): Django's
+    bulk_update builds a CASE expression per column and row, and executemany a round trip per
+    row on PostgreSQL; both cost seconds for a few thousand jobs."""
     if not jobs:
         return
-    fields = [Job._meta.get_field(name) for name in names]
-    table = connection.ops.quote_name(Job._meta.db_table)
-    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
-    sql = f"UPDATE {table} SET {assignments} WHERE {connection.ops.quote_name('id')} = %s"
-    rows = [
-        [f.get_db_prep_save(getattr(job, f.attname), connection) for f in fields] + [job.pk]
-        for job in jobs
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+    attnames = [Job._meta.get_field(name).attname for name in names]
+    rows_update(
+        Job,
+        key="id",
+        names=names,
+        rows=[[job.pk, *(getattr(job, attname) for attname in attnames)] for job in jobs],
+    )
 
 
 def job_transition_many(

@@ -1,7 +1,8 @@
 """The slave watcher: follows every slave's Docker event stream and finishes jobs at once.
 
-One thread per slave; a container "die" event of a portal container enqueues the finish task
-(within a second of the exit). Streams that break are reopened with a back-off, resuming from the
+One thread per slave; a container "die" event of a portal container finishes its job (in a
+thread of this process with the django-q2 queue; otherwise through the finish task), within a
+second of the exit. The process also runs the scheduler's wakeup timer (jobs.ticks). Streams that break are reopened with a back-off, resuming from the
 last event seen; reconcile covers whatever is still missed. The slave list is re-read
 periodically, so new slaves are watched without a restart.
 """
@@ -11,7 +12,8 @@ import threading
 import time
 from datetime import datetime
 
-from django.db import close_old_connections
+from django.conf import settings
+from django.db import close_old_connections, connections
 
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
@@ -19,6 +21,7 @@ from clusters.services import engine_for
 from jobs.launch import LABEL_JOB, slave_labels
 from jobs.models import Job
 from jobs.states import ON_SLAVE
+from jobs.ticks import wakeup_loop
 from portal.tasks import fire
 
 log = logging.getLogger(__name__)
@@ -26,7 +29,7 @@ FINISH_TASK = "jobs.tasks.job_finish"
 
 
 def handle_event(event: dict) -> None:
-    """A die event: enqueue the finish of the job the container belongs to."""
+    """A die event: finish the job the container belongs to (or enqueue its finish)."""
     if event.get("action") != "die":
         return
     job_uuid = (event.get("labels") or {}).get(LABEL_JOB)
@@ -36,8 +39,26 @@ def handle_event(event: dict) -> None:
     job_id = (
         Job.objects.filter(uuid=job_uuid, status__in=ON_SLAVE).values_list("pk", flat=True).first()
     )
-    if job_id is not None:
+    if job_id is None:
+        return
+    if settings.PORTAL_TASK_MODE == "queue":
+        # Finish right here, in a thread of its own: a task would add a broker hop (the poll
+        # interval plus a worker) to every job's end and to the start of the next job; the
+        # finish is idempotent, and reconcile still covers a watcher that dies meanwhile.
+        threading.Thread(target=_finish_here, args=(job_id,), daemon=True).start()
+    else:
         fire(FINISH_TASK, job_id)
+
+
+def _finish_here(job_id: int) -> None:
+    from jobs.runtime_services import job_finish_run
+
+    try:
+        job_finish_run(job_id=job_id)
+    except Exception:
+        log.exception("finish of job %s failed (reconcile retries)", job_id)
+    finally:
+        connections.close_all()  # this thread's connections: the thread ends here
 
 
 class SlaveWatch(threading.Thread):
@@ -75,6 +96,9 @@ class SlaveWatch(threading.Thread):
 
 def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = None) -> None:
     stop = stop or threading.Event()
+    # The timer for time-driven ticks (notBefore, reservation windows, maxDuration) lives here:
+    # this process runs continuously wherever the portal runs jobs.
+    threading.Thread(target=wakeup_loop, args=(stop,), name="wakeup", daemon=True).start()
     watches: dict[tuple[str, str], SlaveWatch] = {}
     while not stop.is_set():
         close_old_connections()

@@ -182,7 +182,8 @@ Q_CLUSTER = {
     "retry": 90,
     "max_attempts": 3,
     "orm": "default",
-    "poll": 0.2,
+    # Seconds between broker polls when idle: every task hop (tick, launch) waits up to this.
+    "poll": float(os.environ.get("PORTAL_Q_POLL_S", "0.05")),
     "catch_up": False,
     "ack_failures": True,
     "save_limit": 1000,

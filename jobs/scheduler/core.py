@@ -32,12 +32,14 @@ from .model import (
     QueuedJob,
     RunningJob,
     Snapshot,
+    Start,
 )
 from .ordering import order_queue
 from .placement import FailureMemo, Placer
 from .shape import Shape, ShapeFactory
 from .state import Context, build_context
 from .timing import max_duration_cancel, not_after_reason, not_before_reason
+from .wakeup import next_wakeup
 
 
 def run_cycle(snapshot: Snapshot) -> CycleResult:
@@ -66,7 +68,13 @@ class _Cycle:
         for job in live:
             self._schedule(job)
         self._explain_waiting()
-        return CycleResult(tuple(self.decisions), dict(self.explanations))
+        wakeup = next_wakeup(
+            self.snapshot,
+            leaving=self.halted | self.cancelled,
+            started=[d.job_id for d in self.decisions if isinstance(d, Start)],
+            waiting=bool(self.explanations),
+        )
+        return CycleResult(tuple(self.decisions), dict(self.explanations), wakeup)
 
     # --- running jobs ----------------------------------------------------------------------
 

@@ -281,6 +281,9 @@ class CycleResult:
 
     decisions: tuple[Decision, ...]
     explanations: Mapping[str, tuple[str, ...]]
+    # The earliest later moment at which a cycle could decide differently on its own (a
+    # notBefore, a reservation's start, a maxDuration deadline...); None: only events matter.
+    next_wakeup: datetime | None = None
 
     @property
     def starts(self) -> tuple[Start, ...]:

@@ -4,13 +4,14 @@ import logging
 from collections import defaultdict
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from clusters.models import Slave
+from jobs.bulk_sql import rows_update
 from jobs.models import Job
 from jobs.scheduler import model as sm
 from jobs.states import HOLDS_RESOURCES, JobStatus
-from jobs.transitions import TransitionRequest, job_transition, job_transition_many
+from jobs.transitions import TransitionRequest, job_transition_many
 
 log = logging.getLogger(__name__)
 S = JobStatus
@@ -107,19 +108,25 @@ def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> 
 
 
 def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    from jobs.notifications import job_notify_request
     from jobs.services import job_cancel_by_system
     from portal.errors import Conflict
 
-    for fail in result.fails:
-        job = jobs.get(fail.job_id)
-        if job is not None and job.status == S.QUEUED:
-            job_transition(
-                job=job,
-                to=S.FAILED,
-                message=fail.reason,
-                fields={"end_reason": fail.reason, "queued_explanations": [fail.reason]},
-                now=now,
-            )
+    # One guarded bulk transition for all fails (a full queue can fail hundreds at once).
+    requests = [
+        TransitionRequest(
+            job=job,
+            to=S.FAILED,
+            message=fail.reason,
+            fields={"end_reason": fail.reason, "queued_explanations": [fail.reason]},
+        )
+        for fail in result.fails
+        if (job := jobs.get(fail.job_id)) is not None and job.status == S.QUEUED
+    ]
+    won = job_transition_many(requests=requests, now=now)
+    for request, ok in zip(requests, won, strict=True):
+        if ok:
+            job_notify_request(job=request.job, event=S.FAILED)
     for cancel in result.cancels:
         job = jobs.get(cancel.job_id)
         if job is not None:
@@ -130,22 +137,21 @@ def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: d
 
 
 def apply_explanations(result: sm.CycleResult, queued: list[dict]) -> int:
-    """Store explanations that changed: one UPDATE per distinct text, not one per job.
-
-    Jobs of one request shape share their explanation, so a queue of thousands of jobs has a
-    few hundred distinct texts at most; unchanged rows are not touched.
-    """
-    by_text: dict[tuple[str, ...], list] = defaultdict(list)
+    """Store explanations that changed (unchanged rows are not touched)."""
+    rows = []
     for row in queued:
         lines = result.explanations.get(str(row["uuid"]))
         if lines is not None and list(lines) != row["queued_explanations"]:
-            by_text[tuple(lines)].append(row["uuid"])
-    for lines, uuids in by_text.items():
-        for chunk in range(0, len(uuids), 500):
-            Job.objects.filter(uuid__in=uuids[chunk : chunk + 500], status=S.QUEUED).update(
-                queued_explanations=list(lines)
-            )
-    return sum(len(uuids) for uuids in by_text.values())
+            rows.append([row["uuid"], list(lines)])
+    # One UPDATE ... FROM (VALUES ...) for thousands of rows; only jobs still queued.
+    rows_update(
+        Job,
+        key="uuid",
+        names=["queued_explanations"],
+        rows=rows,
+        where=f"t.{connection.ops.quote_name('status')} = '{S.QUEUED}'",
+    )
+    return len(rows)
 
 
 def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:

@@ -1,6 +1,7 @@
 """Reading one cycle's Snapshot from the database, with a fixed number of queries."""
 
 import logging
+from collections import defaultdict
 from datetime import datetime
 
 from django.conf import settings
@@ -61,10 +62,50 @@ def slave_state(slave: Slave) -> sm.SlaveState:
 
 
 def slave_states() -> list[sm.SlaveState]:
-    slaves = Slave.objects.select_related("cluster").prefetch_related(
-        "gpus", "cluster__owner_projects"
-    )
-    return [slave_state(s) for s in slaves]
+    """Every slave as ``slave_state`` sees it, from three flat queries (no model instances:
+    a thousand slaves with eight GPUs each cost a second as instances)."""
+    from clusters.models import Cluster, Gpu
+
+    owners: dict[int, set[str]] = defaultdict(set)
+    for cluster_id, project in Cluster.owner_projects.through.objects.values_list(
+        "cluster_id", "project__name"
+    ):
+        owners[cluster_id].add(project)
+    private = set(Cluster.objects.filter(is_private=True).values_list("id", flat=True))
+    gpus: dict[int, list[sm.GpuInfo]] = defaultdict(list)
+    for slave_id, index, model, memory_mb in (
+        Gpu.objects.filter(acquired=True)
+        .order_by("slave_id", "index")
+        .values_list("slave_id", "index", "model", "memory_mb")
+    ):
+        gpus[slave_id].append(sm.GpuInfo(index=index, model=model, memory_mb=memory_mb))
+    rows = Slave.objects.values_list(
+        "id", "name", "cluster_id", "online", "accepting_jobs", "acquired_cpus", "cpus_total",
+        "acquired_memory_mb", "memory_total_mb", "cuda_version", "features", "instance_id",
+    )  # fmt: skip
+    states = []
+    for (
+        pk, name, cluster_id, online, accepting, acq_cpus, cpus, acq_mem, mem, cuda, features,
+        instance,
+    ) in rows:  # fmt: skip
+        head = cuda.split(".", 1)[0]
+        states.append(
+            sm.SlaveState(
+                name=name,
+                cluster_id=cluster_id,
+                cluster_private=cluster_id in private,
+                cluster_owner_projects=frozenset(owners.get(cluster_id, ())),
+                online=online,
+                accepting_jobs=accepting,
+                gpus=tuple(gpus.get(pk, ())),
+                cpu_ids=tuple(range(acq_cpus if acq_cpus is not None else cpus)),
+                memory_gb=(acq_mem if acq_mem is not None else mem) / 1024,
+                cuda_major=int(head) if head.isdigit() else None,
+                features=frozenset(features or ()),
+                instance_id=instance,
+            )
+        )
+    return states
 
 
 RUNNING_FIELDS = (
@@ -170,8 +211,13 @@ def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConf
     if missing:
         from django.contrib.auth import get_user_model
 
-        for user in get_user_model().objects.filter(username__in=missing):
-            rows[user.username] = UserUsage.objects.create(user=user, value=0.0, updated_at=now)
+        users = list(get_user_model().objects.filter(username__in=missing))
+        UserUsage.objects.bulk_create(
+            [UserUsage(user=user, value=0.0, updated_at=now) for user in users],
+            ignore_conflicts=True,  # a concurrent reader (pages) never writes; be safe anyway
+        )
+        for row in UserUsage.objects.select_related("user").filter(user__in=users):
+            rows[row.user.username] = row
     usage = {
         name: decayed(row.value, (now - row.updated_at).total_seconds(), half_life)
         for name, row in rows.items()

@@ -14,7 +14,7 @@ from jobs.scheduling.lease import (
     lease_release_or_continue,
 )
 from jobs.scheduling.snapshot import build_snapshot
-from jobs.ticks import tick_started
+from jobs.ticks import tick_started, wakeup_store
 from portal.faults import crash_point
 
 
@@ -27,7 +27,10 @@ def tick_once(now: datetime | None = None) -> dict:
     decided = time.perf_counter()
     summary = apply(result, queued, now)
     summary.update(
-        snapshot_s=built - began, cycle_s=decided - built, apply_s=time.perf_counter() - decided
+        snapshot_s=built - began,
+        cycle_s=decided - built,
+        apply_s=time.perf_counter() - decided,
+        next_wakeup=result.next_wakeup,
     )
     return summary
 
@@ -45,6 +48,8 @@ def tick(now: datetime | None = None) -> list[dict] | None:
             began = time.perf_counter()
             try:
                 summaries.append(tick_once(now))
+                # Only the last tick of a run matters: each one sees the world as it is now.
+                wakeup_store(summaries[-1]["next_wakeup"])
             except Exception:
                 lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began)
                 raise

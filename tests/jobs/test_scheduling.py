@@ -132,3 +132,28 @@ def test_stale_start_on_a_held_gpu_is_skipped(submit, hello_world, slave):
     assert apply_starts(decisions, {str(late.uuid): late}, timezone.now()) == 1
     late.refresh_from_db()
     assert late.status == "ASSIGNED" and late.gpu_ids == [1]
+
+
+def test_flat_slave_states_match_the_model_view(slave, cluster, project):
+    """``slave_states`` (flat queries) sees every slave exactly as ``slave_state`` does."""
+    from clusters.models import Gpu, Slave
+    from jobs.scheduling.snapshot import slave_state, slave_states
+
+    cluster.is_private = True
+    cluster.save()
+    cluster.owner_projects.add(project)
+    Gpu.objects.filter(slave=slave, index=2).update(acquired=False)
+    Slave.objects.filter(pk=slave.pk).update(acquired_cpus=6, features=["ssd"])
+    other = Slave.objects.create(
+        name="cpu1", cluster=cluster, docker_url="unix:///x.sock", cpus_total=4,
+        memory_total_mb=2048, cuda_version="", online=False,
+    )  # fmt: skip
+    expected = [
+        slave_state(s)
+        for s in Slave.objects.select_related("cluster").prefetch_related(
+            "gpus", "cluster__owner_projects"
+        )
+    ]
+    assert slave_states() == expected
+    assert {s.name for s in expected} == {"gpu1", other.name}
+    assert len(expected[1].gpus) == 3 and expected[1].cluster_owner_projects == {project.name}

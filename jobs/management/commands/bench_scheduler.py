@@ -177,6 +177,7 @@ class Command(BaseCommand):
             "pure_halts": len(result.halts),
             "pure_decisions_per_s": round(len(result.decisions) / min(pure_times), 1),
             "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
+            "database": connection.vendor,
         }
         if not o["skip_tick"]:
             report.update(self._full_tick(snapshot, now))
