@@ -64,7 +64,7 @@ def test_a_long_tick_keeps_its_lease_and_a_killed_holder_is_noticed_in_seconds(
             time.sleep(1.6)  # longer than the lease: only the heartbeat keeps it
             seen.append(lease_acquire_or_request_rerun(holder="other"))
             seen.append(SchedulerLease.objects.get().acquired_at > first)
-        return {}
+        return {"next_wakeup": None}
 
     monkeypatch.setattr(importlib.import_module("jobs.scheduling.tick"), "tick_once", slow_tick)
     tick()
