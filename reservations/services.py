@@ -55,9 +55,10 @@ def reservation_validate(
     """Every problem of a reservation as ``(field, rule)`` pairs; an empty list when it is fine.
 
     ``data`` holds model objects (``cluster``, ``slaves``) and values; fields missing from it keep
-    ``instance``'s values (an edit). Inside a transaction the overlapping reservations' cluster is
-    locked (``SELECT ... FOR UPDATE`` on PostgreSQL) so two concurrent writes cannot both pass;
-    the services call this again inside their transaction, so form/API checks are advisory.
+    ``instance``'s values (an edit). Inside a transaction the cluster's row is locked first
+    (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE transactions hold the write lock)
+    so two concurrent writes cannot both pass; the services call this again inside their
+    transaction, so the form's and the API's earlier call is advisory.
     """
     values = {**_current(instance), **data}
     errors: list[tuple[str, str]] = []
@@ -131,7 +132,7 @@ def _capacity_errors(
 ) -> list[tuple[str, str]]:
     """The reservations that, overlapping in time and sharing slaves, leave no room for this one."""
     if transaction.get_connection().in_atomic_block:
-        # Serialises reservation writes per cluster (a no-op on SQLite, which has one writer).
+        # Serialises reservation writes per cluster (SQLite: IMMEDIATE transactions already do).
         list(Cluster.objects.select_for_update().filter(pk=cluster.pk).values_list("pk"))
     others = list(
         Reservation.objects.filter(cluster=cluster, start__lt=end, end__gt=start)
