@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from django.db import transaction
+from django.db.models import prefetch_related_objects
 
 from clusters.models import Cluster, Gpu, Slave
 from jobs.ticks import tick_request
@@ -314,4 +315,6 @@ def entitled_reservations(*, user, reservations: Iterable[Reservation]) -> set[i
     if projects is None:
         projects = set(Membership.objects.filter(user=user).values_list("project__name", flat=True))
         user._portal_project_names = projects
+    reservations = list(reservations)
+    prefetch_related_objects(reservations, "users", "projects")  # no query when already there
     return {r.pk for r in reservations if r.entitles_member(user=user.username, projects=projects)}
