@@ -51,7 +51,7 @@ def _current(instance: Reservation | None) -> dict:
 
 
 def reservation_validate(
-    *, data: dict, instance: Reservation | None = None
+    *, data: dict, instance: Reservation | None = None, capacity: bool = True
 ) -> list[tuple[str, str]]:
     """Every problem of a reservation as ``(field, rule)`` pairs; an empty list when it is fine.
 
@@ -59,7 +59,8 @@ def reservation_validate(
     ``instance``'s values (an edit). Inside a transaction the cluster's row is locked first
     (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE transactions hold the write lock)
     so two concurrent writes cannot both pass; the services call this again inside their
-    transaction, so the form's and the API's earlier call is advisory.
+    transaction, so the form's and the API's earlier call is advisory. ``capacity=False`` leaves
+    out the overlap check (a caller that could not resolve every slave would check the wrong ones).
     """
     values = {**_current(instance), **data}
     errors: list[tuple[str, str]] = []
@@ -95,7 +96,7 @@ def reservation_validate(
     if gpu_count is not None and gpu_count > available:
         errors.append(("gpu_count", f"those slaves have only {available} GPU(s) for jobs"))
         return errors
-    if times_ok and (gpu_count is None or gpu_count >= 1):
+    if capacity and times_ok and (gpu_count is None or gpu_count >= 1):
         own = None if instance is None else instance.pk
         errors.extend(
             _capacity_errors(

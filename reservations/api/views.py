@@ -140,7 +140,8 @@ def _resolve(data: dict, *, current: Reservation | None = None) -> dict:
                 errors.append(f"users[{index}]: no user {name!r}")
         resolved["users"] = [found[n] for n in names if n in found]
     given = {name: resolved[name] for name in RULE_FIELDS if name in resolved}
-    for field, rule in reservation_validate(data=given, instance=current):
+    unresolved = any(e.startswith("slaves[") for e in errors)
+    for field, rule in reservation_validate(data=given, instance=current, capacity=not unresolved):
         field = "cluster_id" if field == "cluster" else field
         if field == "cluster_id" and any(e.startswith("cluster_id:") for e in errors):
             continue  # already named: no such cluster

@@ -219,9 +219,16 @@ def test_api_refuses_overlap(res_a, admin_user, window, other_project):
     assert error.startswith("gpu_count: ") and "'A'" in error
     # The API now refuses the gpu_count the form refuses, too.
     response = client.post(
-        PORTAL + "reservations", data={**payload, "gpu_count": 9, "name": ""}, format="json"
+        PORTAL + "reservations",
+        data={**payload, "gpu_count": 9, "end": payload["start"], "slaves": ["nowhere"]},
+        format="json",
     )
     assert response.status_code == 400
+    assert set(response.json()["errors"]) == {
+        "slaves[0]: no slave 'nowhere'",
+        "end: must be after start",
+        "gpu_count: those slaves have only 2 GPU(s) for jobs",
+    }
     assert Reservation.objects.count() == 1
     # Growing A over a new reservation B (1 GPU, accepted) is refused as well.
     ok = client.post(PORTAL + "reservations", data={**payload, "gpu_count": 1}, format="json")
