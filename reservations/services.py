@@ -155,15 +155,19 @@ def _capacity_errors(
     colliding: dict[int, Reservation] = {}
     # The set of overlapping reservations only changes when one of them starts.
     moments = sorted({start} | {o.start for o in others if start < o.start < end})
-    for moment in moments:
-        active = [o for o in others if o.start <= moment < o.end]
-        if not active:
-            continue
+    actives = [tuple(o for o in others if o.start <= m < o.end) for m in moments]
+
+    def check(active: tuple[Reservation, ...]) -> bool:
+        """Record the reservations that leave no room for this one at a moment when ``active``
+        overlap it; whether those others fit together (they do unless stored past the rules)."""
         for o in active:  # a whole reservation shares its slaves with nobody
             if (gpu_count is None or o.gpu_count is None) and cover[o.pk] & covered:
                 colliding[o.pk] = o
         parts = [(demand(o.gpu_count, cover[o.pk]), cover[o.pk]) for o in active]
+        wanted = sum(count for count, _ in parts)
         with_me, blamed = _max_flow(parts + [(mine, covered)], gpus)
+        if with_me == wanted + mine:
+            return True
         without_me, _ = _max_flow(parts, gpus)
         if with_me < without_me + mine:
             for index in blamed:
@@ -171,6 +175,22 @@ def _capacity_errors(
                     colliding[active[index].pk] = active[index]
             if not blamed - {len(active)}:  # no cut found among them: name all that share
                 colliding.update((o.pk, o) for o in active)
+        return without_me == wanted
+
+    # A moment's overlapping set that is contained in the next moment's (none of them ended in
+    # between) needs no check of its own: what fits beside the larger set fits beside the smaller
+    # one -- as long as the others fit together, which this rule ensured when they were written.
+    # Otherwise (rows written past the rules) every moment is checked.
+    maximal = [
+        i
+        for i, active in enumerate(actives)
+        if active and (i + 1 == len(actives) or not set(active) <= set(actives[i + 1]))
+    ]
+    others_fit = all([check(actives[i]) for i in maximal])
+    if not others_fit:
+        for i, active in enumerate(actives):
+            if active and i not in maximal:
+                check(active)
     if not colliding:
         return []
     holds = "every GPU" if gpu_count is None else f"{gpu_count} GPU(s)"

@@ -180,6 +180,19 @@ def test_capacity_rule(res_a, cluster, window, shift, gpu_count, accepted):
         assert errors[0][0] == "gpu_count" and "'A'" in errors[0][1]
 
 
+def test_reservations_that_never_overlap_each_other_share_the_room(res_a, cluster, window):
+    """A holds 1 GPU until its end, C 1 GPU after it: a third 1-GPU reservation across both
+    fits (at no moment do more than 2 GPUs of the 2 go to reservations); 2 GPUs collide with
+    A first and with C later, and both are named."""
+    c = reservation_create(
+        name="C", cluster=cluster, start=window[1], end=window[1] + timedelta(days=1), gpu_count=1
+    )
+    across = {"name": "B", "cluster": cluster, "start": window[0], "end": c.end}
+    assert reservation_validate(data={**across, "gpu_count": 1}) == []
+    ((field, rule),) = reservation_validate(data={**across, "gpu_count": 2})
+    assert field == "gpu_count" and "'A'" in rule and "'C'" in rule
+
+
 def test_other_slaves_do_not_collide(res_a, cluster, duo, window):
     res_a.slaves.set([duo])
     other = make_slave(cluster, "solo", 1)
@@ -200,6 +213,16 @@ def test_other_slaves_do_not_collide(res_a, cluster, duo, window):
 
 def test_editing_a_reservation_does_not_collide_with_itself(res_a):
     assert reservation_validate(data={"gpu_count": 2}, instance=res_a) == []
+
+
+def test_rows_stored_past_the_rules_are_named_on_the_next_change(res_a, cluster, window):
+    """Reservations written before this rule (or straight into the database) may collide; the
+    next change of one of them names the other, so an admin can resolve it."""
+    Reservation.objects.create(
+        name="B", cluster=cluster, start=window[0], end=window[1], gpu_count=2
+    )
+    ((field, rule),) = reservation_validate(data={"name": "A2"}, instance=res_a)
+    assert field == "gpu_count" and "'B'" in rule
 
 
 def test_api_refuses_overlap(res_a, admin_user, window, other_project):
