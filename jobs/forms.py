@@ -13,9 +13,14 @@ import re
 
 from django import forms
 
+from jobs.filters import EVERY_STATE_BUT_DELETED, JobFilter
 from jobs.spec import SpecError, convert_v1, detect_version, load_json
+from jobs.states import ACTIVE, GROUPS
 
 # --- job list filter ------------------------------------------------------------------------
+
+# The search box also finds a job by the start of its id ("job-" prefix allowed).
+_UUID_PREFIX = re.compile(r"^(?:job-)?([0-9a-fA-F]{6}[0-9a-fA-F-]{0,30})$")
 
 STATE_CHOICES = [
     ("", "All but deleted"),
@@ -45,6 +50,31 @@ class JobFilterForm(forms.Form):
         ]
         self.fields["q"].widget.attrs["placeholder"] = "Name or job id"
         self.fields["user"].widget.attrs.update(placeholder="Username", list="job-filter-users")
+
+    def job_filter(self) -> JobFilter:
+        """The ``JobFilter`` this form asks for (the API's query parser builds the same object).
+        An invalid field is left out; the valid ones still filter."""
+        self.is_valid()
+        data = getattr(self, "cleaned_data", {})
+        state = data.get("state") or ""
+        if state == "active":
+            statuses = ACTIVE
+        elif state in GROUPS:
+            statuses = GROUPS[state]
+        else:
+            statuses = EVERY_STATE_BUT_DELETED
+        q = (data.get("q") or "").strip()
+        match = _UUID_PREFIX.match(q)
+        user = (data.get("user") or "").strip()
+        return JobFilter(
+            statuses=frozenset(statuses),
+            cluster_ids=frozenset({int(data["cluster"])}) if data.get("cluster") else None,
+            usernames=(frozenset({user}),) if user else (),
+            project_ids=frozenset({int(data["project"])}) if data.get("project") else None,
+            name_contains=q,
+            uuid_prefix=match.group(1) if match else "",
+            only_own=bool(data.get("mine")),
+        )
 
 
 # --- Create Job ---------------------------------------------------------------------------

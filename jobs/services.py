@@ -48,6 +48,8 @@ def _require_member(user, project: Project) -> None:
 
 
 def _check_reservations(*, user, project: Project, reservation_ids: list[str]) -> None:
+    """Every named reservation exists and admits the job (Reservation.entitles: listed by user
+    or project, or a reservation that lists nobody)."""
     if not reservation_ids:
         return
     found = {
@@ -62,7 +64,7 @@ def _check_reservations(*, user, project: Project, reservation_ids: list[str]) -
         reservation = found.get(rid)
         if reservation is None:
             errors.append(FieldError(path, f"no reservation with id {rid}"))
-        elif user not in reservation.users.all() and project not in reservation.projects.all():
+        elif not reservation.entitles(user=user.username, project=project.name):
             errors.append(
                 FieldError(path, f"you are not entitled to reservation {reservation.name!r}")
             )

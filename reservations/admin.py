@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.utils import timezone
 
+from reservations.forms import ValidatedReservationForm
 from reservations.models import Reservation
 from reservations.services import reservation_changed
 
@@ -25,6 +26,10 @@ class ReservationStateFilter(admin.SimpleListFilter):
 
 @admin.register(Reservation)
 class ReservationAdmin(admin.ModelAdmin):
+    # reservation_validate in clean(): the admin refuses what the form and the API refuse. The
+    # admin's change view runs in a transaction, so the check locks the cluster's row like the
+    # services do and nothing is written when it refuses.
+    form = ValidatedReservationForm
     list_display = ["name", "cluster", "start", "end", "gpu_count", "uuid"]
     list_filter = [ReservationStateFilter, "cluster"]
     search_fields = ["name", "description", "uuid"]

@@ -3,9 +3,10 @@
 from django import forms
 from django.contrib.auth import get_user_model
 
-from clusters.models import Gpu, Slave
+from clusters.models import Slave
 from portal.models import Project
 from reservations.models import Reservation
+from reservations.services import FIELDS, reservation_validate
 
 UTC_INPUT_FORMAT = "%Y-%m-%dT%H:%M"
 
@@ -17,7 +18,36 @@ class UtcDateTimeInput(forms.DateTimeInput):
         super().__init__(format=UTC_INPUT_FORMAT, **kwargs)
 
 
-class ReservationForm(forms.ModelForm):
+class ValidatedReservationForm(forms.ModelForm):
+    """A reservation ModelForm whose clean() is ``reservation_validate`` (the web form and the
+    admin both use it; the API calls the same function)."""
+
+    class Meta:
+        model = Reservation
+        fields = [
+            "name",
+            "description",
+            "cluster",
+            "slaves",
+            "gpu_count",
+            "start",
+            "end",
+            "projects",
+            "users",
+        ]
+
+    def clean(self):
+        data = super().clean()
+        given = {name: data[name] for name in FIELDS if name in data}
+        instance = self.instance if self.instance.pk else None
+        for field, rule in reservation_validate(data=given, instance=instance):
+            if field in self.errors:
+                continue  # already refused by the field itself
+            self.add_error(field if field in self.fields else None, rule)
+        return data
+
+
+class ReservationForm(ValidatedReservationForm):
     class Meta:
         model = Reservation
         fields = [
@@ -57,30 +87,3 @@ class ReservationForm(forms.ModelForm):
         self.fields["users"].queryset = get_user_model().objects.order_by("username")
         for name in ("start", "end"):
             self.fields[name].input_formats = [UTC_INPUT_FORMAT, "%Y-%m-%dT%H:%M:%S"]
-
-    def clean(self):
-        data = super().clean()
-        start, end, cluster = data.get("start"), data.get("end"), data.get("cluster")
-        if start and end and end <= start:
-            self.add_error("end", "must be after the start")
-        slaves = list(data.get("slaves") or [])
-        if cluster is not None:
-            strangers = [s.name for s in slaves if s.cluster_id != cluster.pk]
-            if strangers:
-                self.add_error(
-                    "slaves", f"not in cluster {cluster.pk}: {', '.join(sorted(strangers))}"
-                )
-            gpu_count = data.get("gpu_count")
-            if gpu_count is not None and not strangers:
-                gpus = Gpu.objects.filter(acquired=True)
-                gpus = (
-                    gpus.filter(slave__in=slaves) if slaves else gpus.filter(slave__cluster=cluster)
-                )
-                available = gpus.count()
-                if gpu_count > available:
-                    self.add_error(
-                        "gpu_count", f"those slaves have only {available} GPU(s) for jobs"
-                    )
-                if gpu_count == 0:
-                    self.add_error("gpu_count", "must be at least 1 (empty: every GPU)")
-        return data

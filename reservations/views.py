@@ -5,13 +5,11 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q
 from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from clusters.models import Cluster
-from jobs.selectors import project_ids_of
 from portal.permissions import may_manage_reservations
 from reservations import services
 from reservations.forms import ReservationForm
@@ -23,17 +21,8 @@ RECENT_DAYS = 7
 
 
 def entitled_ids(user, reservations) -> set[int]:
-    """Ids of those reservations that ``user`` (directly or through a project) may use. 1 query."""
-    ids = [r.pk for r in reservations]
-    if not ids or not user.is_authenticated:
-        return set()
-    mine = project_ids_of(user)
-    return set(
-        Reservation.objects.filter(pk__in=ids)
-        .filter(Q(users=user) | Q(projects__in=mine))
-        .values_list("pk", flat=True)
-        .distinct()
-    )
+    """Ids of those (prefetched) reservations that ``user`` may use (Reservation.entitles)."""
+    return services.entitled_reservations(user=user, reservations=reservations)
 
 
 def _timeline(reservations, clusters, now) -> dict:
@@ -120,6 +109,11 @@ def _admin_only(request, verb: str):
     return None
 
 
+def _add_errors(form, refused: services.ReservationInvalid) -> None:
+    for field, rule in refused.errors:
+        form.add_error(field if field in form.fields else None, rule)
+
+
 @login_required
 def reservation_create(request):
     if refused := _admin_only(request, "add"):
@@ -127,20 +121,24 @@ def reservation_create(request):
     form = ReservationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        reservation = services.reservation_create(
-            name=data["name"],
-            description=data["description"],
-            cluster=data["cluster"],
-            start=data["start"],
-            end=data["end"],
-            gpu_count=data["gpu_count"],
-            slaves=data["slaves"],
-            projects=data["projects"],
-            users=data["users"],
-            created_by=request.user,
-        )
-        messages.success(request, f"Reservation {reservation.name} created.")
-        return redirect("reservations:detail", uuid=reservation.uuid)
+        try:
+            reservation = services.reservation_create(
+                name=data["name"],
+                description=data["description"],
+                cluster=data["cluster"],
+                start=data["start"],
+                end=data["end"],
+                gpu_count=data["gpu_count"],
+                slaves=data["slaves"],
+                projects=data["projects"],
+                users=data["users"],
+                created_by=request.user,
+            )
+        except services.ReservationInvalid as refused:  # a concurrent write got there first
+            _add_errors(form, refused)
+        else:
+            messages.success(request, f"Reservation {reservation.name} created.")
+            return redirect("reservations:detail", uuid=reservation.uuid)
     return render(request, "reservations/form.html", {"form": form, "creating": True})
 
 
@@ -154,13 +152,17 @@ def reservation_edit(request, uuid):
         data = {
             k: v for k, v in form.cleaned_data.items() if k not in ("slaves", "projects", "users")
         }
-        reservation = services.reservation_update(
-            reservation=reservation,
-            data=data,
-            relations={k: form.cleaned_data[k] for k in ("slaves", "projects", "users")},
-        )
-        messages.success(request, f"Reservation {reservation.name} saved.")
-        return redirect("reservations:detail", uuid=reservation.uuid)
+        try:
+            reservation = services.reservation_update(
+                reservation=reservation,
+                data=data,
+                relations={k: form.cleaned_data[k] for k in ("slaves", "projects", "users")},
+            )
+        except services.ReservationInvalid as refused:  # a concurrent write got there first
+            _add_errors(form, refused)
+        else:
+            messages.success(request, f"Reservation {reservation.name} saved.")
+            return redirect("reservations:detail", uuid=reservation.uuid)
     return render(
         request, "reservations/form.html", {"form": form, "creating": False, "r": reservation}
     )

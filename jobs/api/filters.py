@@ -13,7 +13,7 @@ that names the parameter, never a 500 and never silently ignored.
 
 Choice where GPULab is silent: owner and project filters only match jobs the caller sees in
 full (their projects' jobs; every job for admins), so that filtering cannot reveal who owns a
-sanitised job.
+sanitised job. That rule lives in ``jobs.filters.JobFilter.apply``, shared with the web list.
 """
 
 from __future__ import annotations
@@ -22,14 +22,12 @@ import re
 import uuid
 
 from django.conf import settings
-from django.db.models import Q, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import QuerySet
 
-from jobs.selectors import project_ids_of
-from jobs.states import DELETED, GROUPS, RUNNING, JobStatus
+from jobs.filters import JobFilter
+from jobs.states import DELETED, GROUPS, JobStatus
 from portal.api.common import parse_bool
 from portal.api_errors import BadRequest
-from portal.permissions import may_view_all_jobs
 
 # sort key -> model field
 SORT_FIELDS = {
@@ -127,55 +125,47 @@ def _uuids(values: list[str], name: str) -> list[str]:
         raise _bad(name, "must be a comma list of UUIDs") from None
 
 
-def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
-    """Apply the list filters of ``params`` (a QueryDict) to ``queryset``."""
-    queryset = queryset.filter(status__in=sorted(_statuses(params)))
-
+def job_filter_from_query(params) -> JobFilter:
+    """The ``JobFilter`` that the query parameters ``params`` (a QueryDict) ask for."""
+    statuses = frozenset(_statuses(params))
     cluster_ids = comma_list(params, "cluster_id")
     if cluster_ids is not None:
-        ids = _ints(cluster_ids, "cluster_id")
-        queryset = queryset.filter(
-            Q(slave__cluster_id__in=ids) | Q(slave__isnull=True, requested_cluster_id__in=ids)
-        )
-
-    owner_q = Q()
+        cluster_ids = frozenset(_ints(cluster_ids, "cluster_id"))
+    usernames = []
     user_urns = comma_list(params, "user_urn")
     if user_urns is not None:
-        owner_q &= Q(owner__username__in=_urn_names(user_urns, "user_urn", "user"))
+        usernames.append(frozenset(_urn_names(user_urns, "user_urn", "user")))
     user_names = comma_list(params, "user_name")
     if user_names is not None:
-        owner_q &= Q(owner__username__in=user_names)
+        usernames.append(frozenset(user_names))
+    project_names = []
     project_urns = comma_list(params, "project_urn")
     if project_urns is not None:
-        owner_q &= Q(project__name__in=_urn_names(project_urns, "project_urn", "project"))
-    project_names = comma_list(params, "project_name")
-    if project_names is not None:
-        owner_q &= Q(project__name__in=project_names)
-    other_running = parse_bool(params.get("other_user_running"), "other_user_running")
-    if owner_q:
-        if not may_view_all_jobs(user):
-            owner_q &= Q(project_id__in=sorted(project_ids_of(user)))
-        if other_running:  # gpulab-cli `jobs -u`: mine, plus everyone's running jobs
-            owner_q |= Q(status__in=sorted(RUNNING))
-        queryset = queryset.filter(owner_q)
-
+        project_names.append(frozenset(_urn_names(project_urns, "project_urn", "project")))
+    names = comma_list(params, "project_name")
+    if names is not None:
+        project_names.append(frozenset(names))
+    or_running = parse_bool(params.get("other_user_running"), "other_user_running")
     slave_names = comma_list(params, "assigned_slave_name")
-    if slave_names is not None:
-        queryset = queryset.filter(slave__name__in=slave_names)
-
     interactive = parse_bool(params.get("interactive"), "interactive", default=None)
-    if interactive is not None:
-        queryset = queryset.filter(interactive=interactive)
-
     reservation_ids = comma_list(params, "reservation_id")
     if reservation_ids is not None:
-        wanted = Q()
-        for rid in _uuids(reservation_ids, "reservation_id"):
-            wanted |= Q(_reservation_ids_text__contains=f'"{rid}"')
-        queryset = queryset.annotate(
-            _reservation_ids_text=Cast("reservation_ids", TextField())
-        ).filter(wanted)
-    return queryset
+        reservation_ids = frozenset(_uuids(reservation_ids, "reservation_id"))
+    return JobFilter(
+        statuses=statuses,
+        cluster_ids=cluster_ids,
+        usernames=tuple(usernames),
+        project_names=tuple(project_names),
+        slave_names=None if slave_names is None else frozenset(slave_names),
+        interactive=interactive,
+        reservation_ids=reservation_ids,
+        or_running=or_running,
+    )
+
+
+def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
+    """Apply the list filters of ``params`` (a QueryDict) to ``queryset``."""
+    return job_filter_from_query(params).apply(queryset, viewer=user)
 
 
 def sort_jobs(queryset: QuerySet, params) -> QuerySet:

@@ -146,7 +146,9 @@ class ReservationWindow:
     ``slave_names`` empty means the whole cluster; ``gpu_count`` None means every GPU (and
     everything else) of those slaves, otherwise only that many of their GPUs are held back.
     A job is entitled when it names the reservation and its user or project is listed; a
-    reservation that lists nobody admits every job that names it (the UUID is the ticket).
+    reservation that lists nobody admits every job that names it (the UUID is the ticket, as in
+    GPULab). ``reservations.models.Reservation`` states the same rule for the database; a property
+    test (tests/reservations/test_rules.py) keeps the two in agreement.
     """
 
     id: str
@@ -166,6 +168,12 @@ class ReservationWindow:
         if not self.entitled_users and not self.entitled_projects:
             return True
         return user in self.entitled_users or project in self.entitled_projects
+
+    def covers(self, slave: SlaveState) -> bool:
+        """Whether the window holds (part of) this slave: its cluster, and listed or none listed."""
+        if slave.cluster_id != self.cluster_id:
+            return False
+        return not self.slave_names or slave.name in self.slave_names
 
 
 @dataclass(frozen=True, slots=True)

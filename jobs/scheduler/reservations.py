@@ -47,11 +47,7 @@ class ResRuntime:
         self.res = res
         self.id = res.id
         self.active = res.start <= now < res.end
-        self.slave_names = frozenset(
-            s.name
-            for s in slaves
-            if s.cluster_id == res.cluster_id and (not res.slave_names or s.name in res.slave_names)
-        )
+        self.slave_names = frozenset(s.name for s in slaves if res.covers(s))
         self.total_gpus = sum(len(s.gpus) for s in slaves if s.name in self.slave_names)
         # GPUs that jobs which are not entitled may hold on the reserved slaves during the window.
         held = self.total_gpus if res.gpu_count is None else min(res.gpu_count, self.total_gpus)

@@ -1,72 +1,27 @@
 """The job list: filters, search, pagination, and a partial that htmx polls while any shown job
 is active."""
 
-import re
-
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from clusters.models import Cluster
 from jobs.forms import JobFilterForm
-from jobs.selectors import (
-    job_list_not_deleted,
-    job_list_visible_to,
-    project_ids_of,
-)
-from jobs.states import ACTIVE, GROUPS
+from jobs.selectors import job_list_visible_to, project_ids_of
 from jobs.views.common import present
 from portal.models import Project
 from portal.permissions import may_view_all_jobs
 
 PAGE_SIZE = 25
-_UUID_PREFIX = re.compile(r"^(?:job-)?([0-9a-fA-F]{6}[0-9a-fA-F-]{0,30})$")
 
 
 def filter_jobs(queryset, form: JobFilterForm, user):
-    """Apply the list filters. Name, user and project filters only reach jobs the viewer sees
-    in full, so a sanitised job is never found by its hidden name, owner or project."""
-    form.is_valid()  # an invalid field is left out; the valid ones still filter
-    data = getattr(form, "cleaned_data", {})
-    admin = may_view_all_jobs(user)
-    mine = project_ids_of(user)
-
-    def only_full(qs):
-        return qs if admin else qs.filter(project_id__in=mine)
-
-    state = data.get("state") or ""
-    if state == "active":
-        queryset = queryset.filter(status__in=ACTIVE)
-    elif state in GROUPS:
-        queryset = queryset.filter(status__in=GROUPS[state])
-    else:
-        queryset = job_list_not_deleted(queryset)
-    if data.get("project"):
-        queryset = only_full(queryset.filter(project_id=int(data["project"])))
-    if data.get("user"):
-        queryset = only_full(queryset.filter(owner__username=data["user"].strip()))
-    if data.get("mine"):
-        queryset = queryset.filter(owner=user)
-    if data.get("cluster"):
-        cluster_id = int(data["cluster"])
-        queryset = queryset.filter(
-            Q(slave__cluster_id=cluster_id) | Q(slave__isnull=True, requested_cluster_id=cluster_id)
-        )
-    q = (data.get("q") or "").strip()
-    if q:
-        match = _UUID_PREFIX.match(q)
-        by_name = Q(name__icontains=q)
-        if not admin:
-            by_name &= Q(project_id__in=mine)
-        condition = by_name
-        if match:
-            condition |= Q(uuid__istartswith=match.group(1).lower())
-        queryset = queryset.filter(condition)
-    return queryset.order_by("-created", "-id")
+    """Apply the list filters (``JobFilter``, which also holds the privacy rule: name, user and
+    project filters only reach jobs the viewer sees in full)."""
+    return form.job_filter().apply(queryset, viewer=user).order_by("-created", "-id")
 
 
 @login_required

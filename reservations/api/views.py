@@ -20,14 +20,21 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
 from clusters.models import Cluster, Slave
-from jobs.selectors import project_ids_of
 from portal.api.common import PortalAPIView, parse_bool, parse_uuid_or_404, read_json_object
 from portal.api_errors import BadRequest
 from portal.models import Project, user_urn
 from portal.permissions import may_manage_reservations, may_view_all_reservations
 from portal.timefmt import utc_z
 from reservations.models import Reservation
-from reservations.services import reservation_create, reservation_delete, reservation_update
+from reservations.services import FIELDS as RULE_FIELDS
+from reservations.services import (
+    ReservationInvalid,
+    entitled_reservations,
+    reservation_create,
+    reservation_delete,
+    reservation_update,
+    reservation_validate,
+)
 
 TAG = "portal"
 FIELDS = ("name", "description", "cluster_id", "slaves", "gpu_count", "start", "end")
@@ -100,7 +107,8 @@ def _names(values: list[str], kind: str) -> list[str]:
 
 
 def _resolve(data: dict, *, current: Reservation | None = None) -> dict:
-    """Turn validated input into model objects; BadRequest naming every unknown reference."""
+    """Turn validated input into model objects, then apply ``reservation_validate`` (the rules
+    the form and the admin apply); BadRequest naming every problem at once."""
     errors = []
     resolved = dict(data)
     if "cluster_id" in data:
@@ -110,16 +118,12 @@ def _resolve(data: dict, *, current: Reservation | None = None) -> dict:
         resolved["cluster"] = cluster
     else:
         resolved["cluster"] = current.cluster if current else None
-    if "slaves" in data or "cluster_id" in data:
-        names = data.get("slaves", [s.name for s in current.slaves.all()] if current else [])
+    if "slaves" in data:
+        names = data["slaves"]
         slaves = {s.name: s for s in Slave.objects.filter(name__in=names)}
-        cluster = resolved["cluster"]
         for index, name in enumerate(names):
-            slave = slaves.get(name)
-            if slave is None:
+            if name not in slaves:
                 errors.append(f"slaves[{index}]: no slave {name!r}")
-            elif cluster is not None and slave.cluster_id != cluster.pk:
-                errors.append(f"slaves[{index}]: {name!r} is not in cluster {cluster.pk}")
         resolved["slaves"] = [slaves[n] for n in names if n in slaves]
     if "projects" in data:
         names = _names(data["projects"], "project")
@@ -135,13 +139,22 @@ def _resolve(data: dict, *, current: Reservation | None = None) -> dict:
             if name not in found:
                 errors.append(f"users[{index}]: no user {name!r}")
         resolved["users"] = [found[n] for n in names if n in found]
-    start = data.get("start", current.start if current else None)
-    end = data.get("end", current.end if current else None)
-    if start is not None and end is not None and end <= start:
-        errors.append("end: must be after start")
+    given = {name: resolved[name] for name in RULE_FIELDS if name in resolved}
+    unresolved = any(e.startswith("slaves[") for e in errors)
+    for field, rule in reservation_validate(data=given, instance=current, capacity=not unresolved):
+        field = "cluster_id" if field == "cluster" else field
+        if field == "cluster_id" and any(e.startswith("cluster_id:") for e in errors):
+            continue  # already named: no such cluster
+        errors.append(f"{field}: {rule}")
     if errors:
         raise BadRequest("invalid reservation", errors)
     return resolved
+
+
+def _refused(refused: ReservationInvalid) -> BadRequest:
+    """A refusal by the service itself (a concurrent write got there first)."""
+    errors = [f"{'cluster_id' if f == 'cluster' else f}: {rule}" for f, rule in refused.errors]
+    return BadRequest("invalid reservation", errors)
 
 
 def _validated(request, *, partial: bool) -> dict:
@@ -161,8 +174,7 @@ def reservation_json(reservation: Reservation, *, user, now) -> dict:
     admin = may_view_all_reservations(user)
     projects = list(reservation.projects.all())
     users = list(reservation.users.all())
-    mine = project_ids_of(user)
-    entitled = any(u.pk == user.pk for u in users) or any(p.pk in mine for p in projects)
+    entitled = reservation.pk in entitled_reservations(user=user, reservations=[reservation])
     return {
         "uuid": str(reservation.uuid),
         "name": reservation.name,
@@ -219,18 +231,21 @@ class ReservationListView(PortalAPIView):
     )
     def post(self, request):
         data = _resolve(_validated(request, partial=False))
-        reservation = reservation_create(
-            name=data["name"],
-            description=data.get("description", ""),
-            cluster=data["cluster"],
-            start=data["start"],
-            end=data["end"],
-            created_by=request.user,
-            slaves=data.get("slaves", []),
-            gpu_count=data.get("gpu_count"),
-            projects=data.get("projects", []),
-            users=data.get("users", []),
-        )
+        try:
+            reservation = reservation_create(
+                name=data["name"],
+                description=data.get("description", ""),
+                cluster=data["cluster"],
+                start=data["start"],
+                end=data["end"],
+                created_by=request.user,
+                slaves=data.get("slaves", []),
+                gpu_count=data.get("gpu_count"),
+                projects=data.get("projects", []),
+                users=data.get("users", []),
+            )
+        except ReservationInvalid as refused:
+            raise _refused(refused) from None
         body = reservation_json(_get(str(reservation.uuid)), user=request.user, now=timezone.now())
         return Response(body, status=201)
 
@@ -264,11 +279,14 @@ class ReservationDetailView(PortalAPIView):
             for name in ("name", "description", "gpu_count", "start", "end")
             if name in data
         }
-        reservation_update(
-            reservation=reservation,
-            data={**fields, "cluster": data["cluster"]},
-            relations={r: data[r] for r in ("slaves", "projects", "users") if r in data},
-        )
+        try:
+            reservation_update(
+                reservation=reservation,
+                data={**fields, "cluster": data["cluster"]},
+                relations={r: data[r] for r in ("slaves", "projects", "users") if r in data},
+            )
+        except ReservationInvalid as refused:
+            raise _refused(refused) from None
         return Response(
             reservation_json(_get(reservation_id), user=request.user, now=timezone.now())
         )

@@ -81,7 +81,9 @@ def test_registry_password_is_kept_only_for_pulling(submit, hello_world):
     assert JobPullSecret.objects.get(job=job).image.startswith("deploy:s3cretPW@")
 
 
-def test_reservation_must_exist_and_entitle(submit, hello_world, cluster, member, project):
+def test_reservation_must_exist_and_entitle(
+    submit, hello_world, cluster, member, project, other_project
+):
     now = timezone.now()
     hello_world["request"]["scheduling"]["reservationIds"] = [
         "f6dbca7b-58fd-47e3-9ac4-9ad33e7f6030"
@@ -93,6 +95,7 @@ def test_reservation_must_exist_and_entitle(submit, hello_world, cluster, member
     reservation = Reservation.objects.create(
         name="exam", cluster=cluster, start=now + timedelta(hours=1), end=now + timedelta(hours=2)
     )
+    reservation.projects.add(other_project)  # lists someone else
     hello_world["request"]["scheduling"]["reservationIds"] = [str(reservation.uuid)]
     with pytest.raises(SpecError) as caught:
         submit(copy.deepcopy(hello_world))
@@ -101,6 +104,11 @@ def test_reservation_must_exist_and_entitle(submit, hello_world, cluster, member
     reservation.projects.add(project)
     job = submit(copy.deepcopy(hello_world))
     assert job.reservation_ids == [str(reservation.uuid)]
+
+    # A reservation that lists nobody admits every job that names it (the UUID is the ticket),
+    # as the scheduler's ReservationWindow.admits does.
+    reservation.projects.clear()
+    assert submit(copy.deepcopy(hello_world)).reservation_ids == [str(reservation.uuid)]
 
 
 @pytest.mark.parametrize(

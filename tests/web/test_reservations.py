@@ -125,6 +125,20 @@ def test_reservation_queries_do_not_grow(member_client, count_queries, cluster, 
             r.users.add(member)
 
     add(5, 0)
-    few = count_queries(member_client, "/reservations/")
+    few = {url: count_queries(member_client, url) for url in ("/reservations/", "/live/clusters/")}
     add(45, 5)
-    assert count_queries(member_client, "/reservations/") == few
+    for url, count in few.items():
+        assert count_queries(member_client, url) == count, url
+
+
+def test_a_reservation_that_lists_nobody_entitles_everyone_who_names_it(
+    member_client, outsider_client, cluster
+):
+    now = timezone.now()
+    r = Reservation.objects.create(
+        name="open day", cluster=cluster, start=now, end=now + timedelta(hours=3)
+    )
+    for client in (member_client, outsider_client):
+        html = client.get(f"/reservations/{r.uuid}/").content.decode()
+        assert "you are entitled" in html and 'id="reservation-open"' in html
+        assert f'"reservationIds": ["{r.uuid}"]' in html
