@@ -33,6 +33,7 @@ class Shape:
     owner_of: frozenset[int]  # private clusters whose owner projects include the job's project
     guest_ok: bool  # may run as a guest on private clusters it does not own
     res: tuple[tuple[str, str], ...]  # (reservation id, relation) for the reservations concerned
+    host_ports: frozenset[int]  # fixed host ports: at most one job per port on a slave
     # The gpuModel items as the user wrote them, for messages only.
     models_label: str = field(default="", compare=False)
 
@@ -103,6 +104,7 @@ class ShapeFactory:
             self.owner_of(job.project),
             job.cluster_id is None and job.min_duration_s <= self._guest_limit,
             tuple(relations),
+            job.host_ports,
         )
         found = self._interned.get(key)
         if found is None:
