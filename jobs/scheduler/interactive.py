@@ -12,8 +12,9 @@ make room would make them useless on a busy cluster, so (GPULab "favours" them):
   reason "Score" (GPULab has no reason of its own for this);
 * it then stays queued, explained, holding the room they free, and starts in the first cycle
   after they ended -- but at most ``interactive_halt_wait_s`` (halt grace period plus a margin)
-  after the first halt made for it (``QueuedJob.halt_wait_since``); a job that only waits for
-  jobs that were already leaving counts from its submission. Past that it fails;
+  after the first halt made for it (``QueuedJob.halt_wait_since``), or after its submission
+  when none was made for it (it waits behind jobs that were already leaving, or its first cycle
+  came that late). Past that it fails;
 * when no set of haltable jobs makes room, it fails at once, as before.
 """
 
@@ -51,7 +52,9 @@ class InteractiveRoom:
         if not ctx.config.interactive_halts:
             return None
         since = job.halt_wait_since
-        if since is not None and ctx.now - since > self.limit:
+        if ctx.now - (since or job.submitted_at) > self.limit:
+            if since is None:
+                return None  # too late to start waiting: fails with the usual reasons
             return (
                 f"{FAIL_PREFIX}the jobs halted for it did not free room within "
                 f"{format_duration(self.limit.total_seconds())}"
@@ -67,18 +70,15 @@ class InteractiveRoom:
         if plan is None:
             self.failed.add(shape)
             return None
-        if not plan.new_halts and since is None and ctx.now - job.submitted_at > self.limit:
-            return None  # it would only wait behind others' halts, and has waited long enough
         self.halts += len(plan.new_halts)
         return plan
 
     def deadline(self, job: QueuedJob, plan: RoomPlan) -> datetime:
         """When the job fails if it has not started by then."""
         if job.halt_wait_since is not None:
-            since = job.halt_wait_since
-        else:
-            since = self.ctx.now if plan.new_halts else job.submitted_at
-        return since + self.limit
+            return job.halt_wait_since + self.limit
+        # Halts made now start the clock now (they become its halt_wait_since).
+        return (self.ctx.now if plan.new_halts else job.submitted_at) + self.limit
 
     def explanation(self, job: QueuedJob, plan: RoomPlan) -> str:
         return (

@@ -30,14 +30,20 @@ def busy(job_id="r", on="s1", *, min_s=2 * DAY, **extra):
 
 
 def test_interactive_starts_when_room():
-    result = run_cycle(snapshot(slaves=[slave("s1")], queued=[queued("i", interactive=True)]))
+    result = run_cycle(
+        snapshot(slaves=[slave("s1")], queued=[queued("i", interactive=True, submitted=NOW)])
+    )
     assert "i" in started(result)
     assert "i" not in result.explanations
 
 
 def test_interactive_fails_with_reason_when_no_room():
     result = run_cycle(
-        snapshot(slaves=[slave("s1")], running=[busy()], queued=[queued("i", interactive=True)])
+        snapshot(
+            slaves=[slave("s1")],
+            running=[busy()],
+            queued=[queued("i", interactive=True, submitted=NOW)],
+        )
     )
     reasons = failed(result)
     assert reasons["i"].startswith("interactive job could not start at once: ")
@@ -62,7 +68,7 @@ def test_interactive_fails_when_request_impossible():
 def test_interactive_halts_jobs_past_min_duration_and_waits():
     """Whatever the users' usage: the interactive job of a heavy user halts a light user's job."""
     victim = busy(user="light", started=ago(WEEK), min_s=HOUR)
-    job = queued("i", user="heavy", interactive=True)
+    job = queued("i", user="heavy", interactive=True, submitted=NOW)
     result = run_cycle(
         snapshot(
             slaves=[slave("s1")], running=[victim], queued=[job], usage={"heavy": 1e9, "light": 0}
@@ -86,7 +92,11 @@ def test_interactive_halts_the_fewest_jobs_preferring_restartable():
         running("c", "s1", gpu_ids=(3,), cpu_ids=(2,), min_s=2 * DAY),  # protected
     ]
     result = run_cycle(
-        snapshot(slaves=[slave("s1")], running=jobs, queued=[queued("i", interactive=True)])
+        snapshot(
+            slaves=[slave("s1")],
+            running=jobs,
+            queued=[queued("i", interactive=True, submitted=NOW)],
+        )
     )
     assert halted_ids(result) == {"b"}
 
@@ -126,13 +136,24 @@ def test_interactive_may_wait_behind_jobs_already_halting_only_shortly_after_sub
     assert result.explanations["fresh"][0] == "waiting for 1 halted job(s) on s1 to free room"
 
 
+def test_interactive_job_whose_first_cycle_comes_too_late_does_not_halt():
+    victim = busy(started=ago(WEEK), min_s=HOUR)
+    job = queued("i", interactive=True, submitted=NOW - timedelta(seconds=61))
+    config = SchedulerConfig(interactive_halt_wait_s=60)
+    result = run_cycle(
+        snapshot(slaves=[slave("s1")], running=[victim], queued=[job], config=config)
+    )
+    assert halted_ids(result) == set()
+    assert "cluster 1: no free GPUs, job needs 1" in failed(result)["i"]
+
+
 def test_interactive_does_not_halt_when_disabled():
     victim = busy(started=ago(WEEK), min_s=HOUR)
     result = run_cycle(
         snapshot(
             slaves=[slave("s1")],
             running=[victim],
-            queued=[queued("i", interactive=True)],
+            queued=[queued("i", interactive=True, submitted=NOW)],
             config=SchedulerConfig(interactive_halts=False),
         )
     )
@@ -148,7 +169,7 @@ def test_interactive_never_halts_owners_on_a_private_cluster_or_entitled_jobs():
             slaves=[slave("s1"), slave("p1", cluster=2, private=True, owners=("lab",))],
             running=[owner_job, entitled],
             reservations=[res],
-            queued=[queued("i", interactive=True, min_duration_s=HOUR)],
+            queued=[queued("i", interactive=True, submitted=NOW, min_duration_s=HOUR)],
         )
     )
     assert halted_ids(result) == set()
@@ -158,7 +179,7 @@ def test_interactive_never_halts_owners_on_a_private_cluster_or_entitled_jobs():
 def test_interactive_halts_are_capped_per_cycle():
     slaves = [slave(f"s{n}") for n in range(3)]
     victims = [busy(f"r{n}", f"s{n}", started=ago(WEEK), min_s=HOUR) for n in range(3)]
-    jobs = [queued(f"i{n}", interactive=True, gpus=4) for n in range(3)]
+    jobs = [queued(f"i{n}", interactive=True, submitted=NOW, gpus=4) for n in range(3)]
     config = SchedulerConfig(max_interactive_halts_per_cycle=2)
     result = run_cycle(snapshot(slaves=slaves, running=victims, queued=jobs, config=config))
     assert len(result.halts) == 2
