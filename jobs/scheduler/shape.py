@@ -4,7 +4,8 @@ Two jobs with the same shape pass and fail exactly the same filters on the same 
 cycle evaluates filters, searches for room and writes explanations once per shape. The shape
 leaves out everything that only orders or limits jobs (user, submit time, bucket, interactive);
 it keeps the project only through what it decides (ownership of private clusters) and the
-durations only through what they decide (guest eligibility, reservation relations).
+durations only through what they decide (guest eligibility, reservation relations). Fixed host
+ports are part of it: they are a resource of the slave.
 """
 
 from __future__ import annotations
