@@ -228,6 +228,9 @@ PORTAL_SLAVE_LOST_GRACE_S = env_int("PORTAL_SLAVE_LOST_GRACE_S", 600)
 PORTAL_RECOVERY_GRACE_S = env_int("PORTAL_RECOVERY_GRACE_S", 15)
 # How long one launch task may run (an image pull included) before django-q2 stops it.
 PORTAL_LAUNCH_TIMEOUT_S = env_int("PORTAL_LAUNCH_TIMEOUT_S", 1800)
+# An interactive job that had running jobs halted for it fails when it has not started this
+# long after the first halt: the halt grace period plus time to stop, free and re-tick.
+PORTAL_INTERACTIVE_HALT_WAIT_S = env_int("PORTAL_INTERACTIVE_HALT_WAIT_S", PORTAL_HALT_GRACE_S + 45)
 PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))

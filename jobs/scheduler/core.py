@@ -5,10 +5,10 @@ The pipeline, in order:
 1. running jobs that reached maxDuration are cancelled;
 2. open reservations halt running jobs that are not entitled and past their minDuration;
 3. queued jobs whose notAfter passed fail;
-4. the rest, in fair-share order (``ordering.py``), each either
+4. the rest, interactive jobs first, then in fair-share order (``ordering.py``), each either
    waits (notBefore, bucket, user limits), starts on the best slave (filters, then scorers),
-   fails (interactive jobs that cannot start now), holds room behind halted jobs (private
-   cluster owners, then much lighter users), or waits for room;
+   holds room behind halted jobs (interactive jobs, private cluster owners, then much lighter
+   users), fails (interactive jobs that cannot start now nor make room), or waits for room;
 5. every job left waiting gets its explanations, computed once per request shape.
 """
 
@@ -22,6 +22,7 @@ from . import reservations as res_rules
 from .explain import shape_reasons
 from .filters import Env
 from .halts import HaltPlanner, RoomPlan, halt_info
+from .interactive import InteractiveRoom
 from .limits import Limits
 from .model import (
     CycleResult,
@@ -148,6 +149,7 @@ class _Cycle:
             lambda job: self._held(job) is not None,
         )
         self.planner = HaltPlanner(ctx)
+        self.interactive = InteractiveRoom(ctx, self.planner, self.placer)
         self.heaviest = self.planner.heaviest_haltable_usage()
         self.score_halts = 0
         # Shapes for which no room could be found behind running jobs, with new halts allowed
@@ -184,9 +186,18 @@ class _Cycle:
             self._settle(job)
             return
         if job.interactive:
-            # Never halts: halted jobs take time to end, and it must start now or fail.
+            # Start now or fail, unless halting jobs makes room: it then waits for them, a
+            # bounded time (interactive.py).
             self._settle(job)
-            self.interactive_waiting.append((job, shape))
+            found = self.interactive.find(job, shape)
+            if isinstance(found, RoomPlan):
+                self._hold(job, found, HaltReason.SCORE)
+                self.explanations[job.id] += (self.interactive.explanation(job, found),)
+                self.planner.claim(found)
+            elif found is not None:
+                self.decisions.append(Fail(job.id, found))
+            else:
+                self.interactive_waiting.append((job, shape))
             return
         found = self._find_room(job, shape)
         if found is None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from .filters import (
     AVAILABILITY,
     FREE_RESOURCES,
+    HOST_PORTS,
     OWNER_DEMAND,
     RESERVATION,
     RESERVATION_BUDGET,
@@ -70,7 +71,11 @@ def shape_reasons(
     budgeted = [cls for cls in usable if RESERVATION_BUDGET.blocking(shape, cls) is not None]
     usable = [cls for cls in usable if RESERVATION_BUDGET.blocking(shape, cls) is None]
 
-    lines = capacity_lines(shape, usable, ctx)
+    # Slaves where a fixed host port of the job is taken are left out of "how close" below.
+    ported = HOST_PORTS.blocked(shape, usable)
+    skip = frozenset(s.rank for s in ported)
+    lines = HOST_PORTS.describe(shape, ported, env) if ported else []
+    lines += capacity_lines(shape, usable, ctx, skip)
     lines += RESERVATION.describe(shape, reserved, env)
     lines += RESERVATION_BUDGET.describe(shape, budgeted, env)
     lines += OWNER_DEMAND.describe(shape, owned, env)
@@ -81,9 +86,16 @@ def shape_reasons(
     return tuple(dict.fromkeys(lines))[: max(1, ctx.config.max_explanations)]
 
 
-def capacity_lines(shape: Shape, classes: Sequence[SlaveClass], ctx: Context) -> list[str]:
-    """Per cluster, how close its best slave comes to the request (closest clusters first)."""
+def capacity_lines(
+    shape: Shape, classes: Sequence[SlaveClass], ctx: Context, skip: frozenset[int] = frozenset()
+) -> list[str]:
+    """Per cluster, how close its best slave comes to the request (closest clusters first).
+
+    Slaves whose rank is in ``skip`` (explained otherwise) are left out.
+    """
     if len(classes) == 1 and classes[0].single:
+        if classes[0].slaves[0].rank in skip:
+            return []
         reason = FREE_RESOURCES.reason(shape, classes[0].slaves[0])
         return [reason] if reason else []
     by_cluster: dict[int, list[SlaveClass]] = defaultdict(list)
@@ -91,7 +103,7 @@ def capacity_lines(shape: Shape, classes: Sequence[SlaveClass], ctx: Context) ->
         by_cluster[cls.cluster_id].append(cls)
     found = []
     for cluster_id, members in sorted(by_cluster.items()):
-        closeness, line = _cluster_line(shape, cluster_id, members, ctx)
+        closeness, line = _cluster_line(shape, cluster_id, members, ctx, skip)
         if line:
             found.append((closeness, cluster_id, line))
     found.sort(key=lambda item: (-item[0], item[1]))
@@ -102,22 +114,25 @@ def capacity_lines(shape: Shape, classes: Sequence[SlaveClass], ctx: Context) ->
     return lines
 
 
-def _members_with(shape: Shape, members: Sequence[SlaveClass], min_free: int):
+def _members_with(shape: Shape, members: Sequence[SlaveClass], min_free: int, skip: frozenset[int]):
     """(rank, matching free GPUs) of the members with at least ``min_free`` of them."""
     wanted = shape.gpu_models
     for cls in members:
         if cls.match_mode(wanted) == "all":
             for free in range(min_free, cls.ngpus + 1):
                 for rank in cls.buckets[free]:
-                    yield rank, free
+                    if rank not in skip:
+                        yield rank, free
         else:
             for slave in cls.slaves:
                 free = len(slave.matching_free(wanted))
-                if free >= min_free:
+                if free >= min_free and slave.rank not in skip:
                     yield slave.rank, free
 
 
-def _largest_block(shape: Shape, members: Sequence[SlaveClass]) -> tuple[int, int]:
+def _largest_block(
+    shape: Shape, members: Sequence[SlaveClass], skip: frozenset[int]
+) -> tuple[int, int]:
     """(matching free GPUs, rank) of the member with the most, lowest rank on ties; (-1, -1)."""
     best = (-1, -1)
     wanted = shape.gpu_models
@@ -125,25 +140,36 @@ def _largest_block(shape: Shape, members: Sequence[SlaveClass]) -> tuple[int, in
         if cls.match_mode(wanted) == "all":
             # The highest non-empty bucket (buckets hold ranks in order).
             for free in range(cls.ngpus, -1, -1):
-                if cls.buckets[free]:
-                    candidate = (free, cls.buckets[free][0])
+                ranks = (
+                    [r for r in cls.buckets[free] if r not in skip] if skip else cls.buckets[free]
+                )
+                if ranks:
+                    candidate = (free, ranks[0])
                     break
             else:
                 continue
         else:
-            candidate = max(
-                ((len(s.matching_free(wanted)), s.rank) for s in cls.slaves),
-                key=lambda item: (item[0], -item[1]),
-            )
+            sizes = [
+                (len(s.matching_free(wanted)), s.rank) for s in cls.slaves if s.rank not in skip
+            ]
+            if not sizes:
+                continue
+            candidate = max(sizes, key=lambda item: (item[0], -item[1]))
         if candidate[0] > best[0] or (candidate[0] == best[0] and candidate[1] < best[1]):
             best = candidate
     return best
 
 
-def _cluster_line(shape: Shape, cluster_id: int, members: Sequence[SlaveClass], ctx: Context):
+def _cluster_line(
+    shape: Shape,
+    cluster_id: int,
+    members: Sequence[SlaveClass],
+    ctx: Context,
+    skip: frozenset[int] = frozenset(),
+):
     """(closeness, line) for one cluster: the first resource its best slave lacks."""
     slaves = ctx.slaves  # index == rank
-    best_gpus, best_rank = _largest_block(shape, members)
+    best_gpus, best_rank = _largest_block(shape, members, skip)
     if best_rank < 0:
         return 0.0, ""
     scope = f"cluster {cluster_id}"
@@ -156,7 +182,7 @@ def _cluster_line(shape: Shape, cluster_id: int, members: Sequence[SlaveClass], 
             best_gpus / shape.gpus,
             f"{scope}: largest free block is {block} on {name}, job needs {shape.gpus}",
         )
-    with_gpus = [slaves[rank] for rank, _ in _members_with(shape, members, shape.gpus)]
+    with_gpus = [slaves[rank] for rank, _ in _members_with(shape, members, shape.gpus, skip)]
     where = f"a slave with {plural(shape.gpus, 'free GPU')}" if shape.gpus else "one slave"
     best = max(with_gpus, key=lambda s: (len(s.free_cpus), -s.rank))
     if len(best.free_cpus) < shape.cpus:

@@ -3,7 +3,7 @@
 A queued job may halt running jobs only when all of these hold:
 
 * it found no room anywhere (it never halts when it could start elsewhere now);
-* it is not interactive (interactive jobs start at once or fail; halted jobs take time to end);
+* it is not interactive (interactive jobs make room by their own rules: ``interactive.py``);
 * fairness halts are enabled, the cycle's budget of them is not spent, and it has been queued for
   at least ``fairness_halt_min_queued_s``;
 * each victim is past its minDuration and belongs to a user whose decayed usage is "much
@@ -58,13 +58,20 @@ def victim_rule(job: QueuedJob, shape: Shape, ctx: Context):
     def eligible(victim: RunningJob, cls: SlaveClass) -> bool:
         if not much_heavier(ctx.usage_of(victim.user), job_usage, config):
             return False
-        if cls.private and cls.cluster_id not in shape.owner_of:
-            owners = ctx.private_owners.get(cls.cluster_id, frozenset())
-            if victim.project in owners:
-                return False
-        for rr in cls.reservations:
-            if rr.active and shape.rel(rr.id) != ENTITLED and running_entitled(victim, rr.res):
-                return False
-        return True
+        return not protected(victim, cls, shape, ctx)
 
     return eligible
+
+
+def protected(victim: RunningJob, cls: SlaveClass, shape: Shape, ctx: Context) -> bool:
+    """Running jobs a queued job of this shape may never halt, whatever its priority: owners'
+    jobs on a private cluster it does not own, and jobs entitled to an open reservation it is
+    not entitled to."""
+    if cls.private and cls.cluster_id not in shape.owner_of:
+        owners = ctx.private_owners.get(cls.cluster_id, frozenset())
+        if victim.project in owners:
+            return True
+    for rr in cls.reservations:
+        if rr.active and shape.rel(rr.id) != ENTITLED and running_entitled(victim, rr.res):
+            return True
+    return False

@@ -419,8 +419,60 @@ class FreeResources:
         return None
 
 
+class HostPortFilter:
+    """Fixed host ports are a resource of the slave: one job per port on a slave.
+
+    Like :class:`FreeResources` it looks at one slave (members of a class may differ), and what
+    it rejects only grows during a cycle (every start and every room held takes its ports).
+    """
+
+    name = "host ports"
+
+    def fits(self, shape: Shape, slave: SlaveRuntime) -> bool:
+        return not shape.host_ports or shape.host_ports.isdisjoint(slave.ports)
+
+    def taken(self, shape: Shape, slave: SlaveRuntime) -> tuple[int, ...]:
+        """The ports the job asks for that are in use on the slave, in order."""
+        if not shape.host_ports:
+            return ()
+        return tuple(sorted(shape.host_ports & slave.ports))
+
+    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+        if not shape.host_ports:
+            return None
+        in_use = env.ctx.by_name[slave.name].ports if env.ctx is not None else slave.ports_in_use
+        taken = sorted(shape.host_ports & set(in_use))
+        return f"{_ports_text(taken)} in use on {slave.name}" if taken else None
+
+    def blocked(self, shape: Shape, classes: Sequence[SlaveClass]) -> list[SlaveRuntime]:
+        """The members of these classes that a port the job asks for keeps it off."""
+        if not shape.host_ports:
+            return []
+        return [s for cls in classes for s in cls.slaves if not self.fits(shape, s)]
+
+    def describe(self, shape: Shape, blocked: Sequence[SlaveRuntime], env: Env) -> list[str]:
+        """One line per set of taken ports: ``host port 8080 is in use on gpu1``."""
+        by_ports: dict[tuple[int, ...], list[str]] = {}
+        for slave in blocked:
+            by_ports.setdefault(self.taken(shape, slave), []).append(slave.name)
+        lines = []
+        for taken, names in sorted(by_ports.items()):
+            where = names[0] if len(names) == 1 else f"{len(names)} matching slaves"
+            if len(names) > 1:
+                where += f" ({compress_names(names)})"
+            lines.append(f"{_ports_text(taken)} in use on {where}")
+        return lines[:3]
+
+
+def _ports_text(ports: Sequence[int]) -> str:
+    if len(ports) == 1:
+        return f"host port {ports[0]} is"
+    return f"host ports {', '.join(map(str, ports))} are"
+
+
 AVAILABILITY = AvailabilityFilter()
 RESERVATION = ReservationFilter()
 OWNER_DEMAND = OwnerDemandFilter()
 RESERVATION_BUDGET = ReservationBudgetFilter()
 FREE_RESOURCES = FreeResources()
+HOST_PORTS = HostPortFilter()

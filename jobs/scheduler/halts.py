@@ -12,7 +12,9 @@ Rules shared by every kind of halt:
 * the chosen set is minimal (no member can be left out) and prefers leaving jobs, then
   restartable jobs, then the heaviest users, then the most recently started (least work lost);
 * across slaves the plan with the fewest new halts wins, then the one freeing the fewest GPUs,
-  then the slave name.
+  then the slave name;
+* a slave where a fixed host port the job asks for is in use is never chosen (halts free
+  GPUs, CPUs and memory, not ports), and the room held takes the job's ports on that slave.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from .filters import HOST_PORTS
 from .model import HaltInfo, RunningJob
 from .shape import Shape
 from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches
@@ -33,6 +36,7 @@ class RoomPlan:
     slave: SlaveRuntime
     new_halts: tuple[RunningJob, ...]  # to halt now
     waiting_on: tuple[RunningJob, ...]  # already leaving; their room is claimed
+    ports: frozenset[int] = frozenset()  # fixed host ports the room is held with
 
 
 class HaltPlanner:
@@ -130,6 +134,8 @@ class HaltPlanner:
         eligible: Eligible | None,
         max_new: int,
     ) -> tuple[RoomPlan, int] | None:
+        if not HOST_PORTS.fits(shape, slave):
+            return None  # a port it asks for is taken there: halting frees no port
         wanted = shape.gpu_models
         need_g = shape.gpus - len(slave.matching_free(wanted))
         need_c = shape.cpus - len(slave.free_cpus)
@@ -185,7 +191,7 @@ class HaltPlanner:
             return None
         waiting = tuple(j for cost, j in chosen if not cost)
         freed = sum(len(j.gpu_ids) for _, j in chosen)
-        return RoomPlan(slave, new, waiting), freed
+        return RoomPlan(slave, new, waiting, shape.host_ports), freed
 
     def claim(self, plan: RoomPlan) -> None:
         totals = self._totals[plan.slave.name]
@@ -196,6 +202,7 @@ class HaltPlanner:
             totals[1] -= len(job.cpu_ids)
             totals[2] -= job.memory_gb
         self._free_leaving[plan.slave.name] -= len(plan.waiting_on)
+        plan.slave.ports.update(plan.ports)  # later jobs of the cycle must not take them
 
 
 def _minimal_cover(need_g, need_c, need_m, candidates, gpus_of):

@@ -54,6 +54,12 @@ class SchedulerConfig:
     max_fairness_halts_per_cycle: int = 16
     # Explanations per queued job (the most specific first).
     max_explanations: int = 6
+    # Interactive jobs ("start now or fail") that find no room may halt running jobs past their
+    # minDuration; they then wait for those jobs to end, counted from the first halt made for
+    # them, at most this long (the halt grace period plus a margin) before they fail.
+    interactive_halts: bool = True
+    interactive_halt_wait_s: int = 60
+    max_interactive_halts_per_cycle: int = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +89,8 @@ class SlaveState:
     features: frozenset[str] = frozenset()
     # GPULab's HaltInfo names the slave instance; the slave name is used when this is unset.
     instance_id: str | None = None
+    # Fixed host ports (``portMappings[].hostPort``) held by the jobs on it: one job per port.
+    ports_in_use: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +145,10 @@ class QueuedJob:
     not_after: datetime | None = None
     bucket: tuple[str, int] | None = None  # (bucketName, bucketMax)
     reservation_ids: frozenset[str] = frozenset()
+    # Fixed host ports it asks for (``portMappings[].hostPort``; ports Docker picks are left out).
+    host_ports: frozenset[int] = frozenset()
+    # Interactive jobs: when running jobs were first halted to make room for it (None: never).
+    halt_wait_since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,11 @@
-"""Queue order: fair share first, then interactive, short jobs and submit time.
+"""Queue order: interactive jobs first, then fair share, short jobs and submit time.
 
-The lightest user (least decayed usage) goes first so that people who used the service least
-lately start first; within the same usage, interactive jobs (which fail when they cannot start at
-once) come before batch jobs, then shorter maxDuration (easier to fit around reservations and
-cheaper to wait for), then the oldest submission. The job id makes the order total, so the result
-never depends on the order of the input.
+Interactive jobs go first: they start at once or fail, so a batch job that would take their room
+in the same cycle turns a wait into a failure (the batch job loses one cycle, the interactive one
+its only chance). Within each group the lightest user (least decayed usage) goes first so that
+people who used the service least lately start first, then shorter maxDuration (easier to fit
+around reservations and cheaper to wait for), then the oldest submission. The job id makes the
+order total, so the result never depends on the order of the input.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from .model import QueuedJob
 def queue_key(job: QueuedJob, usage: Mapping[str, float]) -> tuple:
     """Sort key of one queued job; smaller starts first."""
     return (
-        usage.get(job.user, 0.0),
         not job.interactive,
+        usage.get(job.user, 0.0),
         job.max_duration_s,
         job.submitted_at,
         job.id,

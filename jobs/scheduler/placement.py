@@ -10,7 +10,8 @@ Cost control, since one cycle may see 10,000 queued jobs and 1,000 slaves:
   or of a shape that differs only by asking for more, cost a lookup (:class:`FailureMemo`). The
   only thing that can open room for a failed shape within a cycle is the last waiting owner job
   of a private cluster being served; :meth:`Placer.invalidate` then forgets the failures;
-* slaves whose CPUs or memory are too short for a shape are skipped by that shape from then on.
+* slaves whose CPUs or memory are too short for a shape, or that have one of its fixed host
+  ports in use, are skipped by that shape from then on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from . import reservations as res_rules
 from .filters import (
     AVAILABILITY,
     FREE_RESOURCES,
+    HOST_PORTS,
     OWNER_DEMAND,
     RESERVATION,
     RESERVATION_BUDGET,
@@ -54,6 +56,7 @@ class FailureMemo:
                 shape.owner_of,
                 shape.guest_ok,
                 shape.res,
+                shape.host_ports,
             )
         return rest
 
@@ -144,7 +147,7 @@ class Placer:
             # Pinned slave, or a class where only some GPU models match: look at each member.
             best = None
             for slave in cls.slaves:
-                if FREE_RESOURCES.fits(shape, slave):
+                if FREE_RESOURCES.fits(shape, slave) and HOST_PORTS.fits(shape, slave):
                     free = len(slave.matching_free(wanted))
                     if best is None or free < best[1]:
                         best = (slave, free)
@@ -154,6 +157,7 @@ class Placer:
         skip = self._skip.get(shape)
         cpus = shape.cpus
         memory = shape.memory_gb - EPS
+        ports = shape.host_ports
         slaves = self.ctx.slaves
         buckets = cls.buckets
         for free in range(shape.gpus, cls.ngpus + 1):
@@ -161,7 +165,11 @@ class Placer:
                 if skip is not None and rank in skip:
                     continue
                 slave = slaves[rank]
-                if len(slave.free_cpus) >= cpus and slave.free_mem >= memory:
+                if (
+                    len(slave.free_cpus) >= cpus
+                    and slave.free_mem >= memory
+                    and (not ports or HOST_PORTS.fits(shape, slave))
+                ):
                     return slave, free, cls.ngpus
                 if skip is None:
                     skip = self._skip[shape] = set()
@@ -183,6 +191,7 @@ class Placer:
         cpu_ids = slave.free_cpus[: shape.cpus]
         slave.free_cpus = slave.free_cpus[shape.cpus :]
         slave.free_mem -= shape.memory_gb
+        slave.ports.update(shape.host_ports)
         cls.move(slave, before)
         ignoring = frozenset(
             rr.id

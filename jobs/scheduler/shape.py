@@ -4,7 +4,8 @@ Two jobs with the same shape pass and fail exactly the same filters on the same 
 cycle evaluates filters, searches for room and writes explanations once per shape. The shape
 leaves out everything that only orders or limits jobs (user, submit time, bucket, interactive);
 it keeps the project only through what it decides (ownership of private clusters) and the
-durations only through what they decide (guest eligibility, reservation relations).
+durations only through what they decide (guest eligibility, reservation relations). Fixed host
+ports are part of it: they are a resource of the slave.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Shape:
     owner_of: frozenset[int]  # private clusters whose owner projects include the job's project
     guest_ok: bool  # may run as a guest on private clusters it does not own
     res: tuple[tuple[str, str], ...]  # (reservation id, relation) for the reservations concerned
+    host_ports: frozenset[int]  # fixed host ports: at most one job per port on a slave
     # The gpuModel items as the user wrote them, for messages only.
     models_label: str = field(default="", compare=False)
 
@@ -103,6 +105,7 @@ class ShapeFactory:
             self.owner_of(job.project),
             job.cluster_id is None and job.min_duration_s <= self._guest_limit,
             tuple(relations),
+            job.host_ports,
         )
         found = self._interned.get(key)
         if found is None:

@@ -29,7 +29,17 @@ def model_matches(model: str, wanted: tuple[str, ...]) -> bool:
 class SlaveRuntime:
     """Free resources of one slave, updated by every placement of the cycle."""
 
-    __slots__ = ("state", "name", "rank", "cls", "gpu_models", "free_gpus", "free_cpus", "free_mem")
+    __slots__ = (
+        "state",
+        "name",
+        "rank",
+        "cls",
+        "gpu_models",
+        "free_gpus",
+        "free_cpus",
+        "free_mem",
+        "ports",
+    )
 
     def __init__(self, state: SlaveState, rank: int) -> None:
         self.state = state
@@ -40,6 +50,8 @@ class SlaveRuntime:
         self.free_gpus: list[int] = sorted(self.gpu_models)
         self.free_cpus: list[int] = sorted(set(state.cpu_ids))
         self.free_mem = float(state.memory_gb)
+        # Fixed host ports taken on the slave; like free room, only grows during a cycle.
+        self.ports: set[int] = set(state.ports_in_use)
 
     def matching_free(self, wanted: tuple[str, ...]) -> list[int]:
         """Free GPU ids whose model matches the wanted list, lowest first."""

@@ -2,6 +2,7 @@
 
 import logging
 from collections import defaultdict
+from dataclasses import replace
 from datetime import datetime
 
 from django.conf import settings
@@ -14,6 +15,7 @@ from jobs.scheduler import model as sm
 from jobs.scheduler.explain import impossible_reason
 from jobs.scheduler.usage import accrue, decayed, usage_rate
 from jobs.states import HOLDS_RESOURCES, JobStatus
+from portal.timefmt import parse_utc_z
 from reservations.models import Reservation
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,7 @@ def scheduler_config() -> sm.SchedulerConfig:
         private_guest_max_min_duration_s=settings.PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S,
         per_user_max_running_jobs=settings.PORTAL_USER_MAX_RUNNING_JOBS,
         per_user_max_gpus=settings.PORTAL_USER_MAX_GPUS,
+        interactive_halt_wait_s=settings.PORTAL_INTERACTIVE_HALT_WAIT_S,
     )
 
 
@@ -108,19 +111,62 @@ def slave_states() -> list[sm.SlaveState]:
     return states
 
 
+# Only the port mappings of the request (a JSON path read by the database), not the request.
+PORT_MAPPINGS = "request__docker__portMappings"
 RUNNING_FIELDS = (
     "uuid", "owner__username", "project__name", "slave__name", "gpu_ids", "cpu_ids",
     "cpu_memory_gb", "tmpfs_gb", "started_at", "status_updated", "min_duration_s",
     "max_duration_s", "restartable", "reservation_ids", "bucket_name",
-    "ignoring_reservation_ids", "status", "gpus", "cpus",
+    "ignoring_reservation_ids", "status", "gpus", "cpus", PORT_MAPPINGS,
 )  # fmt: skip
 QUEUED_FIELDS = (
     "uuid", "owner__username", "project__name", "created", "gpus", "cpus", "cpu_memory_gb",
     "tmpfs_gb", "gpu_models", "features", "min_cuda_version", "requested_cluster_id",
     "requested_slave_name", "interactive", "restartable", "min_duration_s", "max_duration_s",
     "not_before", "not_after", "bucket_name", "bucket_max", "reservation_ids",
-    "queued_explanations",
+    "queued_explanations", PORT_MAPPINGS,
 )  # fmt: skip
+
+
+def fixed_host_ports(mappings) -> frozenset[int]:
+    """The fixed ``hostPort`` values of a request's portMappings (Docker picks the others)."""
+    return frozenset(
+        int(m["hostPort"])
+        for m in mappings or ()
+        if isinstance(m, dict) and m.get("hostPort") is not None
+    )
+
+
+def ports_in_use(running: list[dict]) -> dict[str, frozenset[int]]:
+    """Fixed host ports held per slave name by the jobs that hold resources there."""
+    found: dict[str, set[int]] = {}
+    for row in running:
+        ports = fixed_host_ports(row.get(PORT_MAPPINGS))
+        if ports:
+            found.setdefault(row["slave__name"], set()).update(ports)
+    return {name: frozenset(ports) for name, ports in found.items()}
+
+
+def halt_wait_since(queued: list[dict]) -> dict[str, datetime]:
+    """Per queued interactive job: when running jobs were first halted for it (one query).
+
+    Read from its haltEvents (``apply_halts`` records each halt made for a job on both sides).
+    Interactive jobs stay queued only while they wait for such halts, so there are few of them.
+    """
+    interactive = [row["uuid"] for row in queued if row["interactive"]]
+    if not interactive:
+        return {}
+    found: dict[str, datetime] = {}
+    rows = Job.objects.filter(uuid__in=interactive).values_list("uuid", "halt_events")
+    for uuid, events in rows:
+        times = [
+            parse_utc_z(e["time"])
+            for e in events or ()
+            if str(uuid) in (e.get("startedJobUuids") or ()) and e.get("time")
+        ]
+        if times:
+            found[str(uuid)] = min(times)
+    return found
 
 
 def running_rows() -> list[dict]:
@@ -174,6 +220,8 @@ def queued_job(row: dict) -> sm.QueuedJob:
         not_after=row["not_after"],
         bucket=(row["bucket_name"], row["bucket_max"]) if row["bucket_name"] else None,
         reservation_ids=frozenset(row["reservation_ids"]),
+        host_ports=fixed_host_ports(row.get(PORT_MAPPINGS)),
+        halt_wait_since=row.get("halt_wait_since"),
     )
 
 
@@ -271,9 +319,17 @@ def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snap
         else usage_now(now=now, config=config)
     )
     queued = list(Job.objects.filter(status=S.QUEUED).values(*QUEUED_FIELDS))
+    waits = halt_wait_since(queued)
+    if waits:
+        for row in queued:
+            if row["interactive"] and str(row["uuid"]) in waits:
+                row["halt_wait_since"] = waits[str(row["uuid"])]
+    ports = ports_in_use(running)
     snapshot = sm.Snapshot(
         now=now,
-        slaves=tuple(slave_states()),
+        slaves=tuple(
+            replace(s, ports_in_use=ports[s.name]) if s.name in ports else s for s in slave_states()
+        ),
         running=tuple(running_job(row, now) for row in running),
         queued=tuple(queued_job(row) for row in queued),
         reservations=tuple(reservation_windows(now)),

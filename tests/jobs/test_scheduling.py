@@ -157,3 +157,114 @@ def test_flat_slave_states_match_the_model_view(slave, cluster, project):
     assert slave_states() == expected
     assert {s.name for s in expected} == {"gpu1", other.name}
     assert len(expected[1].gpus) == 3 and expected[1].cluster_owner_projects == {project.name}
+
+
+def port_doc(hello_world, host_port, **resources):
+    doc = job_doc(hello_world, **resources)
+    doc["request"]["docker"]["portMappings"] = [{"containerPort": 8888, "hostPort": host_port}]
+    return doc
+
+
+def add_slave(cluster, name):
+    from clusters.models import Gpu, Slave
+
+    other = Slave.objects.create(
+        name=name,
+        cluster=cluster,
+        docker_url="unix:///nonexistent.sock",
+        host=f"{name}.example.org",
+        cpus_total=16,
+        memory_total_mb=64 * 1024,
+        cuda_version="12.2",
+        online=True,
+        offline_reason="",
+        last_seen=timezone.now(),
+    )
+    for index in range(4):
+        Gpu.objects.create(
+            slave=other, index=index, model="Tesla V100-PCIE-32GB", memory_mb=32768, declared=True
+        )
+    return other
+
+
+def test_a_fixed_host_port_waits_for_its_slave_or_starts_on_another(submit, hello_world, cluster):
+    """Issue 15 item 6: never two jobs with one fixed host port on a slave; the second waits,
+    explained, and starts on another slave once one is there."""
+    first = submit(port_doc(hello_world, 20080))
+    second = submit(port_doc(hello_world, 20080))
+    neighbour = submit(port_doc(hello_world, 20081))  # another port may share the slave
+    tick()
+    for job in (first, second, neighbour):
+        job.refresh_from_db()
+    assert first.status == "ASSIGNED" and neighbour.status == "ASSIGNED"
+    assert first.slave.name == neighbour.slave.name == "gpu1"
+    assert second.status == "QUEUED"
+    assert second.queued_explanations[0] == "host port 20080 is in use on gpu1"
+    Job.objects.filter(pk=first.pk).update(status="RUNNING", started_at=timezone.now())
+    snapshot, _ = build_snapshot(timezone.now())
+    assert {s.name: s.ports_in_use for s in snapshot.slaves} == {"gpu1": {20080, 20081}}
+    assert {j.id: j.host_ports for j in snapshot.queued} == {str(second.uuid): {20080}}
+    tick()
+    second.refresh_from_db()
+    assert second.status == "QUEUED"
+    assert "host port 20080 is in use on gpu1" in second.queued_explanations
+    add_slave(cluster, "gpu2")
+    tick()
+    second.refresh_from_db()
+    assert second.status == "ASSIGNED" and second.slave.name == "gpu2"
+
+
+def test_interactive_job_halts_a_job_past_min_duration_and_starts_when_it_ended(
+    submit, hello_world
+):
+    """Issue 15 item 7: room made by halting; the interactive job waits for the halted job."""
+    doc = job_doc(hello_world, gpus=4)
+    doc["request"]["scheduling"]["minDuration"] = "1 hour"
+    batch = submit(doc)
+    tick()
+    Job.objects.filter(pk=batch.pk).update(
+        status="RUNNING", started_at=timezone.now() - timedelta(hours=2)
+    )
+    doc = job_doc(hello_world, gpus=1)
+    doc["request"]["scheduling"]["interactive"] = True
+    interactive = submit(doc)
+    tick()
+    batch.refresh_from_db()
+    interactive.refresh_from_db()
+    assert batch.status == "MUSTHALT"
+    assert batch.halt_events[-1]["reason"] == "Score"
+    assert batch.halt_events[-1]["startedJobUuids"] == [str(interactive.uuid)]
+    assert interactive.status == "QUEUED"
+    assert interactive.queued_explanations[0] == "waiting for 1 halted job(s) on gpu1 to free room"
+    assert interactive.halt_events[-1]["haltedJobUuids"] == [str(batch.uuid)]
+    # Still halting: it keeps waiting and halts nothing more.
+    tick()
+    interactive.refresh_from_db()
+    assert interactive.status == "QUEUED"
+    Job.objects.filter(pk=batch.pk).update(status="HALTED")
+    tick()
+    interactive.refresh_from_db()
+    assert interactive.status == "ASSIGNED"
+
+
+def test_interactive_job_fails_when_the_halted_job_does_not_end_in_time(
+    submit, hello_world, settings
+):
+    doc = job_doc(hello_world, gpus=4)
+    doc["request"]["scheduling"]["minDuration"] = "1 hour"
+    batch = submit(doc)
+    tick()
+    Job.objects.filter(pk=batch.pk).update(
+        status="RUNNING", started_at=timezone.now() - timedelta(hours=2)
+    )
+    doc = job_doc(hello_world, gpus=1)
+    doc["request"]["scheduling"]["interactive"] = True
+    interactive = submit(doc)
+    tick()
+    interactive.refresh_from_db()
+    assert interactive.status == "QUEUED"
+    late = timezone.now() + timedelta(seconds=settings.PORTAL_INTERACTIVE_HALT_WAIT_S + 5)
+    tick(now=late)
+    interactive.refresh_from_db()
+    assert interactive.status == "FAILED"
+    assert "the jobs halted for it did not free room within" in interactive.end_reason

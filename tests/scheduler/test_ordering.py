@@ -1,4 +1,4 @@
-"""Queue order: fair share, then interactive, shorter maxDuration, submit time, id."""
+"""Queue order: interactive first, then fair share, shorter maxDuration, submit time, id."""
 
 import pytest
 
@@ -52,11 +52,26 @@ def test_order(first, second, usage):
     assert result.explanations[second.id]
 
 
-def test_fair_share_beats_interactive_of_heavier_user():
+def test_interactive_of_heavier_user_beats_fair_share():
     jobs = [
         queued("inter", user="heavy", interactive=True),
         queued("batch", user="light"),
     ]
+    assert [j.id for j in order_queue(jobs[::-1], {"heavy": 10.0})] == ["inter", "batch"]
     result = run_cycle(snapshot(slaves=ONE_GPU, queued=jobs, usage={"heavy": 10.0}))
-    assert set(started(result)) == {"batch"}
-    assert [f.job_id for f in result.fails] == ["inter"]
+    assert set(started(result)) == {"inter"}
+    assert result.fails == ()
+    assert result.explanations["batch"]
+
+
+def test_fair_share_orders_interactive_jobs_among_themselves():
+    jobs = [
+        queued("heavy", user="heavy", interactive=True, submitted=ago(DAY)),
+        queued("light", user="light", interactive=True),
+        queued("batch", user="nobody"),
+    ]
+    assert [j.id for j in order_queue(jobs, {"heavy": 10.0, "light": 1.0})] == [
+        "light",
+        "heavy",
+        "batch",
+    ]

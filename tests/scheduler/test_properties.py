@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from datetime import timedelta
 
@@ -27,6 +28,7 @@ DAY = 24 * HOUR
 USERS = ("u1", "u2", "u3", "u4")
 PROJECTS = ("p1", "p2", "lab", "course")
 BUCKETS = {"b1": 1, "b2": 2}
+PORTS = (8080, 8081, 8888)
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -68,6 +70,7 @@ def snapshots(draw) -> Snapshot:
                 memory_gb=float(rng.randint(4, 32)),
                 cuda_major=rng.choice((None, 10, 11, 12)),
                 features=subset(("ssd", "ib"), 2),
+                ports_in_use=subset(PORTS, 2) if rng.random() < 0.3 else frozenset(),
             )
         )
     names = [s.name for s in slaves]
@@ -154,6 +157,10 @@ def snapshots(draw) -> Snapshot:
                 not_after=rng.choice((None, None, NOW, NOW + timedelta(days=1))),
                 bucket=(bucket, BUCKETS[bucket]) if bucket else None,
                 reservation_ids=subset(res_ids, 2),
+                host_ports=subset(PORTS, 2) if rng.random() < 0.3 else frozenset(),
+                halt_wait_since=maybe(NOW - timedelta(seconds=rng.choice((10, 120))), 0.2)
+                if interactive
+                else None,
             )
         )
     usage = {u: float(rng.choice((0, 10, HOUR, 100 * HOUR, 1e6))) for u in USERS}
@@ -283,9 +290,12 @@ def check_every_waiting_job_is_explained(snap: Snapshot, result) -> None:
         if job.id in done:
             assert job.id not in result.explanations
         else:
-            assert not job.interactive, "interactive jobs start or fail"
             reasons = result.explanations[job.id]
             assert reasons and all(isinstance(r, str) and r for r in reasons)
+            if job.interactive:
+                # Start, fail, or wait a bounded time for jobs halted to make room for it.
+                assert HOLDING.match(reasons[0]), reasons
+                assert reasons[1].startswith("interactive job: starts when they end"), reasons
     assert set(result.explanations) <= {j.id for j in snap.queued}
 
 
@@ -303,6 +313,38 @@ def check_buckets_never_overflow(snap: Snapshot, result) -> None:
 
 
 HELD = ("waiting for", "bucket ", "user limit")
+HOLDING = re.compile(r"waiting for \d+ (halted|ending) job\(s\) on (\S+) to free room")
+
+
+def ports_taken(snap: Snapshot, result) -> dict[str, set[int]]:
+    """Fixed host ports in use per slave after the cycle: running jobs, starts, room held."""
+    jobs = {j.id: j for j in snap.queued}
+    taken = defaultdict(set)
+    for s in snap.slaves:
+        taken[s.name].update(s.ports_in_use)
+    for start in result.starts:
+        taken[start.slave].update(jobs[start.job_id].host_ports)
+    for job_id, reasons in result.explanations.items():
+        held = HOLDING.match(reasons[0])
+        if held:
+            taken[held.group(2)].update(jobs[job_id].host_ports)
+    return taken
+
+
+def check_host_ports_are_never_shared(snap: Snapshot, result) -> None:
+    """Issue 15 item 6: two jobs never get the same fixed host port on one slave."""
+    jobs = {j.id: j for j in snap.queued}
+    used = {s.name: set(s.ports_in_use) for s in snap.slaves}
+    for start in result.starts:
+        ports = jobs[start.job_id].host_ports
+        assert not ports & used[start.slave], f"{start.job_id}: port taken on {start.slave}"
+        used[start.slave] |= ports
+    for job_id, reasons in result.explanations.items():
+        held = HOLDING.match(reasons[0])
+        if held and jobs[job_id].host_ports:
+            slave_name = held.group(2)
+            assert not jobs[job_id].host_ports & used[slave_name], "room held on a taken port"
+            used[slave_name] |= jobs[job_id].host_ports
 
 
 def check_no_idle_room_for_waiting_jobs(snap: Snapshot, result) -> None:
@@ -326,6 +368,7 @@ def check_no_idle_room_for_waiting_jobs(snap: Snapshot, result) -> None:
         and not s.cluster_private
         and not any(covered(r, s) for r in live)
     ]
+    taken = ports_taken(snap, result)
     for job_id, reasons in result.explanations.items():
         if any(line.startswith(HELD) for line in reasons):
             continue
@@ -346,11 +389,16 @@ def check_no_idle_room_for_waiting_jobs(snap: Snapshot, result) -> None:
             ]
             free_cpus = set(s.cpu_ids) - used_cpus[s.name]
             free_mem = s.memory_gb - used_mem[s.name]
-            assert not (
+            has_room = (
                 len(free_gpus) >= job.gpus
                 and len(free_cpus) >= job.cpus
                 and free_mem + 1e-9 >= job.memory_gb
-            ), f"{job_id} waits ({reasons}) although {s.name} has room"
+            )
+            if has_room and job.host_ports & taken[s.name]:
+                # Only its fixed host port keeps it off: the explanation must say so.
+                assert any(line.startswith("host port") for line in reasons), reasons
+                continue
+            assert not has_room, f"{job_id} waits ({reasons}) although {s.name} has room"
 
 
 @SETTINGS
@@ -366,6 +414,38 @@ def test_cycle_invariants(snap):
     check_every_waiting_job_is_explained(snap, result)
     check_buckets_never_overflow(snap, result)
     check_no_idle_room_for_waiting_jobs(snap, result)
+    check_host_ports_are_never_shared(snap, result)
+
+
+@SETTINGS
+@given(snapshots())
+def test_batch_jobs_never_change_what_interactive_jobs_get(snap):
+    check_batch_jobs_never_change_what_interactive_jobs_get(snap)
+
+
+def check_batch_jobs_never_change_what_interactive_jobs_get(snap: Snapshot) -> None:
+    """Issue 15 item 7: interactive jobs are placed before batch jobs, so removing the batch jobs
+    (except private cluster owners', whose demand keeps guests off) changes nothing for them."""
+    interactive = {j.id for j in snap.queued if j.interactive}
+    fewer = Snapshot(
+        now=snap.now,
+        slaves=snap.slaves,
+        running=snap.running,
+        queued=tuple(j for j in snap.queued if j.interactive or j.project == "lab"),
+        reservations=snap.reservations,
+        usage=snap.usage,
+        config=snap.config,
+    )
+
+    def theirs(result):
+        return (
+            [d for d in result.starts if d.job_id in interactive],
+            sorted(d.job_id for d in result.fails if d.job_id in interactive),
+            [d for d in result.halts if set(d.halt_info.started_job_uuids) & interactive],
+            {k: v for k, v in result.explanations.items() if k in interactive},
+        )
+
+    assert theirs(run_cycle(snap)) == theirs(run_cycle(fewer))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -389,3 +469,88 @@ def test_deterministic_whatever_the_input_order(snap, rnd: random.Random):
         config=snap.config,
     )
     assert run_cycle(other) == first
+
+
+@st.composite
+def contended(draw) -> Snapshot:
+    """Busy, alike slaves and small jobs that contend for GPUs and fixed host ports: the random
+    snapshots above rarely make an interactive job halt or a port the only obstacle."""
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    n_slaves = draw(st.integers(1, 4))
+    slaves = [
+        SlaveState(
+            name=f"s{i}",
+            cluster_id=1,
+            gpus=tuple(GpuInfo(j, V100) for j in range(4)),
+            cpu_ids=tuple(range(8)),
+            memory_gb=64.0,
+            cuda_major=12,
+            ports_in_use=frozenset(rng.sample(PORTS, rng.randint(0, 2))),
+        )
+        for i in range(n_slaves)
+    ]
+    running = []
+    for s in slaves:
+        free = [0, 1, 2, 3]
+        while free and rng.random() < 0.8:
+            n = rng.randint(1, 2)
+            take, free = free[:n], free[n:]
+            running.append(
+                RunningJob(
+                    id=f"r{len(running)}",
+                    user=rng.choice(USERS),
+                    project="p1",
+                    slave=s.name,
+                    gpu_ids=tuple(take),
+                    cpu_ids=(),
+                    memory_gb=1.0,
+                    started_at=NOW - timedelta(seconds=rng.choice((60, DAY))),
+                    min_duration_s=rng.choice((0, HOUR, 2 * DAY)),
+                    restartable=rng.random() < 0.5,
+                    halting=rng.random() < 0.2,
+                )
+            )
+    queued = []
+    for q in range(draw(st.integers(1, 10))):
+        interactive = rng.random() < 0.5
+        queued.append(
+            QueuedJob(
+                id=f"q{q}",
+                user=rng.choice(USERS),
+                project="p1",
+                submitted_at=NOW - timedelta(seconds=rng.choice((5, HOUR))),
+                gpus=rng.randint(0, 4),
+                interactive=interactive,
+                min_duration_s=HOUR,
+                max_duration_s=DAY,
+                host_ports=frozenset(rng.sample(PORTS, rng.randint(0, 2)))
+                if rng.random() < 0.6
+                else frozenset(),
+                halt_wait_since=maybe_since(rng) if interactive else None,
+            )
+        )
+    return Snapshot(
+        now=NOW,
+        slaves=tuple(slaves),
+        running=tuple(running),
+        queued=tuple(queued),
+        usage={u: float(rng.choice((0, HOUR, 1e6))) for u in USERS},
+        config=SchedulerConfig(max_interactive_halts_per_cycle=draw(st.integers(0, 4))),
+    )
+
+
+def maybe_since(rng: random.Random):
+    return rng.choice((None, None, NOW - timedelta(seconds=10), NOW - timedelta(seconds=120)))
+
+
+@SETTINGS
+@given(contended())
+def test_contended_cycle_invariants(snap):
+    """Host ports never shared, interactive jobs start, wait only behind halts, or fail."""
+    result = run_cycle(snap)
+    check_never_over_allocates(snap, result)
+    check_halts_and_cancels_are_legitimate(snap, result)
+    check_every_waiting_job_is_explained(snap, result)
+    check_no_idle_room_for_waiting_jobs(snap, result)
+    check_host_ports_are_never_shared(snap, result)
+    check_batch_jobs_never_change_what_interactive_jobs_get(snap)

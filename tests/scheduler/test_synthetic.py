@@ -8,6 +8,7 @@ from .test_properties import (
     check_buckets_never_overflow,
     check_every_waiting_job_is_explained,
     check_halts_and_cancels_are_legitimate,
+    check_host_ports_are_never_shared,
     check_never_over_allocates,
     check_no_idle_room_for_waiting_jobs,
     check_reservations_are_respected,
@@ -49,5 +50,6 @@ def test_a_cycle_on_it_keeps_every_invariant():
         check_every_waiting_job_is_explained,
         check_buckets_never_overflow,
         check_no_idle_room_for_waiting_jobs,
+        check_host_ports_are_never_shared,
     ):
         check(snap, result)
