@@ -21,8 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
 from jobs.spec import SpecError
-from portal import dbbusy
 from jobs.spec.jsontext import JSON_PATH
+from portal import dbbusy
 from portal.errors import ServiceError
 
 
@@ -82,7 +82,9 @@ def exception_handler(exc, context):
         if request is not None:
             dbbusy.log_busy(request, exc)
         return Response(
-            {"error": dbbusy.BUSY_MESSAGE}, status=503, headers={"Retry-After": dbbusy.retry_after()}
+            {"error": dbbusy.BUSY_MESSAGE},
+            status=503,
+            headers={"Retry-After": dbbusy.retry_after()},
         )
     if isinstance(exc, SpecError):
         return spec_error_response(exc)

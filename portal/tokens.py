@@ -55,9 +55,7 @@ class ApiTokenAuthentication(TokenAuthentication):
     model = ApiToken
 
     def authenticate_credentials(self, key):
-        token = (
-            ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
-        )
+        token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         if not token.user.is_active:

@@ -49,9 +49,10 @@ def test_ssh_form_on_the_token_answer_posts_to_the_profile(member_client):
 def test_tokens_are_personal(member_client, outsider_client, outsider):
     key = _shown_key(outsider_client.post("/profile/token/"))
     assert key not in member_client.get("/profile/").content.decode()
-    assert ApiToken.objects.get(user=outsider).prefix not in member_client.get(
-        "/profile/"
-    ).content.decode()
+    assert (
+        ApiToken.objects.get(user=outsider).prefix
+        not in member_client.get("/profile/").content.decode()
+    )
 
 
 def test_ssh_keys_are_validated_and_saved(member_client, member):
