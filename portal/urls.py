@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path
 
@@ -10,3 +11,9 @@ urlpatterns = [
     # Browser pages.
     path("", include("portal.web_urls")),
 ]
+
+if settings.PORTAL_BENCH_FLOOR:
+    # manage.py bench_api's floor (a bare token-authenticated insert); never on otherwise.
+    from portal.api.bench import BenchFloorView
+
+    urlpatterns.insert(0, path("api/portal/bench/floor", BenchFloorView.as_view()))

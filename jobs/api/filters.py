@@ -128,7 +128,16 @@ def _uuids(values: list[str], name: str) -> list[str]:
 
 def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
     """Apply the list filters of ``params`` (a QueryDict) to ``queryset``."""
-    queryset = queryset.filter(status__in=sorted(_statuses(params)))
+    statuses = _statuses(params)
+    left_out = {s.value for s in JobStatus} - statuses
+    if len(left_out) < len(statuses):
+        # Name the few states left out (by default only DELETED): "status NOT IN (...)" lets the
+        # database walk the created index in list order and stop after one page, where
+        # "status IN (twelve states)" makes it sort every matching row first (on SQLite a
+        # 100,000-row sort of whole rows for each page).
+        queryset = queryset.exclude(status__in=sorted(left_out)) if left_out else queryset
+    else:
+        queryset = queryset.filter(status__in=sorted(statuses))
 
     cluster_ids = comma_list(params, "cluster_id")
     if cluster_ids is not None:
