@@ -55,6 +55,10 @@ def database_from_url(
                 "transaction_mode": "IMMEDIATE",
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
+            # Keep each process's connection: a new one per request would re-read the schema
+            # and start with an empty page cache every time.
+            "CONN_MAX_AGE": 600,
+            "CONN_HEALTH_CHECKS": True,
             # A file, not memory: integration tests share it with watcher threads and servers.
             "TEST": {"NAME": str(sqlite_path.with_name("test-portal.sqlite3"))},
         }
