@@ -84,6 +84,9 @@ class Job(models.Model):
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [
+            # The list order: a page of the job list reads 50 index entries, not a sort of all
+            # jobs (PostgreSQL cannot use the index on created alone for "created, id").
+            models.Index(fields=["created", "id"], name="job_list_order"),
             models.Index(fields=["status", "created"]),
             models.Index(fields=["owner", "status"]),
             models.Index(fields=["project", "status"]),

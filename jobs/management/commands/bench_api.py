@@ -292,6 +292,12 @@ def seed(*, jobs: int, users: int, keys_file: str) -> None:
             Job.objects.bulk_create(batch)
             batch = []
     Job.objects.bulk_create(batch)
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        # A database in service has been vacuumed and analysed; a freshly loaded one has not.
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
     Path(keys_file).write_text(json.dumps({"keys": keys, "jobs": uuids[-2000:]}))
 
 
