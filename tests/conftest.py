@@ -9,6 +9,29 @@ from django.utils import timezone
 from portal import tasks
 
 
+def pytest_sessionstart(session):
+    """Remove a stale WAL beside the SQLite test database before Django recreates it.
+
+    The database runs in WAL mode; a run killed half-way leaves ``-wal``/``-shm`` files, and
+    Django deletes only the database file before making a new one, which would then be read
+    through the old WAL.
+    """
+    from pathlib import Path
+
+    from django.conf import settings
+
+    if session.config.getoption("reuse_db", default=False):
+        return
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] != "django.db.backends.sqlite3":
+        return
+    name = Path(database.get("TEST", {}).get("NAME") or "")
+    if not name.name:
+        return
+    for suffix in ("-wal", "-shm"):
+        Path(f"{name}{suffix}").unlink(missing_ok=True)
+
+
 @pytest.fixture(autouse=True)
 def _record_tasks(settings, tmp_path):
     settings.PORTAL_TASK_MODE = "record"
