@@ -86,7 +86,11 @@ def _manage(env: dict, *args: str, timeout: int = 1800) -> str:
 class Server:
     def __init__(self, env: dict, *, workers: int, worker_class: str, threads: int):
         self.port = _free_port()
-        gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or "gunicorn"
+        gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or shutil.which(
+            "gunicorn"
+        )
+        if gunicorn is None:
+            raise CommandError("bench_api runs the portal on gunicorn: pip install gunicorn")
         cmd = [
             gunicorn,
             "portal.wsgi:application",
