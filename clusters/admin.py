@@ -1,6 +1,6 @@
 from django.contrib import admin, messages
 
-from clusters.models import Cluster, Gpu, Slave
+from clusters.models import CapabilityStamp, Cluster, Gpu, Slave
 from clusters.services import slave_probe, slave_set_accepting
 
 
@@ -83,3 +83,19 @@ class GpuAdmin(admin.ModelAdmin):
     list_display = ["slave", "index", "model", "memory_mb", "declared", "acquired"]
     list_filter = ["declared", "acquired", "slave__cluster"]
     search_fields = ["model", "uuid", "slave__name"]
+
+
+@admin.register(CapabilityStamp)
+class CapabilityStampAdmin(admin.ModelAdmin):
+    """Read-only: changes whenever slaves, GPUs or clusters change (submit-check cache key)."""
+
+    list_display = ["id", "stamp"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

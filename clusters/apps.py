@@ -7,6 +7,9 @@ class ClustersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from clusters import capabilities
+
+        capabilities.connect()
         checks.register(check_port_policy)
 
 

@@ -122,3 +122,19 @@ class Gpu(models.Model):
 
     def __str__(self) -> str:
         return f"{self.slave.name}/gpu{self.index} {self.model}"
+
+
+class CapabilityStamp(models.Model):
+    """One row whose ``stamp`` changes whenever what slaves can run may have changed.
+
+    Submit-time feasibility caches its view of the slaves per process under this stamp
+    (jobs/submit_checks.py): reading it is one indexed query, and since every change of a
+    Slave, Gpu, Cluster (or an owner project) writes a new random stamp in the same transaction
+    (clusters/capabilities.py), a cached view is never used after the data under it changed.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    stamp = models.CharField(max_length=32)
+
+    def __str__(self) -> str:
+        return f"capability stamp {self.stamp}"

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from clusters.capabilities import capabilities_changed
 from clusters.models import Cluster, Gpu, Slave
 from jobs.ticks import tick_request
 
@@ -86,10 +87,13 @@ def slave_declare_gpus(*, slave: Slave, gpus: list[tuple[str, int]]) -> None:
         )
         Slave.objects.filter(pk=slave.pk).update(gpu_mode=Slave.GpuMode.DECLARED)
         slave.gpu_mode = Slave.GpuMode.DECLARED
+        capabilities_changed()  # bulk_create and update() send no signals
 
 
 def slave_set_accepting(*, slave: Slave, accepting: bool) -> None:
-    Slave.objects.filter(pk=slave.pk).update(accepting_jobs=accepting)
+    with transaction.atomic():
+        Slave.objects.filter(pk=slave.pk).update(accepting_jobs=accepting)
+        capabilities_changed()
     slave.accepting_jobs = accepting
     tick_request()
 
@@ -99,7 +103,10 @@ def slave_mark_offline(*, slave: Slave, reason: str, now: datetime | None = None
     updates = {"online": False, "offline_reason": reason[:500]}
     if slave.online or slave.offline_since is None:
         updates["offline_since"] = now
-    Slave.objects.filter(pk=slave.pk).update(**updates)
+    with transaction.atomic():
+        Slave.objects.filter(pk=slave.pk).update(**updates)
+        if slave.online:
+            capabilities_changed()
     for key, value in updates.items():
         setattr(slave, key, value)
 
@@ -167,6 +174,13 @@ def slave_probe(
             updates["gpu_mode"] = Slave.GpuMode.NVIDIA
             updates["cuda_version"] = result.cuda_version or ""
         Slave.objects.filter(pk=slave.pk).update(**updates)
+        # Most probes change only last_seen: keep the submit check's cached view then.
+        if not was_online or any(
+            getattr(slave, key) != value
+            for key, value in updates.items()
+            if key in {"cpus_total", "memory_total_mb", "gpu_mode", "cuda_version"}
+        ):
+            capabilities_changed()
         for key, value in updates.items():
             setattr(slave, key, value)
         if not was_online:

@@ -1,6 +1,13 @@
 from django.contrib import admin, messages
 
-from jobs.models import Job, JobEvent, JobPullSecret, SchedulerLease, UserUsage
+from jobs.models import (
+    Job,
+    JobEvent,
+    JobPullSecret,
+    SchedulerLease,
+    SubmitIdempotencyKey,
+    UserUsage,
+)
 from jobs.services import job_cancel, job_delete, job_hold, job_release
 from jobs.spec import redact_image
 from portal.errors import ServiceError
@@ -115,6 +122,22 @@ class SchedulerLeaseAdmin(admin.ModelAdmin):
 
     list_display = ["holder", "acquired_at", "rerun_requested", "last_tick_at", "last_tick_seconds"]
     readonly_fields = list_display
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SubmitIdempotencyKey)
+class SubmitIdempotencyKeyAdmin(admin.ModelAdmin):
+    """Read-only: which submission a client's Idempotency-Key stands for."""
+
+    list_display = ["key", "user", "job", "response_status", "created"]
+    list_select_related = ["user", "job"]
+    search_fields = ["key", "user__username"]
+    readonly_fields = [f.name for f in SubmitIdempotencyKey._meta.fields]
 
     def has_add_permission(self, request):
         return False

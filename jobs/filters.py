@@ -59,7 +59,15 @@ class JobFilter:
         else:
             seen_in_full = Q(project_id__in=sorted(project_ids_of(viewer)))
 
-        queryset = queryset.filter(status__in=sorted(self.statuses))
+        left_out = {s.value for s in JobStatus} - self.statuses
+        if len(left_out) < len(self.statuses):
+            # Name the few states left out (by default only DELETED): "status NOT IN (...)" lets
+            # the database walk the created index in list order and stop after one page, where
+            # "status IN (twelve states)" makes it sort every matching row first (on SQLite a
+            # 100,000-row sort of whole rows for each page).
+            queryset = queryset.exclude(status__in=sorted(left_out)) if left_out else queryset
+        else:
+            queryset = queryset.filter(status__in=sorted(self.statuses))
         if self.cluster_ids is not None:
             ids = sorted(self.cluster_ids)
             queryset = queryset.filter(

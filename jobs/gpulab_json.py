@@ -97,9 +97,19 @@ def job_to_gpulab(job, *, viewer) -> dict:
 # --- request ------------------------------------------------------------------------------
 
 
+def _copy_json(value):
+    # JSON values hold only dicts, lists and scalars: a plain walk copies them several times
+    # faster than copy.deepcopy (which a 50-job list page otherwise spends most of its time in).
+    if isinstance(value, dict):
+        return {key: _copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(item) for item in value]
+    return value
+
+
 def _pick(source: dict, keys, defaults: dict | None = None) -> dict:
     defaults = defaults or {}
-    return {key: copy.deepcopy(source.get(key, defaults.get(key))) for key in keys}
+    return {key: _copy_json(source.get(key, defaults.get(key))) for key in keys}
 
 
 def _request(request: dict, *, full: bool) -> dict:

@@ -88,6 +88,9 @@ class Job(models.Model):
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [
+            # The list order: a page of the job list reads 50 index entries, not a sort of all
+            # jobs (PostgreSQL cannot use the index on created alone for "created, id").
+            models.Index(fields=["created", "id"], name="job_list_order"),
             models.Index(fields=["status", "created"]),
             models.Index(fields=["owner", "status"]),
             models.Index(fields=["project", "status"]),
@@ -179,3 +182,32 @@ class SchedulerLease(models.Model):
 
     def __str__(self) -> str:
         return f"scheduler lease held by {self.holder or 'nobody'}"
+
+
+class SubmitIdempotencyKey(models.Model):
+    """A submission's ``Idempotency-Key``: a retried submit answers the first one's answer.
+
+    Written in the same transaction as the job(s) it created, so a key exists exactly when its
+    submission was committed; the unique (user, key) constraint makes a concurrent duplicate
+    roll back whole. ``request_digest`` tells a retry (same request) from a reuse of the key for
+    a different request (refused with 422). The answer is kept as sent (status and body), so
+    any kind of submission (one job, an array) can be replayed.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="submit_keys"
+    )
+    key = models.CharField(max_length=255)
+    request_digest = models.CharField(max_length=64, help_text="SHA-256 of method, query, body.")
+    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.TextField()
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="unique_submit_key_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"idempotency key {self.key[:16]} of {self.user}"

@@ -3,22 +3,75 @@
 A job whose storage no slave offers, whose fixed host ports the site does not allow, or whose
 resources no registered slave could ever provide, is refused at submit with the reason instead
 of waiting in the queue forever (or failing at launch).
+
+The slaves' capabilities are read once per change, not once per submit: each process keeps the
+last view it built under the capability stamp it read first (clusters/capabilities.py), and
+rebuilds it when the stamp differs. Reading the stamp before the slaves makes a stale view
+impossible: a change commits its rows and a new stamp together, so a view built under a stamp
+holds data at least as new as that stamp.
 """
 
+import threading
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
 
+from clusters.capabilities import capability_stamp
 from clusters.models import Slave
 from jobs.spec import FieldError, SpecError
 from jobs.storage import StorageRefused, default_roots, resolve_mounts
 
 
-def slave_roots(slave: Slave) -> dict[str, str]:
+def slave_roots(slave) -> dict[str, str]:
     return slave.storage_roots or default_roots(str(settings.PORTAL_STORAGE_BASE))
 
 
-def check_storage(*, request: dict, slaves: list[Slave], project: str, user: str) -> None:
+@dataclass(frozen=True)
+class SlaveView:
+    """What the storage check reads of a slave (the Slave row itself is not kept)."""
+
+    name: str
+    storage_roots: dict
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    slaves: tuple[SlaveView, ...]
+    states: tuple  # jobs.scheduler.model.SlaveState, one per slave
+
+
+_cache_lock = threading.Lock()
+_cache: tuple[str, Capabilities] | None = None
+
+
+def _build_capabilities() -> Capabilities:
+    from jobs.scheduling.snapshot import slave_state
+
+    slaves = list(
+        Slave.objects.select_related("cluster").prefetch_related("gpus", "cluster__owner_projects")
+    )
+    return Capabilities(
+        slaves=tuple(SlaveView(s.name, s.storage_roots) for s in slaves),
+        states=tuple(slave_state(s) for s in slaves),
+    )
+
+
+def slave_capabilities() -> Capabilities:
+    """The registered slaves as the submit check sees them, cached under the capability stamp."""
+    global _cache
+    stamp = capability_stamp()  # first: see the module docstring
+    cached = _cache
+    if stamp is not None and cached is not None and cached[0] == stamp:
+        return cached[1]
+    built = _build_capabilities()
+    if stamp is not None:
+        with _cache_lock:
+            _cache = (stamp, built)
+    return built
+
+
+def check_storage(*, request: dict, slaves, project: str, user: str) -> None:
     storage = request["docker"]["storage"]
     if not storage:
         return
@@ -72,15 +125,19 @@ def port_errors(request: dict) -> list[FieldError]:
 def check_request_against_slaves(*, project, request: dict, user: str = "") -> None:
     from jobs.scheduling import impossible_reason_for_request
 
-    slaves = list(Slave.objects.select_related("cluster").prefetch_related("gpus"))
+    capabilities = slave_capabilities()
     errors = port_errors(request)
     try:
-        check_storage(request=request, slaves=slaves, project=project.name, user=user or "user")
+        check_storage(
+            request=request, slaves=capabilities.slaves, project=project.name, user=user or "user"
+        )
     except SpecError as refused:
         errors.extend(refused.errors)
     if errors:
         raise SpecError(errors)
-    reason = impossible_reason_for_request(request=request, project=project, slaves=slaves)
+    reason = impossible_reason_for_request(
+        request=request, project=project, states=capabilities.states
+    )
     if reason:
         raise SpecError(
             [FieldError("request.resources", f"no registered slave can run this job: {reason}")]

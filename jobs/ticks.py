@@ -33,6 +33,10 @@ def _enqueue_unless_pending() -> None:
 
     from jobs.models import SchedulerLease
 
+    # A tick already waits (the usual case under a burst of submits): a read, not a write, so
+    # each submit does not take the database's write lock a second time (SQLite).
+    if SchedulerLease.objects.filter(pk=1, tick_pending=True).exists():
+        return
     SchedulerLease.objects.get_or_create(id=1)
     if SchedulerLease.objects.filter(pk=1, tick_pending=False).update(tick_pending=True):
         async_task(SCHEDULER_TICK_TASK, group="scheduler_tick")

@@ -5,7 +5,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import UserChangeForm, UserCreationForm
 
 from portal.emails import email_problem
-from portal.models import Membership, Profile, Project
+from portal.models import ApiToken, Membership, Profile, Project
 
 User = get_user_model()
 
@@ -86,6 +86,31 @@ class PortalUserAdmin(UserAdmin):
         (None, {"classes": ("wide",), "fields": ("username", "email", "password1", "password2")}),
     )
     inlines = [UserMembershipInline]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens by prefix only: the key is stored as a hash and the digest is not shown either.
+
+    Admins can see who has a token and when it was last used, and revoke one (delete); they
+    cannot create one here (a key must reach its owner once: ``manage.py token_create``).
+    """
+
+    list_display = ["prefix_shown", "user", "name", "created", "last_used"]
+    list_select_related = ["user"]
+    search_fields = ["user__username", "prefix"]
+    fields = ["user", "name", "prefix_shown", "created", "last_used"]
+    readonly_fields = fields
+
+    @admin.display(description="token")
+    def prefix_shown(self, obj):
+        return f"{obj.prefix}…"
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 # Login certificates for gpulab-cli (portal/certs/admin.py).

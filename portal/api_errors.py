@@ -7,7 +7,9 @@ Shape of every error body: ``{"error": "<what went wrong>"}``, plus ``"errors": 
   errors give the line and column;
 - ServiceError (portal.errors) -> its status_code (403 not allowed, 404, 409 conflict, 400);
 - Django's RequestDataTooBig (body above DATA_UPLOAD_MAX_MEMORY_SIZE) -> 413, never 400/500;
-- Django's Http404, PermissionDenied and DRF's own exceptions -> their status, same shape.
+- Django's Http404, PermissionDenied and DRF's own exceptions -> their status, same shape;
+- a busy database (lock wait or connection pool timeout, portal.dbbusy) -> 503 with
+  ``Retry-After``, never 500.
 
 Outside DRF views (unknown routes, bad Host headers, crashes), ApiJsonErrorsMiddleware and the
 error handlers (portal/error_pages.py) give every path under /api/ the same JSON shape.
@@ -26,6 +28,7 @@ from rest_framework.views import exception_handler as drf_handler
 
 from jobs.spec import SpecError
 from jobs.spec.jsontext import JSON_PATH
+from portal import dbbusy
 from portal.errors import ServiceError
 
 security_log = logging.getLogger("django.security.DisallowedHost")
@@ -82,6 +85,15 @@ def spec_error_response(exc: SpecError) -> Response:
 
 
 def exception_handler(exc, context):
+    if dbbusy.is_busy(exc):
+        request = context.get("request")
+        if request is not None:
+            dbbusy.log_busy(request, exc)
+        return Response(
+            {"error": dbbusy.BUSY_MESSAGE},
+            status=503,
+            headers={"Retry-After": dbbusy.retry_after()},
+        )
     if isinstance(exc, SpecError):
         return spec_error_response(exc)
     if isinstance(exc, ServiceError):

@@ -118,3 +118,30 @@ class LoginCertificate(models.Model):
         if now < self.not_before:
             return "not yet valid"
         return "valid"
+
+
+class ApiToken(models.Model):
+    """An API token (``Authorization: Token <key>``), stored only as its SHA-256 digest.
+
+    The plain key is shown once, when it is created; afterwards only its first characters
+    (``prefix``) identify it. Keys are 160 random bits, so an unsalted fast hash is enough: the
+    digest cannot be reversed and lookups stay one indexed query.
+    """
+
+    PREFIX_LENGTH = 8
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True, default="")
+    prefix = models.CharField(max_length=PREFIX_LENGTH, help_text="First characters of the key.")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the key, hex.")
+    created = models.DateTimeField()
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"API token {self.prefix}… of {self.user}"

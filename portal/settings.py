@@ -51,7 +51,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     # Swagger UI / Redoc files served locally for /api/docs/ (no CDN).
     "drf_spectacular_sidecar",
@@ -99,12 +98,23 @@ TEMPLATES = [
     },
 ]
 
+# --- Database under load (docs/configuration.md "Database connections") ---------------------
 DATABASES = {
     "default": database_from_url(
         os.environ.get("PORTAL_DATABASE_URL", ""),
         sqlite_path=VAR_DIR / "portal.sqlite3",
+        sqlite_busy_timeout_s=env_int("PORTAL_SQLITE_BUSY_TIMEOUT_S", 20),
+        pool_min=env_int("PORTAL_DB_POOL_MIN", 0),
+        pool_max=env_int("PORTAL_DB_POOL_MAX", 4),
+        pool_timeout_s=env_int("PORTAL_DB_POOL_TIMEOUT_S", 10),
     )
 }
+# A busy database (SQLite lock wait or PostgreSQL pool wait ran out) answers 503 with this
+# Retry-After (seconds), never 500: portal/dbbusy.py (DRF's handler covers the API).
+PORTAL_DB_BUSY_RETRY_AFTER_S = env_int("PORTAL_DB_BUSY_RETRY_AFTER_S", 2)
+MIDDLEWARE.append("portal.dbbusy.DatabaseBusyMiddleware")
+# Routes manage.py bench_api's floor endpoint (a bare DRF insert); only bench_api sets it.
+PORTAL_BENCH_FLOOR = env_bool("PORTAL_BENCH_FLOOR", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -141,7 +151,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("PORTAL_MAX_BODY_BYTES", 1024 * 1024)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        # Authorization: Token <key>, looked up by its SHA-256 (portal/tokens.py).
+        "portal.tokens.ApiTokenAuthentication",
         # gpulab-cli's login certificate, handed over by the TLS front end. Last on purpose:
         # see portal/certs/authentication.py.
         "portal.certs.authentication.ClientCertificateAuthentication",

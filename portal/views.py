@@ -11,13 +11,13 @@ from django.db.models import Count, Q
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
-from rest_framework.authtoken.models import Token
 
 from clusters.gpulab_json import cluster_infos
 from jobs.models import Job
 from jobs.states import ACTIVE, FINISHED, PENDING
 from jobs.views.common import present
 from portal.models import Membership, Profile, user_urn
+from portal.tokens import api_token_of, api_token_rotate
 from portal.usage import fair_share, usage_page_data
 
 DASHBOARD_ACTIVE_LIMIT = 50
@@ -142,12 +142,19 @@ def profile(request):
         count = len(profile_obj.ssh_key_list)
         messages.success(request, f"SSH keys saved ({count} key{'s' if count != 1 else ''}).")
         return redirect("profile")
+    return _render_profile(request, form=form, profile_obj=profile_obj)
+
+
+def _render_profile(request, *, form, profile_obj, new_key: str | None = None):
+    user = request.user
     return render(
         request,
         "portal/profile.html",
         {
             "form": form,
-            "token": Token.objects.filter(user=user).first(),
+            "token": api_token_of(user),
+            # Only in the answer to the POST that created it: the key is stored nowhere in clear.
+            "new_key": new_key,
             "memberships": list(
                 Membership.objects.filter(user=user)
                 .select_related("project")
@@ -162,11 +169,19 @@ def profile(request):
 @login_required
 @require_POST
 def token_rotate(request):
-    """Create the API token, or replace it: the old one stops working at once."""
-    had = Token.objects.filter(user=request.user).delete()[0] > 0
-    Token.objects.create(user=request.user)
+    """Create the API token, or replace it: the old one stops working at once.
+
+    The key is stored hashed, so this answer (the profile page rendered with the new key, not a
+    redirect) is the only time it is shown; afterwards the page shows its prefix.
+    """
+    had = api_token_of(request.user) is not None
+    _, key = api_token_rotate(user=request.user, name="profile")
     messages.success(
         request,
         "New API token created; the old one no longer works." if had else "API token created.",
     )
-    return redirect("profile")
+    profile_obj, _ = Profile.objects.get_or_create(user=request.user)
+    form = SshKeysForm(initial={"ssh_public_keys": profile_obj.ssh_public_keys})
+    response = _render_profile(request, form=form, profile_obj=profile_obj, new_key=key)
+    response["Cache-Control"] = "no-store"  # the key must not stay in any cache
+    return response

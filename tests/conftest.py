@@ -9,6 +9,37 @@ from django.utils import timezone
 from portal import tasks
 
 
+def _remove_stale_wal(session, *, only_orphans: bool) -> None:
+    from pathlib import Path
+
+    from django.conf import settings
+
+    if session.config.getoption("reuse_db", default=False):
+        return
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] != "django.db.backends.sqlite3":
+        return
+    name = Path(database.get("TEST", {}).get("NAME") or "")
+    if not name.name or (only_orphans and name.exists()):
+        return
+    for suffix in ("-wal", "-shm"):
+        Path(f"{name}{suffix}").unlink(missing_ok=True)
+
+
+def pytest_sessionstart(session):
+    """Remove a stale WAL beside the SQLite test database before Django recreates it.
+
+    The database runs in WAL mode; a run killed half-way (or a connection still open when the
+    test database was destroyed) leaves ``-wal``/``-shm`` files, and Django deletes only the
+    database file before making a new one, which would then be read through the old WAL.
+    """
+    _remove_stale_wal(session, only_orphans=False)
+
+
+def pytest_sessionfinish(session):
+    _remove_stale_wal(session, only_orphans=True)
+
+
 @pytest.fixture(autouse=True)
 def _record_tasks(settings, tmp_path):
     settings.PORTAL_TASK_MODE = "record"

@@ -16,7 +16,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from jobs import services
+from jobs import idempotency, services
 from jobs.api.filters import filter_jobs, sort_jobs
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
@@ -144,23 +144,51 @@ class JobListView(PortalAPIView):
         operation_id="gpulab_jobs_submit",
         tags=[TAG],
         summary="Submit a job (v1 or v2 document); answers the new uuid as plain text",
-        parameters=[OpenApiParameter("hold", OpenApiTypes.BOOL, description="submit ONHOLD")],
+        parameters=[
+            OpenApiParameter("hold", OpenApiTypes.BOOL, description="submit ONHOLD"),
+            OpenApiParameter(
+                "Idempotency-Key",
+                OpenApiTypes.STR,
+                location=OpenApiParameter.HEADER,
+                description="a retry with the same key and body answers the first answer "
+                "(no second job); the same key with another body: 422",
+            ),
+        ],
         request={"application/json": OpenApiTypes.OBJECT},
         responses={
             (201, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the job uuid"),
             **_ERRORS,
             413: ErrorSerializer,
+            422: ErrorSerializer,
         },
     )
     def post(self, request):
         hold = parse_bool(request.query_params.get("hold"), "hold")
-        document = read_json_object(request)
-        project = _project_for_submit(request.user, document)
-        job = services.job_submit(user=request.user, project=project, document=document, hold=hold)
-        response = HttpResponse(str(job.uuid), status=201, content_type="text/plain; charset=utf-8")
-        response["Location"] = request.build_absolute_uri(
-            reverse("gpulab-job-detail", args=[str(job.uuid)])
+        key = idempotency.idempotency_key_from(request)
+        body = read_body(request)
+        digest = idempotency.request_digest(
+            method="POST", query=request.META.get("QUERY_STRING", ""), body=body
         )
+
+        def submit() -> idempotency.SubmitAnswer:
+            document = read_json_object(request)
+            project = _project_for_submit(request.user, document)
+            job = services.job_submit(
+                user=request.user, project=project, document=document, hold=hold
+            )
+            return idempotency.SubmitAnswer(201, str(job.uuid), job)
+
+        # With an Idempotency-Key, a retry answers the first submission's answer (no new job).
+        answer = idempotency.submit_once(user=request.user, key=key, digest=digest, submit=submit)
+        response = HttpResponse(
+            answer.body, status=answer.status, content_type="text/plain; charset=utf-8"
+        )
+        if answer.job is not None:
+            response["Location"] = request.build_absolute_uri(
+                reverse("gpulab-job-detail", args=[str(answer.job.uuid)])
+            )
+        if answer.replayed:
+            response["Idempotent-Replayed"] = "true"
         return response
 
 

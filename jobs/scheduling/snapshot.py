@@ -343,11 +343,18 @@ def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snap
 # --- submit-time check ---------------------------------------------------------------------
 
 
-def impossible_reason_for_request(*, request: dict, project, slaves: list[Slave]) -> str | None:
-    """Why no registered slave could ever run this request (None when some could)."""
+def impossible_reason_for_request(
+    *, request: dict, project, slaves: list[Slave] | None = None, states=None
+) -> str | None:
+    """Why no registered slave could ever run this request (None when some could).
+
+    Pass the slaves, or their ``slave_state``s (the submit check keeps those cached).
+    """
     from jobs.request_columns import columns_from_request
 
-    if not slaves:
+    if states is None:
+        states = [slave_state(s) for s in slaves or ()]
+    if not states:
         return None  # an empty portal accepts jobs: slaves may be registered later
     columns = columns_from_request(request)
     row = {
@@ -358,6 +365,4 @@ def impossible_reason_for_request(*, request: dict, project, slaves: list[Slave]
         "queued_explanations": [],
         **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
     }
-    return impossible_reason(
-        queued_job(row), [slave_state(s) for s in slaves], config=scheduler_config()
-    )
+    return impossible_reason(queued_job(row), list(states), config=scheduler_config())

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from jobs.selectors import projects_of
 from portal.api.common import PortalAPIView
-from portal.models import Project, user_urn
+from portal.models import ApiToken, Project, user_urn
 from portal.permissions import may_view_all_projects, user_is_admin
 from portal.timefmt import utc_z
+from portal.tokens import api_token_of, api_token_rotate
 
 PORTAL_TAG = "portal"
 
@@ -47,46 +46,50 @@ class VersionView(PortalAPIView):
 
 
 class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField(allow_null=True)
+    token = serializers.CharField(
+        allow_null=True, help_text="the key: only in the answer that created it, else null"
+    )
+    prefix = serializers.CharField(allow_null=True, help_text="first characters of the key")
     created = serializers.CharField(allow_null=True)
+    last_used = serializers.CharField(allow_null=True)
     username = serializers.CharField()
 
 
-def _token_body(user, token: Token | None) -> dict:
+def _token_body(user, token: ApiToken | None, key: str | None = None) -> dict:
     return {
-        "token": token.key if token else None,
+        "token": key,
+        "prefix": token.prefix if token else None,
         "created": utc_z(token.created) if token else None,
+        "last_used": utc_z(token.last_used) if token and token.last_used else None,
         "username": user.username,
     }
 
 
 class TokenView(PortalAPIView):
-    """The caller's API token (``Authorization: Token <key>``)."""
+    """The caller's API token (``Authorization: Token <key>``). Keys are stored hashed: the key
+    itself is in the answer to the POST that creates it and never again."""
 
     permission_classes = [IsAuthenticated]
 
     @extend_schema(
         operation_id="portal_token_get",
         tags=[PORTAL_TAG],
-        summary="Show your API token (null when you have none yet)",
+        summary="Your API token's prefix and dates (the key itself is shown only at creation)",
         responses={200: TokenSerializer},
     )
     def get(self, request):
-        token = Token.objects.filter(user=request.user).first()
-        return Response(_token_body(request.user, token))
+        return Response(_token_body(request.user, api_token_of(request.user)))
 
     @extend_schema(
         operation_id="portal_token_rotate",
         tags=[PORTAL_TAG],
-        summary="Create or rotate your API token (the old one stops working)",
+        summary="Create or rotate your API token (the old one stops working); answers the key once",
         request=None,
         responses={201: TokenSerializer},
     )
     def post(self, request):
-        with transaction.atomic():
-            Token.objects.filter(user=request.user).delete()
-            token = Token.objects.create(user=request.user)
-        return Response(_token_body(request.user, token), status=201)
+        token, key = api_token_rotate(user=request.user, name="api")
+        return Response(_token_body(request.user, token, key), status=201)
 
 
 class MemberSerializer(serializers.Serializer):

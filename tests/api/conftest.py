@@ -43,10 +43,10 @@ def responses():
 def _client(responses, user=None):
     client = RecordingClient(log=responses)
     if user is not None:
-        from rest_framework.authtoken.models import Token
+        from portal.tokens import api_token_rotate
 
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        _, key = api_token_rotate(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
 

@@ -393,7 +393,15 @@ RESERVATION = Obj(
         "users": Null(STR_LIST),
     }
 )
-TOKEN = Obj({"token": Null(str), "created": Null(TIME), "username": str})
+TOKEN = Obj(
+    {
+        "token": Null(str),
+        "prefix": Null(str),
+        "created": Null(TIME),
+        "last_used": Null(TIME),
+        "username": str,
+    }
+)
 PROJECT = Obj(
     {
         "name": str,

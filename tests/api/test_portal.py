@@ -29,11 +29,16 @@ def test_token_lifecycle(member):
     client = APIClient()
     client.force_login(member)
     assert client.get(PORTAL + "token").json()["token"] is None
-    created = client.post(PORTAL + "token").json()["token"]
-    assert client.get(PORTAL + "token").json()["token"] == created
+    answer = client.post(PORTAL + "token").json()
+    created = answer["token"]
+    assert created.startswith(answer["prefix"]) and len(answer["prefix"]) == 8
+    shown = client.get(PORTAL + "token").json()
+    assert shown["token"] is None  # shown once, at creation
+    assert shown["prefix"] == answer["prefix"] and shown["created"] == answer["created"]
     token_client = APIClient()
     token_client.credentials(HTTP_AUTHORIZATION=f"Token {created}")
     assert token_client.get(API + "jobs").status_code == 200
+    assert client.get(PORTAL + "token").json()["last_used"] is not None
     rotated = client.post(PORTAL + "token").json()["token"]
     assert rotated != created
     assert token_client.get(API + "jobs").status_code == 401  # the old token stopped working

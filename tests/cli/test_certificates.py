@@ -308,11 +308,11 @@ def test_secret_file_is_read_when_it_appears_and_when_it_changes(api, member, se
 
 
 def test_without_certificate_session_and_token_still_work(api, member):
-    from rest_framework.authtoken.models import Token
+    from portal.tokens import api_token_rotate
 
     assert api.get("/whoami/").status_code in (401, 403)
-    token = Token.objects.create(user=member)
-    response = api.get("/whoami/", HTTP_AUTHORIZATION=f"Token {token.key}")
+    _, key = api_token_rotate(user=member)
+    response = api.get("/whoami/", HTTP_AUTHORIZATION=f"Token {key}")
     assert response.status_code == 200 and response.json()["user"] == "alice"
     api.force_login(member)
     response = api.get("/whoami/")

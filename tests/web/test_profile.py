@@ -2,9 +2,7 @@
 
 import base64
 
-from rest_framework.authtoken.models import Token
-
-from portal.models import Profile
+from portal.models import ApiToken, Profile
 from portal.views import ssh_key_problem
 
 
@@ -21,21 +19,40 @@ def test_profile_page(member_client, member, project):
     assert "You have no API token yet" in html
 
 
-def test_token_create_show_and_rotate(member_client, member):
-    member_client.post("/profile/token/")
-    first = Token.objects.get(user=member).key
-    assert first in member_client.get("/profile/").content.decode()
-    response = member_client.post("/profile/token/", follow=True)
-    second = Token.objects.get(user=member).key
+def _shown_key(response) -> str:
+    return response.context["new_key"]
+
+
+def test_token_create_shown_once_then_only_prefix(member_client, member):
+    response = member_client.post("/profile/token/")
+    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
+    first = _shown_key(response)
+    assert len(first) == 40 and first in response.content.decode()
+    token = ApiToken.objects.get(user=member)
+    assert first.startswith(token.prefix)
+    later = member_client.get("/profile/").content.decode()
+    assert first not in later  # never again
+    assert f"{token.prefix}…" in later
+    response = member_client.post("/profile/token/")
+    second = _shown_key(response)
     assert second != first
+    assert ApiToken.objects.filter(user=member).count() == 1
     assert any("old one no longer works" in str(m) for m in response.context["messages"])
     assert member_client.get("/profile/token/").status_code == 405
 
 
+def test_ssh_form_on_the_token_answer_posts_to_the_profile(member_client):
+    html = member_client.post("/profile/token/").content.decode()
+    assert 'action="/profile/" novalidate' in html
+
+
 def test_tokens_are_personal(member_client, outsider_client, outsider):
-    outsider_client.post("/profile/token/")
-    key = Token.objects.get(user=outsider).key
+    key = _shown_key(outsider_client.post("/profile/token/"))
     assert key not in member_client.get("/profile/").content.decode()
+    assert (
+        ApiToken.objects.get(user=outsider).prefix
+        not in member_client.get("/profile/").content.decode()
+    )
 
 
 def test_ssh_keys_are_validated_and_saved(member_client, member):

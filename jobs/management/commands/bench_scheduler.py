@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import connection, transaction
 
+from clusters.capabilities import capabilities_changed
 from clusters.models import Cluster, Gpu, Slave
 from jobs.models import Job, UserUsage
 from jobs.scheduler.core import run_cycle
@@ -87,6 +88,7 @@ def populate(snapshot) -> None:
         ],
         batch_size=2000,
     )
+    capabilities_changed()  # bulk_create sends no signals
     common = {"status_updated": now, "created": now, "event_times": {}}
     jobs = [
         Job(
