@@ -371,9 +371,10 @@ def test_stopped_engine_goes_offline_and_its_job_fails_after_grace(people, runti
 
 def test_out_of_memory_is_reported(people, local, watcher):
     watcher()
-    # sort holds its whole input: one 3 GB line against the 1 GB limit (swap disabled).
-    hog = ["sh", "-c", "head -c 3000m /dev/zero | tr '\\0' a | sort > /dev/null"]
-    done = wait_for(submit(people, job(hog)), "FINISHED", "FAILED", timeout=60)
+    # sort holds its whole input: one 1.5 GB line against the 1 GB limit (swap disabled). It is
+    # CPU-bound: on a loaded 2-core machine it can take a minute to reach the limit.
+    hog = ["sh", "-c", "head -c 1500m /dev/zero | tr '\\0' a | sort > /dev/null"]
+    done = wait_for(submit(people, job(hog)), "FINISHED", "FAILED", timeout=180)
     assert done.status == "FAILED"
     assert "killed by the kernel for using more than its 1 GB memory" in done.end_reason
 
