@@ -4,7 +4,8 @@ Decisions change on their own only at known moments: a queued job's notBefore (i
 or notAfter (it fails), a reservation's start (its halts begin, others are kept off) or end (its
 resources open up), a running job's maxDuration deadline (it is cancelled) and, while some
 queued job waits for room, a running job's minDuration end (it becomes haltable) and the end
-of ``fairness_halt_min_queued_s``. ``next_wakeup`` is the earliest of those strictly after
+of ``fairness_halt_min_queued_s``, and an interactive job's deadline to start behind the jobs
+halted for it. ``next_wakeup`` is the earliest of those strictly after
 ``now``; the bridge keeps one timer for it, so time-driven events need not wait for the
 periodic tick. One pass over the snapshot, no sorting.
 """
@@ -58,6 +59,12 @@ def next_wakeup(
         consider(max_end(job))
         if waiting:
             consider(min_end(job))
+    # An interactive job waiting behind jobs halted for it fails at its deadline: on time, not
+    # at the next periodic tick (scheduler/interactive.py).
+    wait_limit = timedelta(seconds=snapshot.config.interactive_halt_wait_s)
+    for job in snapshot.queued:
+        if job.interactive and job.halt_wait_since is not None:
+            consider(job.halt_wait_since + wait_limit)
     patience = snapshot.config.fairness_halt_min_queued_s
     if waiting and patience > 0:
         delay = timedelta(seconds=patience)

@@ -195,3 +195,15 @@ def test_interactive_before_a_lighter_users_batch_job():
     assert set(started(result)) == {"inter"}
     assert failed(result) == {}
     assert result.explanations["batch"]
+
+
+def test_the_scheduler_wakes_at_an_interactive_jobs_deadline():
+    """A waiting interactive job fails at its deadline, not at the next periodic tick."""
+    since = NOW - timedelta(seconds=20)
+    job = queued("i", interactive=True, halt_wait_since=since)
+    leaving = busy(started=ago(WEEK), min_s=HOUR, halting=True)
+    config = SchedulerConfig(interactive_halt_wait_s=60)
+    result = run_cycle(
+        snapshot(slaves=[slave("s1")], running=[leaving], queued=[job], config=config)
+    )
+    assert result.next_wakeup == since + timedelta(seconds=60)
