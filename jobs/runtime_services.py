@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
+from jobs import task_names
 from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.logs import job_log_archive
 from jobs.models import Job, JobPullSecret
@@ -33,7 +34,7 @@ from portal.timefmt import utc_z
 log = logging.getLogger(__name__)
 S = JobStatus
 HALT_EXIT_CODE = 123
-FINISH_TASK = "jobs.tasks.job_finish"
+FINISH_TASK = task_names.JOB_FINISH
 LAUNCH_ATTEMPTS = 3
 
 
@@ -151,7 +152,7 @@ def _schedule_max_duration_tick(job: Job) -> None:
 
     Schedule.objects.create(
         name=f"maxDuration of {job.uuid}",
-        func="jobs.tasks.scheduler_tick",
+        func=task_names.SCHEDULER_TICK,
         schedule_type=Schedule.ONCE,
         next_run=job.started_at + timedelta(seconds=job.max_duration_s + 1),
         repeats=1,

@@ -8,9 +8,10 @@ runs, the lease makes it run exactly one follow-up (see jobs.scheduling.lease).
 from django.conf import settings
 from django.db import transaction
 
+from jobs import task_names
 from portal.tasks import fire
 
-SCHEDULER_TICK_TASK = "jobs.tasks.scheduler_tick"
+SCHEDULER_TICK_TASK = task_names.SCHEDULER_TICK
 
 
 def tick_request() -> None:

@@ -17,13 +17,14 @@ from django.db import close_old_connections
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
+from jobs import task_names
 from jobs.launch import LABEL_INSTANCE, LABEL_JOB
 from jobs.models import Job
 from jobs.states import ON_SLAVE
 from portal.tasks import fire
 
 log = logging.getLogger(__name__)
-FINISH_TASK = "jobs.tasks.job_finish"
+FINISH_TASK = task_names.JOB_FINISH
 
 
 def handle_event(event: dict) -> None:

@@ -2,11 +2,13 @@
 
 from django.conf import settings
 
+from jobs import task_names
+
 PERIODIC = {
     # name: (task path, minutes)
-    "scheduler tick (safety net)": ("jobs.tasks.scheduler_tick", None),
+    "scheduler tick (safety net)": (task_names.SCHEDULER_TICK, None),
     # Reconcile probes every slave first (online state, engine info), then repairs drift.
-    "reconcile slaves": ("jobs.tasks.reconcile", 1),
+    "reconcile slaves": (task_names.RECONCILE, 1),
 }
 
 

@@ -17,13 +17,27 @@ log = logging.getLogger(__name__)
 recorded: list[tuple[str, tuple]] = []
 
 
+class UnknownTask(LookupError):
+    """A task path that names no function (a typo: see jobs.task_names)."""
+
+
 def resolve(dotted_path: str):
     module_name, _, attr = dotted_path.rpartition(".")
-    return getattr(import_module(module_name), attr)
+    try:
+        task = getattr(import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise UnknownTask(f"task {dotted_path!r} does not resolve: {error}") from None
+    if not callable(task):
+        raise UnknownTask(f"task {dotted_path!r} is not callable")
+    return task
 
 
 def fire(dotted_path: str, *args, group: str | None = None) -> None:
-    """Run ``dotted_path(*args)`` in the background once the current transaction commits."""
+    """Run ``dotted_path(*args)`` in the background once the current transaction commits.
+
+    The path is resolved now, in every mode: a misspelt task fails the caller (and the fast
+    tests, which only record tasks) instead of a worker later."""
+    resolve(dotted_path)
     transaction.on_commit(lambda: _dispatch(dotted_path, args, group))
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db import transaction
 
 from clusters.models import Slave
+from jobs import task_names
 from jobs.models import Job
 from jobs.scheduler import model as sm
 from jobs.states import HOLDS_RESOURCES, JobStatus
@@ -14,7 +15,7 @@ from jobs.transitions import TransitionRequest, job_transition, job_transition_m
 
 log = logging.getLogger(__name__)
 S = JobStatus
-LAUNCH_TASK = "jobs.tasks.job_launch"
+LAUNCH_TASK = task_names.JOB_LAUNCH
 
 
 def _held_ids(slave_ids: list[int]) -> dict[int, tuple[set[int], set[int]]]:
