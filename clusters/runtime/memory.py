@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urlparse
@@ -148,6 +148,7 @@ class _Daemon:
             architecture="x86_64",
         )
         self.failures: dict[str, deque[RuntimeFailure]] = {}
+        self.hooks: dict[str, Callable[[], None]] = {}
         self.unreachable = False
         self.generation = 0  # bumped when streams must break (reset, unreachable)
         self.check_bind_sources = True
@@ -376,6 +377,9 @@ class MemoryEngine:
                 f"{operation} on {self.url}: connection refused (engine unreachable)",
                 permanent=False,
             )
+        hook = daemon.hooks.pop(operation, None)
+        if hook is not None:
+            hook()
         for key in (operation, "*"):
             queue = daemon.failures.get(key)
             if queue:
@@ -432,6 +436,19 @@ class MemoryEngine:
     # -- containers -------------------------------------------------------------------------
 
     def run(self, spec: ContainerSpec) -> str:
+        container_id = self.create(spec)
+        try:
+            self.start(container_id)
+        except RuntimeFailure:
+            try:
+                self.remove(container_id)
+            except RuntimeFailure:
+                pass  # the start failure is the one to report
+            raise
+        return container_id
+
+    def create(self, spec: ContainerSpec) -> str:
+        """Create without starting (steering: a launch that crashed between the two)."""
         check_spec(spec, extra_sockets=self._own_sockets, port_policy=self.port_policy)
         with self._daemon.cond:
             daemon = self._enter("create")
@@ -456,14 +473,6 @@ class MemoryEngine:
             container_id = uuid.uuid4().hex + uuid.uuid4().hex
             name = spec.name or f"memory_{container_id[:12]}"
             daemon.containers[container_id] = _Container(id=container_id, name=name, spec=spec)
-        try:
-            self.start(container_id)
-        except RuntimeFailure:
-            try:
-                self.remove(container_id)
-            except RuntimeFailure:
-                pass  # the start failure is the one to report
-            raise
         return container_id
 
     def start(self, container_id: str) -> None:
@@ -648,6 +657,12 @@ class MemoryEngine:
         with self._daemon.cond:
             queue = self._daemon.failures.setdefault(operation, deque())
             queue.extend([failure] * (1 if times == -1 else times))
+
+    def before_next(self, operation: str, hook: Callable[[], None]) -> None:
+        """Call ``hook`` once, right before the next ``operation`` ("run" is "create"): lets
+        a test change the world in the middle of a service (a cancel during a launch)."""
+        with self._daemon.cond:
+            self._daemon.hooks[{"run": "create"}.get(operation, operation)] = hook
 
     def clear_failures(self) -> None:
         with self._daemon.cond:
