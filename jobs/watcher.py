@@ -9,6 +9,7 @@ periodically, so new slaves are watched without a restart.
 import logging
 import threading
 import time
+import uuid
 from datetime import datetime
 
 from django.conf import settings
@@ -32,7 +33,11 @@ def handle_event(event: dict) -> None:
     if event.get("action") != "die":
         return
     job_uuid = (event.get("labels") or {}).get(LABEL_JOB)
-    if not job_uuid:
+    try:
+        uuid.UUID(job_uuid or "")
+    except ValueError:
+        # Not a job of ours (a hand-made label): querying with it would raise, and the
+        # stream, resumed from this event, would raise again forever.
         return
     close_old_connections()
     job_id = (
