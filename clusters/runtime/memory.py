@@ -792,6 +792,10 @@ def _tokens(script: str) -> list[_Word | str]:
                 raw = ""
             parts = (parts or []) + [(script[i + 1], False)]
             i += 2
+        elif ch in "()":
+            flush()
+            tokens.append(ch)
+            i += 1
         elif ch in ";&|<>":
             if ch == ">" and parts is None and raw in ("1", "2"):
                 prefix, raw = raw, ""
@@ -917,6 +921,8 @@ class _Parser:
                 return _If(branches, otherwise)
         command = _Simple([])
         while (token := self.peek()) is not None and token not in ("&&", "||", ";", "|", "&"):
+            if token in ("(", ")"):
+                raise ValueError("syntax error: subshells are not modelled")
             self.i += 1
             if isinstance(token, _Word):
                 command.words.append(token)
