@@ -152,6 +152,7 @@ class _Daemon:
         self.unreachable = False
         self.generation = 0  # bumped when streams must break (reset, unreachable)
         self.check_bind_sources = True
+        self.streams_opened = 0  # event streams ever opened: tests wait for a watcher's
         self._last_ns = 0
         self._ports = itertools.count(32768)
 
@@ -592,6 +593,7 @@ class MemoryEngine:
         with self._daemon.cond:
             daemon = self._enter("events")
             generation = daemon.generation
+            daemon.streams_opened += 1
             # Like Docker: past events from ``since`` on; without it, only what comes next.
             cursor = 0 if since is not None else len(daemon.events)
         floor, end = _seconds(since), _seconds(until)
@@ -675,6 +677,11 @@ class MemoryEngine:
             if unreachable:
                 self._daemon.generation += 1
             self._daemon.cond.notify_all()
+
+    def streams_opened(self) -> int:
+        """How many event streams clients have opened on this daemon so far."""
+        with self._daemon.cond:
+            return self._daemon.streams_opened
 
     def add_image(self, ref: str) -> None:
         with self._daemon.cond:

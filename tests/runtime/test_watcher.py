@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from clusters.runtime import memory
 from jobs.models import Job
 from jobs.watcher import SlaveWatch, handle_event, watch_forever
 from portal import tasks
@@ -31,23 +32,30 @@ def test_handle_event_fires_the_finish_of_a_portal_job_only(people, slave, engin
     assert tasks.recorded == [("jobs.tasks.job_finish", (job.pk,))]
 
 
+def wait_for_stream(engine, opened_before, timeout=10.0):
+    """Until a watcher has opened its event stream (what happens before is not replayed)."""
+    deadline = time.monotonic() + timeout
+    while engine.streams_opened() <= opened_before:
+        assert time.monotonic() < deadline, "the watcher never opened its event stream"
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def watching(runtime):
     """Real watcher threads (as the watcher process runs them), stopped afterwards."""
     stop = threading.Event()
     threads = []
 
-    def start(slave):
+    def start(slave, engine):
+        opened = engine.streams_opened()
         thread = SlaveWatch(slave, stop)
         thread.start()
         threads.append(thread)
-        time.sleep(0.2)  # let the stream open
+        wait_for_stream(engine, opened)
         return thread
 
     yield start
     stop.set()
-    from clusters.runtime import memory
-
     memory.reset()  # ends the streams the threads wait on
     for thread in threads:
         thread.join(timeout=5)
@@ -56,7 +64,7 @@ def watching(runtime):
 
 @pytest.mark.django_db(transaction=True)
 def test_die_event_finishes_the_job_within_a_second(people, slave, engine, watching):
-    watching(slave)
+    watching(slave, engine)
     job = submit(people, job_doc("sh -c 'echo working; sleep 0.3; exit 4'"))
     began = time.monotonic()
     done = wait_for(job, "FAILED", "FINISHED", timeout=10)
@@ -66,27 +74,38 @@ def test_die_event_finishes_the_job_within_a_second(people, slave, engine, watch
 
 
 @pytest.mark.django_db(transaction=True)
-def test_watcher_resumes_after_the_engine_comes_back(people, slave, engine, watching):
+def test_watcher_resumes_after_the_engine_comes_back(people, slave, engine, runtime):
     job = submit(people, job_doc("sleep 300"))
     job.refresh_from_db()
     engine.set_unreachable()
-    watching(slave)  # its first attempt fails: it retries after a back-off
-    engine.set_unreachable(False)
-    time.sleep(1.3)  # the first back-off is 1 s
-    engine.finish(job.container_id, 0)
-    assert wait_for(job, "FINISHED", "FAILED", timeout=10).status == "FINISHED"
-    wait_container_removed(slave, job)
+    stop = threading.Event()
+    thread = SlaveWatch(slave, stop)
+    thread.start()  # its first attempt fails: it retries after a back-off of 1 s
+    try:
+        time.sleep(0.2)
+        opened = engine.streams_opened()
+        engine.set_unreachable(False)
+        wait_for_stream(engine, opened)
+        engine.finish(job.container_id, 0)
+        assert wait_for(job, "FINISHED", "FAILED", timeout=10).status == "FINISHED"
+        wait_container_removed(slave, job)
+    finally:
+        stop.set()
+        memory.reset()
+        thread.join(timeout=5)
+    assert not thread.is_alive()
 
 
 @pytest.mark.django_db(transaction=True)
 def test_watch_forever_watches_every_slave_until_stopped(people, slave, engine, runtime):
     stop = threading.Event()
+    opened = engine.streams_opened()
     thread = threading.Thread(target=watch_forever, kwargs={"refresh_s": 0.2, "stop": stop})
     thread.start()
     try:
         job = submit(people, job_doc("sleep 300"))
         job.refresh_from_db()
-        time.sleep(0.5)
+        wait_for_stream(engine, opened)
         engine.finish(job.container_id, 0)
         assert wait_for(job, "FINISHED", "FAILED", timeout=10).status == "FINISHED"
         wait_container_removed(slave, job)
