@@ -71,8 +71,16 @@ def watcher(runtime):
 
     def start():
         for slave in Slave.objects.all():
-            SlaveWatch(slave, stop).start()
-        time.sleep(0.3)  # let the event streams open
+            with engine_for(slave) as engine:
+                opened = getattr(engine, "streams_opened", lambda: None)()
+                SlaveWatch(slave, stop).start()
+                if opened is None:
+                    time.sleep(0.3)  # Docker: let the event stream open
+                    continue
+                deadline = time.monotonic() + 10  # in memory: wait until it has
+                while engine.streams_opened() <= opened:
+                    assert time.monotonic() < deadline, "the watcher never opened its stream"
+                    time.sleep(0.02)
 
     yield start
     stop.set()
@@ -220,7 +228,9 @@ def test_live_log_ranges_add_up_to_the_archive(people, local, watcher):
     command = "sh -c 'for i in 1 2 3 4 5 6; do echo line-$i; echo err-$i >&2; sleep 0.4; done'"
     running = wait_for(submit(people, job_doc(command)), "RUNNING")
     seen, offset, reads = b"", 0, 0
+    deadline = time.monotonic() + 30
     while True:
+        assert time.monotonic() < deadline, f"the job stayed {running.status}"
         running.refresh_from_db()
         data, total = job_log_range(running, offset)
         assert total >= offset
