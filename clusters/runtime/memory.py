@@ -106,7 +106,7 @@ class _Container:
     program: Iterator | None = None
     wake_at: float | None = None  # seconds since the epoch; None: blocked forever
     handlers: dict[str, str] = field(default_factory=dict)
-    status_code: int = 0  # $? of the model shell
+    last_status: int = 0  # $? of the model shell
 
     @property
     def running(self) -> bool:
@@ -958,7 +958,6 @@ class _Shell:
             "HOME": "/root",
             **container.spec.environment,
         }
-        self.at: float | None = None
 
     def expand(self, word: _Word) -> str:
         out = ""
@@ -974,7 +973,7 @@ class _Shell:
                 i += 1
                 continue
             if text[i + 1] == "?":
-                out += str(self.container.status_code)
+                out += str(self.container.last_status)
                 i += 2
                 continue
             if text[i + 1] == "{":
@@ -1014,7 +1013,7 @@ class _Shell:
             if (op == "&&" and status != 0) or (op == "||" and status == 0):
                 continue
             status = yield from self.pipeline(pipeline, sink)
-            self.container.status_code = status
+            self.container.last_status = status
         return status
 
     def pipeline(self, commands, sink):
@@ -1082,7 +1081,7 @@ class _Shell:
         if name == "false":
             return 1
         if name == "exit":
-            raise _Exit(int(args[0]) if args else self.container.status_code)
+            raise _Exit(int(args[0]) if args else self.container.last_status)
         if name == "echo":
             newline = "\n"
             if args and args[0] == "-n":
