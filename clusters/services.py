@@ -28,10 +28,15 @@ def site_port_policy():
 
 
 def engine_for(slave: Slave):
-    """The Docker engine behind a slave (the runtime package is the only Docker importer)."""
+    """The engine behind a slave (``clusters.runtime.protocol.Engine``): Docker, or the
+    in-memory engine when ``PORTAL_ENGINE=memory`` or the slave's URL is ``memory://name``
+    (fast tests, demos without Docker). The runtime package is the only Docker importer."""
     from clusters.runtime.engine import DockerEngine
+    from clusters.runtime.memory import MemoryEngine, is_memory_url
 
-    return DockerEngine(
+    use_memory = settings.PORTAL_ENGINE == "memory" or is_memory_url(slave.docker_url)
+    engine_class = MemoryEngine if use_memory else DockerEngine
+    return engine_class(
         slave.docker_url,
         tls_ca=slave.tls_ca or None,
         tls_cert=slave.tls_cert or None,

@@ -8,13 +8,14 @@ backend is Django's (console by default: set PORTAL_EMAIL_BACKEND and the SMTP s
 from django.conf import settings
 from django.core.mail import send_mail
 
+from jobs import task_names
 from jobs.models import Job
 from jobs.states import JobStatus
 from portal.emails import HIDDEN_EMAIL
 from portal.tasks import fire
 
 S = JobStatus
-NOTIFY_TASK = "jobs.tasks.job_notify"
+NOTIFY_TASK = task_names.JOB_NOTIFY
 LIST_FOR_STATUS = {
     S.QUEUED: "emailOnQueue",
     S.RUNNING: "emailOnRun",

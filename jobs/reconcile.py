@@ -16,6 +16,7 @@ from django.utils import timezone
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
+from jobs import task_names
 from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
 from jobs.models import Job, JobEvent
 from jobs.runtime_services import job_finish_run, job_restart_create, runtime_work_stale
@@ -28,9 +29,9 @@ log = logging.getLogger(__name__)
 S = JobStatus
 # A launch may still be creating the container: don't call it missing before this.
 LAUNCH_GRACE = timedelta(minutes=5)
-LAUNCH_TASK = "jobs.tasks.job_launch"
-STOP_TASK = "jobs.tasks.job_stop"
-HALT_TASK = "jobs.tasks.job_halt"
+LAUNCH_TASK = task_names.JOB_LAUNCH
+STOP_TASK = task_names.JOB_STOP
+HALT_TASK = task_names.JOB_HALT
 
 
 def reconcile_all(now: datetime | None = None, *, unclaimed_ok: bool = False) -> None:

@@ -20,8 +20,10 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from jobs import task_names
+
 log = logging.getLogger(__name__)
-RECOVER_TASK = "jobs.tasks.recover"
+RECOVER_TASK = task_names.RECOVER
 
 
 def recovery_request(**_signal) -> bool:

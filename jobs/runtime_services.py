@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
+from jobs import task_names
 from jobs.heartbeat import Heartbeat
 from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.logs import job_log_archive
@@ -38,7 +39,7 @@ S = JobStatus
 HALT_EXIT_CODE = 123
 SIGKILL_EXIT_CODE = 137  # 128 + 9: what Docker reports for a container we killed
 HALT_KILLED = "halt: no exit within"
-FINISH_TASK = "jobs.tasks.job_finish"
+FINISH_TASK = task_names.JOB_FINISH
 LAUNCH_ATTEMPTS = 3
 
 
@@ -74,6 +75,15 @@ def _claim(job: Job) -> bool:
     if won:
         job.runtime_heartbeat = now
     return won == 1
+
+
+def _release(job: Job) -> None:
+    """Give the claim back when the work stopped unfinished (an unreachable slave): a retry
+    (reconcile, the queue, a user's second cancel) may go on at once instead of waiting for
+    the claim to go stale."""
+    Job.objects.filter(pk=job.pk, runtime_heartbeat__gte=job.runtime_heartbeat).update(
+        runtime_heartbeat=None
+    )
 
 
 def _beating(job: Job) -> Heartbeat:
@@ -410,6 +420,7 @@ def job_stop_run(*, job_id: int) -> None:
         return
     except RuntimeFailure as failure:
         log.warning("stop of %s deferred: %s", job.uuid, failure)
+        _release(job)
         return
     job_finish_run(job_id=job.pk)
 
@@ -463,5 +474,6 @@ def job_halt_run(*, job_id: int) -> None:
         pass
     except RuntimeFailure as failure:
         log.warning("halt of %s deferred: %s", job.uuid, failure)
+        _release(job)
         return
     job_finish_run(job_id=job.pk)

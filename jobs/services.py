@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from jobs import task_names
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.notifications import job_notify_request
 from jobs.request_columns import columns_from_request
@@ -28,8 +29,8 @@ from portal.timefmt import utc_z
 from reservations.models import Reservation
 
 S = JobStatus
-STOP_TASK = "jobs.tasks.job_stop"
-HALT_TASK = "jobs.tasks.job_halt"
+STOP_TASK = task_names.JOB_STOP
+HALT_TASK = task_names.JOB_HALT
 
 
 def spec_defaults() -> SpecDefaults:

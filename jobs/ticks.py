@@ -13,11 +13,12 @@ import logging
 from django.conf import settings
 from django.db import close_old_connections, transaction
 
+from jobs import task_names
 from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 
-SCHEDULER_TICK_TASK = "jobs.tasks.scheduler_tick"
+SCHEDULER_TICK_TASK = task_names.SCHEDULER_TICK
 
 
 def tick_request() -> None:

@@ -10,6 +10,7 @@ periodically, so new slaves are watched without a restart.
 import logging
 import threading
 import time
+import uuid
 from datetime import datetime
 
 from django.conf import settings
@@ -18,6 +19,7 @@ from django.db import close_old_connections, connections
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
+from jobs import task_names
 from jobs.launch import LABEL_JOB, slave_labels
 from jobs.models import Job
 from jobs.states import ON_SLAVE
@@ -25,7 +27,7 @@ from jobs.ticks import wakeup_loop
 from portal.tasks import fire
 
 log = logging.getLogger(__name__)
-FINISH_TASK = "jobs.tasks.job_finish"
+FINISH_TASK = task_names.JOB_FINISH
 
 
 def handle_event(event: dict) -> None:
@@ -33,7 +35,11 @@ def handle_event(event: dict) -> None:
     if event.get("action") != "die":
         return
     job_uuid = (event.get("labels") or {}).get(LABEL_JOB)
-    if not job_uuid:
+    try:
+        uuid.UUID(job_uuid or "")
+    except ValueError:
+        # Not a job of ours (a hand-made label): querying with it would raise, and the
+        # stream, resumed from this event, would raise again forever.
         return
     close_old_connections()
     job_id = (

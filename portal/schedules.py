@@ -7,13 +7,14 @@ Made (or updated) after every ``migrate`` (portal/apps.py), so a deployment that
 from django.conf import settings
 from django.db import connections
 
+from jobs import task_names
 from portal.tasks import task_timeout
 
 PERIODIC = {
     # name: (task path, minutes)
-    "scheduler tick (safety net)": ("jobs.tasks.scheduler_tick", None),
+    "scheduler tick (safety net)": (task_names.SCHEDULER_TICK, None),
     # Reconcile probes every slave first (online state, engine info), then repairs drift.
-    "reconcile slaves": ("jobs.tasks.reconcile", 1),
+    "reconcile slaves": (task_names.RECONCILE, 1),
 }
 
 

@@ -207,6 +207,9 @@ if os.environ.get("PORTAL_REDIS_URL"):
 # calling process (single-process demos and integration tests); "record": only remember them
 # (unit tests assert what would have been enqueued).
 PORTAL_TASK_MODE = os.environ.get("PORTAL_TASK_MODE", "queue")
+# Which engine runs slaves' containers: "docker", or "memory" (clusters.runtime.memory: pure
+# Python, for fast tests and demos without Docker). A slave URL memory://NAME is always memory.
+PORTAL_ENGINE = os.environ.get("PORTAL_ENGINE", "docker").strip().lower() or "docker"
 
 # --- GPULab identity -----------------------------------------------------------------------
 PORTAL_URN_AUTHORITY = os.environ.get("PORTAL_URN_AUTHORITY", "gpuportal.local")

@@ -17,17 +17,31 @@ log = logging.getLogger(__name__)
 recorded: list[tuple[str, tuple]] = []
 
 
+class UnknownTask(LookupError):
+    """A task path that names no function (a typo: see jobs.task_names)."""
+
+
 def resolve(dotted_path: str):
     module_name, _, attr = dotted_path.rpartition(".")
-    return getattr(import_module(module_name), attr)
+    try:
+        task = getattr(import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise UnknownTask(f"task {dotted_path!r} does not resolve: {error}") from None
+    if not callable(task):
+        raise UnknownTask(f"task {dotted_path!r} is not callable")
+    return task
 
 
 def task_timeout(dotted_path: str) -> int | None:
-    """The time limit of tasks that may outlast Q_CLUSTER's 60 s (None: the cluster's).
+    """The time limit of tasks that may outlast Q_CLUSTER's 60 s (None: the cluster's)."""
+    return task_timeouts().get(dotted_path)
 
-    A launch may pull a big image; a stop and a halt wait their grace period and then read the
-    log; reconcile visits every slave, each engine call bounded by its 30 s client timeout.
-    """
+
+def task_timeouts() -> dict[str, int]:
+    """Tasks with their own time limit. A launch may pull a big image; a stop and a halt wait
+    their grace period and then read the log; reconcile visits every slave, each engine call
+    bounded by its 30 s client timeout. (Paths as in jobs/task_names.py; a test holds them to
+    it: this kernel module imports no app.)"""
     return {
         "jobs.tasks.job_launch": settings.PORTAL_LAUNCH_TIMEOUT_S,
         "jobs.tasks.job_stop": settings.PORTAL_STOP_GRACE_S + 120,
@@ -35,11 +49,15 @@ def task_timeout(dotted_path: str) -> int | None:
         "jobs.tasks.job_finish": 300,
         "jobs.tasks.reconcile": 600,
         "jobs.tasks.recover": 600,
-    }.get(dotted_path)
+    }
 
 
 def fire(dotted_path: str, *args, group: str | None = None) -> None:
-    """Run ``dotted_path(*args)`` in the background once the current transaction commits."""
+    """Run ``dotted_path(*args)`` in the background once the current transaction commits.
+
+    The path is resolved now, in every mode: a misspelt task fails the caller (and the fast
+    tests, which only record tasks) instead of a worker later."""
+    resolve(dotted_path)
     transaction.on_commit(lambda: _dispatch(dotted_path, args, group))
 
 

@@ -10,4 +10,8 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 .venv/bin/ruff format --check .
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
-exec .venv/bin/pytest "$@"
+# Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the in-memory
+# engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
+exec .venv/bin/pytest \
+  --cov=jobs.runtime_services --cov=jobs.reconcile --cov=jobs.watcher \
+  --cov=clusters.runtime.engine --cov=clusters.runtime.memory --cov-report=term "$@"

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from clusters.models import Slave
+from jobs import task_names
 from jobs.bulk_sql import rows_update
 from jobs.models import Job
 from jobs.scheduler import model as sm
@@ -15,7 +16,7 @@ from jobs.transitions import TransitionRequest, job_transition_many
 
 log = logging.getLogger(__name__)
 S = JobStatus
-LAUNCH_TASK = "jobs.tasks.job_launch"
+LAUNCH_TASK = task_names.JOB_LAUNCH
 
 
 def _held_ids(slave_ids: list[int]) -> dict[int, tuple[set[int], set[int]]]:

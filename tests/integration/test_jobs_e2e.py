@@ -1,7 +1,10 @@
-"""Jobs end to end on real Docker engines: submit -> tick -> launch -> container -> finish.
+"""Jobs end to end on real Docker engines: what only Docker can show (storage on disk, links,
+reachable ports, OOM kills, several engines, an engine that stops, registry failures).
 
-Tasks run inline (right after commit, in this process); a real watcher thread follows the
-engine's events, as the watcher process does in production.
+The life cycle every engine shares (finish, exit codes, cancel, halt, restart, maxDuration,
+reconcile, live logs) is in tests/integration/contract/test_jobs_contract.py, run on Docker
+and on the in-memory engine alike. Tasks run inline (right after commit, in this process); a
+real watcher thread follows the engine's events, as the watcher process does in production.
 """
 
 import copy
@@ -10,7 +13,6 @@ import subprocess
 import threading
 import time
 import urllib.request
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,6 @@ from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave
 from jobs.logs import job_log_bytes
 from jobs.models import Job
 from jobs.reconcile import reconcile_all
-from jobs.scheduling import tick
 from jobs.services import job_cancel, job_halt_request, job_submit
 from jobs.spec import SpecError
 from jobs.watcher import SlaveWatch
@@ -115,55 +116,8 @@ def wait_for(job: Job, *states: str, timeout: float = 30) -> Job:
     raise AssertionError(f"job stayed {job.status} (wanted {states}): {job.end_reason}")
 
 
-def assert_container_removed(slave: Slave, job: Job, timeout: float = 10) -> None:
-    """The container goes right after the final status is written (the log is archived)."""
-    deadline = time.monotonic() + timeout
-    with engine_for(slave) as engine:
-        while engine.find_by_label("gpuportal.job", str(job.uuid)):
-            assert time.monotonic() < deadline, f"container of {job.uuid} was not removed"
-            time.sleep(0.1)
-
-
 def log_text(job: Job) -> str:
     return job_log_bytes(job).decode(errors="replace")
-
-
-def test_env_job_finishes_with_archived_log(people, local, watcher):
-    watcher()
-    doc = job(["sh", "-c", "env | sort; echo all-done"], docker__environment={"MY_VAR": "x1"})
-    doc["request"]["docker"]["projectGidVariableName"] = "PROJ_GID"
-    submitted = submit(people, doc)
-    done = wait_for(submitted, "FINISHED", "FAILED")
-    assert done.status == "FINISHED", done.end_reason
-    assert done.exit_code == 0 and done.log_archived
-    text = log_text(done)
-    assert f"GPULAB_JOB_ID={done.uuid}" in text
-    for expected in [
-        "GPULAB_RESTART_COUNT=0",
-        f"GPULAB_RESTART_INITIAL_JOB_ID={done.uuid}",
-        "GPULAB_PROJECT=e2e",
-        "GPULAB_USERNAME=carol",
-        "GPULAB_GPUS_RESERVED=1",
-        "GPULAB_CPUS_RESERVED=1",
-        "GPULAB_MEM_RESERVED=1024m",
-        "GPULAB_CLUSTER_ID=1",
-        "GPULAB_SLAVE_HOSTNAME=local",
-        f"CUDA_VISIBLE_DEVICES={done.gpu_ids[0]}",
-        "MY_VAR=x1",
-        "PROJ_GID=4321",
-        "all-done",
-    ]:
-        assert expected in text, expected
-    # The container is gone once the log is archived.
-    assert_container_removed(local, done)
-
-
-def test_failing_command_fails_with_exit_code(people, local, watcher):
-    watcher()
-    done = wait_for(submit(people, job("sh -c 'echo oops; exit 3'")), "FINISHED", "FAILED")
-    assert done.status == "FAILED" and done.exit_code == 3
-    assert "exit code 3" in done.end_reason
-    assert "oops" in log_text(done)
 
 
 def test_port_mapping_is_reachable_on_reported_port(people, local):
@@ -233,50 +187,6 @@ def test_forbidden_host_path_is_refused_at_submit(people, local):
     assert Job.objects.count() == 0
 
 
-HALTABLE = (
-    'sh -c \'trap "echo saw-usr1; exit 123" USR1; '
-    "echo restart-count=$GPULAB_RESTART_COUNT initial=$GPULAB_RESTART_INITIAL_JOB_ID; "
-    "while true; do sleep 0.2; done'"
-)
-
-
-def test_halt_then_restart_continues_with_restart_count(people, local, watcher):
-    watcher()
-    user, _ = people
-    doc = job(HALTABLE, scheduling__restartable=True)
-    doc["request"]["scheduling"]["maxDuration"] = "2 hours"
-    first = wait_for(submit(people, doc), "RUNNING")
-    time.sleep(2)  # run long enough for the continuation's maxDuration to shrink
-    job_halt_request(job=first, user=user)
-    halted = wait_for(first, "HALTED", "FAILED")
-    assert halted.status == "HALTED", halted.end_reason
-    assert halted.exit_code == 123 and "saw-usr1" in log_text(halted)
-    assert halted.halt_events[0]["reason"] == "User requested fallback manually"
-    follow = Job.objects.get(restart_of=halted)
-    assert follow.restart_count == 1 and str(follow.initial_job_uuid) == str(halted.uuid)
-    assert follow.max_duration_s < 2 * 3600
-    follow = wait_for(follow, "RUNNING")
-    deadline = time.monotonic() + 10
-    while "restart-count" not in log_text(follow) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert f"restart-count=1 initial={halted.uuid}" in log_text(follow)
-    job_cancel(job=follow, user=user)
-    wait_for(follow, "CANCELLED")
-
-
-def test_job_ignoring_sigusr1_fails_after_grace(people, local, watcher):
-    watcher()
-    user, _ = people
-    stubborn = "sh -c 'trap \"echo ignored\" USR1; while true; do sleep 0.2; done'"
-    running = wait_for(submit(people, job(stubborn)), "RUNNING")
-    time.sleep(0.3)
-    began = time.monotonic()
-    job_halt_request(job=running, user=user)
-    failed = wait_for(running, "FAILED", "HALTED", timeout=20)
-    assert failed.status == "FAILED" and "halt procedure not obeyed" in failed.end_reason
-    assert time.monotonic() - began >= 2.5  # the 3 s grace period was honoured
-
-
 @pytest.mark.parametrize("code,status,reason", [(0, "FINISHED", ""), (3, "FAILED", "exit code 3")])
 def test_job_ending_on_its_own_during_a_halt_ends_by_its_exit_code(
     people, local, watcher, code, status, reason
@@ -290,38 +200,6 @@ def test_job_ending_on_its_own_during_a_halt_ends_by_its_exit_code(
     job_halt_request(job=running, user=user)
     done = wait_for(running, "FINISHED", "FAILED", "HALTED", timeout=20)
     assert (done.status, done.exit_code, done.end_reason) == (status, code, reason)
-
-
-def test_cancel_stops_the_container_and_keeps_the_log(people, local, watcher):
-    watcher()
-    user, _ = people
-    running = wait_for(submit(people, job("sh -c 'echo started; sleep 300'")), "RUNNING")
-    time.sleep(0.3)
-    job_cancel(job=running, user=user)
-    cancelled = wait_for(running, "CANCELLED")
-    assert "started" in log_text(cancelled)
-    assert_container_removed(local, cancelled)
-
-
-def test_max_duration_reached_cancels(people, local, watcher):
-    watcher()
-    doc = job("sleep 300")
-    doc["request"]["scheduling"]["maxDuration"] = "1 minute"
-    running = wait_for(submit(people, doc), "RUNNING")
-    tick(now=running.started_at + timedelta(seconds=61))
-    cancelled = wait_for(running, "CANCELLED")
-    assert "maxDuration" in cancelled.end_reason
-
-
-def test_watcher_down_reconcile_still_finishes(people, local):
-    running = wait_for(submit(people, job("sh -c 'echo quick; sleep 1'")), "RUNNING")
-    with engine_for(local) as engine:
-        engine.wait(running.container_id, timeout_s=20)
-    running.refresh_from_db()
-    assert running.status == "RUNNING"  # nobody watched the exit
-    reconcile_all()
-    running.refresh_from_db()
-    assert running.status == "FINISHED" and "quick" in log_text(running)
 
 
 def test_jobs_spread_over_three_engines(people, runtime):
@@ -379,28 +257,6 @@ def test_out_of_memory_is_reported(people, local, watcher):
     assert "killed by the kernel for using more than its 1 GB memory" in done.end_reason
 
 
-def test_reconcile_removes_containers_of_unknown_or_ended_jobs(people, local, runtime):
-    import uuid
-
-    from clusters.runtime.spec import ContainerSpec
-    from jobs.launch import LABEL_JOB, slave_labels
-
-    ended = wait_for(submit(people, job("true")), "RUNNING", "FINISHED")
-    reconcile_all()
-    wait_for(ended, "FINISHED")
-    strays = {str(uuid.uuid4()): None, str(ended.uuid): None}
-    with engine_for(local) as engine:
-        for job_uuid in strays:
-            labels = {LABEL_JOB: job_uuid, **slave_labels(local.pk)}
-            strays[job_uuid] = engine.run(
-                ContainerSpec(image=TEST_IMAGE, command=("sleep", "300"), labels=labels)
-            )
-        reconcile_all()
-        for job_uuid in strays:
-            assert engine.find_by_label(LABEL_JOB, job_uuid) == []
-    assert ended.events.filter(message__startswith="stopped stray container").exists()
-
-
 def test_pull_failure_fails_the_job_without_leaking_the_password(people, local, runtime):
     # A loopback registry is refused at submit unless the site allows it (item 7 of issue 10).
     runtime.PORTAL_ALLOWED_PRIVATE_REGISTRIES = ["127.0.0.1:1"]
@@ -412,28 +268,3 @@ def test_pull_failure_fails_the_job_without_leaking_the_password(people, local, 
     assert "127.0.0.1:1/team/nope" in failed.end_reason
     events = " ".join(failed.events.values_list("message", flat=True))
     assert "s3cretPW" not in failed.end_reason + events + str(failed.request)
-
-
-def test_live_log_ranges_add_up_to_the_archive(people, local, watcher):
-    """Followers read the live log by offsets; what they saw equals the archived log."""
-    from jobs.logs import job_log_range
-
-    watcher()
-    command = "sh -c 'for i in 1 2 3 4 5 6; do echo line-$i; echo err-$i >&2; sleep 0.4; done'"
-    running = wait_for(submit(people, job(command)), "RUNNING")
-    seen, offset, reads = b"", 0, 0
-    while True:
-        running.refresh_from_db()
-        data, total = job_log_range(running, offset)
-        assert total >= offset
-        seen += data
-        offset += len(data)
-        reads += 1
-        if running.status not in ("RUNNING", "STARTING") and running.log_archived:
-            data, _ = job_log_range(running, offset)
-            seen += data
-            break
-        time.sleep(0.15)
-    assert running.status == "FINISHED" and reads > 3
-    assert seen == job_log_bytes(running)
-    assert seen.count(b"line-") == 6 and seen.count(b"err-") == 6

@@ -27,7 +27,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--cluster", type=int, required=True)
-        parser.add_argument("--docker", required=True, help="unix:///path or tcp://host:2376")
+        parser.add_argument(
+            "--docker",
+            required=True,
+            help="unix:///path, tcp://host:2376 or memory://NAME (in-memory engine)",
+        )
         parser.add_argument("--host", default="", help="DNS name users reach mapped ports on")
         parser.add_argument("--tls-ca", default="")
         parser.add_argument("--tls-cert", default="")
@@ -37,8 +41,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **o):
         url = o["docker"]
-        if not (url.startswith("unix://") or url.startswith("tcp://")):
-            raise CommandError("--docker: must start with unix:// or tcp://")
+        if not url.startswith(("unix://", "tcp://", "memory://")):
+            raise CommandError("--docker: must start with unix://, tcp:// or memory://")
         if url.startswith("tcp://") and not (o["tls_ca"] and o["tls_cert"] and o["tls_key"]):
             self.stderr.write("warning: a tcp:// engine without TLS files is unauthenticated")
         declared = parse_declared(o["declare_gpus"]) if o["declare_gpus"] else None

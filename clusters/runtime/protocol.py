@@ -1,0 +1,70 @@
+"""What the portal needs from a container engine: exactly the calls it makes, nothing more.
+
+Two engines implement it: ``engine.DockerEngine`` (a real Docker daemon, the one production
+uses) and ``memory.MemoryEngine`` (pure Python, for fast tests and demos). One contract suite
+(tests/integration/contract/) holds both to the same behaviour, so they cannot drift.
+
+Every method raises ``errors.RuntimeFailure`` (``permanent`` or transient) and nothing else;
+``ContainerNotFound`` and ``ContainerNotRunning`` are the two failures callers tell apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # the dataclasses live with the Docker adapter; importing them is cheap
+    from clusters.runtime.engine import ContainerState, EngineInfo
+    from clusters.runtime.spec import ContainerSpec, PortPolicy
+
+
+@runtime_checkable
+class Engine(Protocol):
+    url: str
+    port_policy: PortPolicy
+
+    # -- lifetime: engines are used as ``with engine_for(slave) as engine:`` ----------------
+    def close(self) -> None: ...
+    def __enter__(self) -> Engine: ...
+    def __exit__(self, *exc) -> None: ...
+
+    # -- the engine --------------------------------------------------------------------------
+    def info(self) -> EngineInfo: ...
+    def image_present(self, ref: str) -> bool: ...
+    def pull(
+        self,
+        repository: str,
+        tag: str = "latest",
+        *,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> None: ...
+
+    # -- containers --------------------------------------------------------------------------
+    def run(self, spec: ContainerSpec) -> str:
+        """Check the spec (``spec.check_spec``), create and start; a failed start leaves
+        nothing behind."""
+
+    def start(self, container_id: str) -> None: ...
+    def inspect(self, container_id: str) -> ContainerState: ...
+    def list_by_labels(self, labels: Mapping[str, str]) -> list[ContainerState]: ...
+    def find_by_label(self, key: str, value: str) -> list[ContainerState]: ...
+    def signal(self, container_id: str, signal_name: str) -> None: ...
+    def stop(self, container_id: str, *, timeout_s: int) -> None: ...
+    def kill(self, container_id: str) -> None: ...
+    def wait(self, container_id: str, *, timeout_s: float) -> int: ...
+    def remove(self, container_id: str, *, force: bool = True) -> None: ...
+    def logs(
+        self, container_id: str, *, since: float | None = None, timestamps: bool = False
+    ) -> bytes: ...
+    def events(
+        self,
+        *,
+        since: datetime | float | None = None,
+        until: datetime | float | None = None,
+        filters: Mapping[str, object] | None = None,
+    ) -> Iterator[dict]:
+        """Container "start"/"die" event dicts: id, action, time, exit_code, name, image,
+        labels. Without ``until`` the stream never ends; an engine going away raises a
+        transient RuntimeFailure."""

@@ -1,0 +1,29 @@
+"""The dotted paths of every background task, in one place.
+
+django-q2 stores these strings in its queue and schedules, so a task keeps its path across
+releases: rename a function in ``jobs.tasks`` only together with its constant here (and a
+migration of stored schedules). Code that fires or schedules a task imports the constant;
+``portal.tasks.fire`` resolves the path when it is fired, and a test resolves every one, so a
+typo fails the fast tests instead of a worker in production.
+"""
+
+SCHEDULER_TICK = "jobs.tasks.scheduler_tick"
+JOB_LAUNCH = "jobs.tasks.job_launch"
+JOB_FINISH = "jobs.tasks.job_finish"
+JOB_STOP = "jobs.tasks.job_stop"
+JOB_HALT = "jobs.tasks.job_halt"
+JOB_NOTIFY = "jobs.tasks.job_notify"
+RECONCILE = "jobs.tasks.reconcile"
+# Fired once when a q cluster starts (jobs/recovery.py): re-drive what a crash left behind.
+RECOVER = "jobs.tasks.recover"
+
+ALL = (
+    SCHEDULER_TICK,
+    JOB_LAUNCH,
+    JOB_FINISH,
+    JOB_STOP,
+    JOB_HALT,
+    JOB_NOTIFY,
+    RECONCILE,
+    RECOVER,
+)
