@@ -202,6 +202,9 @@ Q_CLUSTER = {
 if os.environ.get("PORTAL_REDIS_URL"):
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = os.environ["PORTAL_REDIS_URL"]
+    # On Redis the queue is named after PORTAL_INSTANCE (as set in the environment, the same on
+    # every node; not the per-installation file): portals sharing one Redis keep apart.
+    Q_CLUSTER["name"] = os.environ.get("PORTAL_INSTANCE") or "gpuportal"
 
 # "queue": hand tasks to django-q2 (production); "inline": run them right after commit in the
 # calling process (single-process demos and integration tests); "record": only remember them
