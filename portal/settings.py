@@ -221,6 +221,8 @@ PORTAL_LATEST_CLIENT_VERSION = "3.11.12"
 # --- Job defaults (GPULab's) ----------------------------------------------------------------
 PORTAL_DEFAULT_MIN_DURATION = os.environ.get("PORTAL_DEFAULT_MIN_DURATION", "1 week")
 PORTAL_DEFAULT_MAX_DURATION = os.environ.get("PORTAL_DEFAULT_MAX_DURATION", "2 weeks")
+# Most jobs one array submission (POST /api/portal/jobs/array, manage.py submit_jobs) may carry.
+PORTAL_ARRAY_MAX_JOBS = env_int("PORTAL_ARRAY_MAX_JOBS", 1000)
 
 # --- Scheduler -------------------------------------------------------------------------------
 PORTAL_USAGE_HALF_LIFE_S = env_int("PORTAL_USAGE_HALF_LIFE_S", 7 * 86400)
