@@ -139,9 +139,11 @@ class Processes:
     def __init__(self, env: dict, logs: Path):
         self.env, self.logs = env, logs
         self.children: dict[str, subprocess.Popen] = {}
+        self.files = []
 
     def start(self, name: str, command: list[str]) -> None:
-        log = open(self.logs / f"{name}.log", "wb")  # noqa: SIM115 (closed with the process)
+        log = open(self.logs / f"{name}.log", "wb")
+        self.files.append(log)
         self.children[name] = subprocess.Popen(
             command,
             env=self.env,
@@ -172,6 +174,8 @@ class Processes:
             except subprocess.TimeoutExpired:
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait(timeout=5)
+        for log in self.files:
+            log.close()
 
 
 def _free_port() -> int:
