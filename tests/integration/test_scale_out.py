@@ -14,34 +14,37 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
-import textwrap
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 import pytest
 
 from jobs.states import HOLDS_RESOURCES
 from tests.integration.docker_support import (
-    TEST_IMAGE,
     docker_url,
     require_docker,
     require_extra_engine,
 )
+from tests.integration.site_support import (
+    ROOT,
+    SITE_SEED,
+    Processes,
+    free_port,
+    job_document,
+    post,
+    site_cleanup,
+    wait_for_web,
+    web_command,
+)
 from tests.support.brokers import require_redis
 from tests.support.services import require
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.redis]
 
 JOBS = 200
@@ -51,30 +54,6 @@ CLIENTS = 8
 GPUS_PER_SLAVE = 2
 DEADLINE_S = 240
 END_STATES = ("FINISHED", "FAILED", "CANCELLED")
-
-SEED = textwrap.dedent(
-    """
-    import json, os
-    from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
-    from clusters.models import Cluster
-    from clusters.services import slave_declare_gpus, slave_probe, slave_register
-    from portal.models import Membership, Project
-    from portal.schedules import schedules_ensure
-
-    cluster = Cluster.objects.create(id=1, comment="scale-out")
-    for n, url in enumerate(json.loads(os.environ["SCALE_ENGINES"])):
-        slave = slave_register(name=f"node{n}", cluster=cluster, docker_url=url, host="127.0.0.1")
-        slave_declare_gpus(slave=slave, gpus=[("Demo GPU", 1024)] * int(os.environ["SCALE_GPUS"]))
-        slave = slave_probe(slave=slave)
-        assert slave.online, slave.offline_reason
-    user = User.objects.create_user("scaler")
-    project = Project.objects.create(name="scale", gid=5555)
-    Membership.objects.create(user=user, project=project)
-    schedules_ensure()
-    print(Token.objects.create(user=user).key)
-    """
-)
 
 
 def _pg_problem(url: str) -> str | None:
@@ -116,127 +95,7 @@ def instance(engines):
     name = f"scale-{uuid.uuid4().hex[:10]}"
     redis_url = require_redis()
     yield name
-    from clusters.runtime.engine import DockerEngine
-
-    for url in engines:
-        engine = DockerEngine(url)
-        try:
-            for state in engine.list_by_labels({"gpuportal.instance": name}):
-                engine.remove(state.id)
-        finally:
-            engine.close()
-    import redis
-
-    connection = redis.from_url(redis_url)
-    keys = list(connection.scan_iter(match=f"django_q:{name}:*"))
-    if keys:
-        connection.delete(*keys)
-
-
-class Processes:
-    """The portal's processes, each logging to a file; all stopped (by their own pid)."""
-
-    def __init__(self, env: dict, logs: Path):
-        self.env, self.logs = env, logs
-        self.children: dict[str, subprocess.Popen] = {}
-        self.files = []
-
-    def start(self, name: str, command: list[str]) -> None:
-        log = open(self.logs / f"{name}.log", "wb")
-        self.files.append(log)
-        self.children[name] = subprocess.Popen(
-            command,
-            env=self.env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def dead(self) -> list[str]:
-        return [name for name, child in self.children.items() if child.poll() is not None]
-
-    def tails(self, lines: int = 15) -> str:
-        out = []
-        for name in self.children:
-            text = (self.logs / f"{name}.log").read_text(errors="replace").splitlines()
-            out.append(f"--- {name} ---\n" + "\n".join(text[-lines:]))
-        return "\n".join(out)
-
-    def stop(self) -> None:
-        for child in self.children.values():
-            if child.poll() is None:
-                os.killpg(child.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for child in self.children.values():
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait(timeout=5)
-        for log in self.files:
-            log.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _web_command(port: int) -> list[str]:
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    if gunicorn.exists():
-        return [
-            str(gunicorn),
-            "portal.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            "1",
-            "--threads",
-            "4",
-            "--timeout",
-            "60",
-        ]
-    return [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
-
-
-def _wait_for_web(port: int, processes: Processes, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert not processes.dead(), processes.tails()
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/gpulab/v4.0/version", timeout=2)
-            return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"web on port {port} did not answer\n{processes.tails()}")
-
-
-def _post(port: int, path: str, token: str, body: dict) -> tuple[int, bytes]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}",
-        data=json.dumps(body).encode(),
-        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-def _document(n: int) -> dict:
-    return {
-        "name": f"scale-{n}",
-        "request": {
-            "resources": {"clusterId": 1, "gpus": 1, "cpus": 1, "cpuMemoryGb": 1},
-            "docker": {"image": TEST_IMAGE, "command": f"sh -c 'sleep 0.{n % 3}'"},
-            "scheduling": {"minDuration": "1 minute", "maxDuration": "10 minutes"},
-        },
-    }
+    site_cleanup(name, engines, redis_url)
 
 
 class Sampler(threading.Thread):
@@ -283,22 +142,22 @@ def test_two_webs_two_clusters_three_engines_200_jobs(pg_database, engines, inst
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
     seeded = subprocess.run(
-        [*manage, "shell", "-c", SEED], env=env, cwd=ROOT, capture_output=True, text=True
+        [*manage, "shell", "-c", SITE_SEED], env=env, cwd=ROOT, capture_output=True, text=True
     )
     assert seeded.returncode == 0, seeded.stderr
     token = seeded.stdout.strip().splitlines()[-1]
 
     processes = Processes(env, tmp_path)
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     sampler = Sampler(pg_database)
     try:
         for n, port in enumerate(ports):
-            processes.start(f"web{n}", _web_command(port))
+            processes.start(f"web{n}", web_command(port))
         for n in range(2):
             processes.start(f"qcluster{n}", [*manage, "qcluster"])
         processes.start("watcher", [*manage, "watch_slaves"])
         for port in ports:
-            _wait_for_web(port, processes)
+            wait_for_web(port, processes)
         sampler.start()
 
         began = time.monotonic()
@@ -309,11 +168,11 @@ def test_two_webs_two_clusters_three_engines_200_jobs(pg_database, engines, inst
             kind, n = item
             port = ports[n % 2]
             if kind == "single":
-                status, body = _post(port, "/api/gpulab/v4.0/jobs", token, _document(n))
+                status, body = post(port, "/api/gpulab/v4.0/jobs", token, job_document(n))
                 assert status == 201, body
                 return [body.decode().strip()]
-            documents = [_document(singles + n * ARRAY_SIZE + i) for i in range(ARRAY_SIZE)]
-            status, body = _post(port, "/api/portal/jobs/array", token, {"jobs": documents})
+            documents = [job_document(singles + n * ARRAY_SIZE + i) for i in range(ARRAY_SIZE)]
+            status, body = post(port, "/api/portal/jobs/array", token, {"jobs": documents})
             assert status == 201, body
             return json.loads(body)["uuids"]
 
