@@ -168,13 +168,16 @@ def runtime(settings):
 
 
 def test_engine_refuses_a_client_without_certificate(tls_engine):
-    url, ca, _, _ = tls_engine
-    engine = DockerEngine(url, tls_ca=ca, timeout=10)
+    url, ca, cert, key = tls_engine
+    anonymous = DockerEngine(url, tls_ca=ca, timeout=10)
+    with_cert = DockerEngine(url, tls_ca=ca, tls_cert=cert, tls_key=key, timeout=10)
     try:
         with pytest.raises(RuntimeFailure):
-            engine.info()
+            anonymous.info()
+        assert with_cert.info()  # the same endpoint and CA, with the client certificate
     finally:
-        engine.close()
+        anonymous.close()
+        with_cert.close()
 
 
 def test_job_runs_on_a_slave_over_tls(
