@@ -30,7 +30,7 @@ from tests.integration.site_support import (
 )
 from tests.support.brokers import BROKERS, require_redis
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
 SINGLES, ARRAY = 4, 4
 DEADLINE_S = 150
 

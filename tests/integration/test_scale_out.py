@@ -45,7 +45,7 @@ from tests.integration.site_support import (
 from tests.support.brokers import require_redis
 from tests.support.services import require
 
-pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.redis]
+pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 JOBS = 200
 ARRAYS = 2  # of the 200, two array submissions of ARRAY_SIZE jobs each
