@@ -29,7 +29,7 @@ SITE_SEED = textwrap.dedent(
     """
     import json, os
     from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
+    from portal.tokens import api_token_rotate
     from clusters.models import Cluster
     from clusters.services import slave_declare_gpus, slave_probe, slave_register
     from portal.models import Membership, Project
@@ -45,7 +45,7 @@ SITE_SEED = textwrap.dedent(
     project = Project.objects.create(name="scale", gid=5555)
     Membership.objects.create(user=user, project=project)
     schedules_ensure()
-    print(Token.objects.create(user=user).key)
+    print(api_token_rotate(user=user)[1])
     """
 )
 

@@ -21,11 +21,11 @@ from django.core.management.base import BaseCommand
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from clusters.models import Cluster, Gpu, Slave
 from jobs.models import Job
 from portal.models import Membership, Project
+from portal.tokens import api_token_rotate
 
 DOCUMENT = {
     "name": "bench-${index}",
@@ -52,7 +52,7 @@ class Command(BaseCommand):
         settings.PORTAL_ARRAY_MAX_JOBS = max(settings.PORTAL_ARRAY_MAX_JOBS, o["array"])
         tag = uuid.uuid4().hex[:8]
         user, project, cluster = self._setup(tag)
-        client = Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        client = Client(HTTP_AUTHORIZATION=f"Token {api_token_rotate(user=user)[1]}")
         try:
             report = {
                 "database": connection.vendor,
