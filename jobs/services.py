@@ -4,6 +4,7 @@ Each takes keyword-only arguments, checks permission through the selectors, chan
 through ``job_transition`` and fires background work on commit.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
@@ -17,8 +18,9 @@ from jobs.request_columns import columns_from_request
 from jobs.selectors import job_can_act
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
 from jobs.spec.images import redact_image
+from jobs.spec.jsontext import DOCUMENT_PATH, JSON_PATH
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
-from jobs.submit_checks import check_time_window
+from jobs.submit_checks import check_time_window, registered_slaves
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.errors import Conflict, NotAllowed
@@ -73,11 +75,50 @@ def _check_reservations(*, user, project: Project, reservation_ids: list[str]) -
         raise SpecError(errors)
 
 
-def _job_checks(*, user, project: Project, request: dict) -> None:
+def _job_checks(*, user, project: Project, request: dict, registered=None) -> None:
     """Submit-time checks that need the registered slaves (storage policy, satisfiability)."""
     from jobs.submit_checks import check_request_against_slaves
 
-    check_request_against_slaves(project=project, request=request, user=user.username)
+    check_request_against_slaves(
+        project=project, request=request, user=user.username, registered=registered
+    )
+
+
+@dataclass
+class _Prepared:
+    """One checked job document, ready to be written."""
+
+    canonical: dict
+    was_v1: bool
+    pull_image: str | None  # the image with its registry credentials, when it has some
+
+
+def _job_prepare(*, user, project: Project, document, registered, now: datetime) -> _Prepared:
+    """Every per-job rule of a submission, once for single and array submits: parse and
+    validate the document, check reservations and the registered slaves, redact credentials.
+    Raises SpecError listing every problem of this document."""
+    canonical, was_v1 = parse_job_document(document, defaults=spec_defaults())
+    request = canonical["request"]
+    check_time_window(request=request, now=now)
+    _check_reservations(
+        user=user, project=project, reservation_ids=request["scheduling"]["reservationIds"]
+    )
+    _job_checks(user=user, project=project, request=request, registered=registered)
+    full_image = request["docker"]["image"]
+    image_ref = parse_image(full_image)
+    pull_image = None
+    if image_ref is not None and image_ref.has_credentials:
+        request["docker"]["image"] = redact_image(full_image, member=True)
+        pull_image = full_image
+    return _Prepared(canonical=canonical, was_v1=was_v1, pull_image=pull_image)
+
+
+def _item_error(name: str, index: int, error: FieldError) -> FieldError:
+    """``jobs[3].request.resources.gpus`` from item 3's ``request.resources.gpus``."""
+    item = f"{name}[{index}]"
+    if error.path in (DOCUMENT_PATH, JSON_PATH):
+        return FieldError(item, error.message)
+    return FieldError(f"{item}.{error.path}", error.message)
 
 
 def job_submit(
@@ -90,45 +131,100 @@ def job_submit(
     """
     now = now or timezone.now()
     _require_member(user, project)
-    canonical, was_v1 = parse_job_document(document, defaults=spec_defaults())
-    request = canonical["request"]
-    check_time_window(request=request, now=now)
-    _check_reservations(
-        user=user, project=project, reservation_ids=request["scheduling"]["reservationIds"]
+    prepared = _job_prepare(
+        user=user, project=project, document=document, registered=registered_slaves(), now=now
     )
-    _job_checks(user=user, project=project, request=request)
+    return _jobs_create(user=user, project=project, items=[prepared], hold=hold, now=now)[0]
 
-    full_image = request["docker"]["image"]
-    image_ref = parse_image(full_image)
-    if image_ref is not None and image_ref.has_credentials:
-        request["docker"]["image"] = redact_image(full_image, member=True)
 
+def job_submit_many(
+    *,
+    user,
+    project: Project,
+    documents: list,
+    hold: bool = False,
+    now: datetime | None = None,
+    name: str = "jobs",
+) -> list[Job]:
+    """An array submission: validate every document as ``job_submit`` does and store them all
+    in one transaction, or none.
+
+    Raises SpecError with one error per problem, each naming the item (``jobs[3].request...``;
+    ``name`` is the list the caller's input calls them, ``variations`` for a sweep).
+    """
+    now = now or timezone.now()
+    _require_member(user, project)
+    registered = registered_slaves()
+    items, errors = [], []
+    for index, document in enumerate(documents):
+        if not isinstance(document, dict):  # never parsed as JSON text inside an array
+            errors.append(FieldError(f"{name}[{index}]", "must be a job document (an object)"))
+            continue
+        try:
+            items.append(
+                _job_prepare(
+                    user=user, project=project, document=document, registered=registered, now=now
+                )
+            )
+        except SpecError as exc:
+            errors.extend(_item_error(name, index, error) for error in exc.errors)
+    if errors:
+        raise SpecError(errors)
+    return _jobs_create(user=user, project=project, items=items, hold=hold, now=now)
+
+
+def _jobs_create(
+    *, user, project: Project, items: list[_Prepared], hold: bool, now: datetime
+) -> list[Job]:
+    """Write checked jobs with their first event in one transaction (bulk inserts: an array of
+    a thousand jobs is a few statements), then ask for one tick."""
     status = S.ONHOLD if hold else S.QUEUED
     stamp = utc_z(now)
-    with transaction.atomic():
-        job = Job.objects.create(
-            name=canonical["name"],
-            description=canonical.get("description"),
+    jobs = [
+        Job(
+            name=item.canonical["name"],
+            description=item.canonical.get("description"),
             owner=user,
             project=project,
             deployment_environment=settings.PORTAL_DEPLOYMENT_ENVIRONMENT,
-            request=request,
+            request=item.canonical["request"],
             status=status,
             status_updated=now,
             created=now,
             event_times={"created": stamp, "statusUpdated": stamp, status: stamp},
-            **columns_from_request(request),
+            **columns_from_request(item.canonical["request"]),
         )
-        if image_ref is not None and image_ref.has_credentials:
-            JobPullSecret.objects.create(job=job, image=full_image)
-        message = "submitted" + (" (converted from a v1 jobDefinition)" if was_v1 else "")
-        JobEvent.objects.create(
-            job=job, time=now, type=JobEvent.Type.STATUS_CHANGE, new_state=status, message=message
+        for item in items
+    ]
+    with transaction.atomic():
+        if len(jobs) == 1:
+            jobs[0].save(force_insert=True)
+        else:
+            Job.objects.bulk_create(jobs, batch_size=500)
+        JobPullSecret.objects.bulk_create(
+            JobPullSecret(job=job, image=item.pull_image)
+            for job, item in zip(jobs, items, strict=True)
+            if item.pull_image
+        )
+        JobEvent.objects.bulk_create(
+            [
+                JobEvent(
+                    job=job,
+                    time=now,
+                    type=JobEvent.Type.STATUS_CHANGE,
+                    new_state=status,
+                    message="submitted"
+                    + (" (converted from a v1 jobDefinition)" if item.was_v1 else ""),
+                )
+                for job, item in zip(jobs, items, strict=True)
+            ],
+            batch_size=1000,
         )
         if status == S.QUEUED:
             tick_request()
-            job_notify_request(job=job, event=S.QUEUED)
-    return job
+            for job in jobs:
+                job_notify_request(job=job, event=S.QUEUED)
+    return jobs
 
 
 def _require_actor(user, job: Job, *, delete: bool = False) -> None:

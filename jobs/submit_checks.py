@@ -11,8 +11,9 @@ impossible: a change commits its rows and a new stamp together, so a view built 
 holds data at least as new as that stamp.
 """
 
+import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
@@ -122,10 +123,45 @@ def port_errors(request: dict) -> list[FieldError]:
     return errors
 
 
-def check_request_against_slaves(*, project, request: dict, user: str = "") -> None:
+@dataclass
+class RegisteredSlaves:
+    """What one submission checks its jobs against: the cached capabilities, and each check's
+    verdict (None, or the SpecError) by the parts of a request it reads, so that the jobs of
+    an array (a parameter sweep mostly asks for the same resources) are checked once."""
+
+    capabilities: Capabilities
+    verdicts: dict = field(default_factory=dict)
+
+
+def registered_slaves() -> RegisteredSlaves:
+    return RegisteredSlaves(capabilities=slave_capabilities())
+
+
+def check_request_against_slaves(
+    *, project, request: dict, user: str = "", registered: RegisteredSlaves | None = None
+) -> None:
+    registered = registered or registered_slaves()
+    key = json.dumps(
+        [
+            request["resources"],
+            request["scheduling"],
+            request["docker"]["storage"],
+            request["docker"].get("portMappings"),
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    if key not in registered.verdicts:
+        registered.verdicts[key] = _verdict(
+            project=project, request=request, user=user, capabilities=registered.capabilities
+        )
+    if registered.verdicts[key] is not None:
+        raise registered.verdicts[key]
+
+
+def _verdict(*, project, request: dict, user: str, capabilities: Capabilities):
     from jobs.scheduling import impossible_reason_for_request
 
-    capabilities = slave_capabilities()
     errors = port_errors(request)
     try:
         check_storage(
@@ -134,11 +170,12 @@ def check_request_against_slaves(*, project, request: dict, user: str = "") -> N
     except SpecError as refused:
         errors.extend(refused.errors)
     if errors:
-        raise SpecError(errors)
+        return SpecError(errors)
     reason = impossible_reason_for_request(
         request=request, project=project, states=capabilities.states
     )
     if reason:
-        raise SpecError(
+        return SpecError(
             [FieldError("request.resources", f"no registered slave can run this job: {reason}")]
         )
+    return None

@@ -34,13 +34,21 @@ def _enqueue_unless_pending() -> None:
 
     from jobs.models import SchedulerLease
 
+    # The flag is a database row, not a look at the broker's queue: the same on the ORM broker
+    # and on Redis, and shared by every web and worker process.
     # A tick already waits (the usual case under a burst of submits): a read, not a write, so
     # each submit does not take the database's write lock a second time (SQLite).
     if SchedulerLease.objects.filter(pk=1, tick_pending=True).exists():
         return
     SchedulerLease.objects.get_or_create(id=1)
     if SchedulerLease.objects.filter(pk=1, tick_pending=False).update(tick_pending=True):
-        async_task(SCHEDULER_TICK_TASK, group="scheduler_tick")
+        try:
+            async_task(SCHEDULER_TICK_TASK, group="scheduler_tick")
+        except Exception:
+            # The broker refused (Redis down): clear the flag so the next request tries again
+            # instead of every request until the periodic tick believing one is queued.
+            SchedulerLease.objects.filter(pk=1).update(tick_pending=False)
+            raise
 
 
 def tick_started() -> None:

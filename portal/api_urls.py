@@ -8,6 +8,7 @@ from django.urls import re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from clusters.api.views import ClusterListView, SlaveListView
+from jobs.api.array import JobArrayView
 from jobs.api.views import (
     ConvertView,
     JobDebugView,
@@ -38,6 +39,7 @@ urlpatterns = [
     re_path(GPULAB + r"slaves/?$", SlaveListView.as_view(), name="gpulab-slaves"),
     # Portal endpoints (never inside GPULab's objects).
     re_path(PORTAL + r"convert/?$", ConvertView.as_view(), name="api-convert"),
+    re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
     re_path(PORTAL + r"reservations/?$", ReservationListView.as_view(), name="api-reservations"),
     re_path(

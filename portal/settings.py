@@ -202,6 +202,9 @@ Q_CLUSTER = {
 if os.environ.get("PORTAL_REDIS_URL"):
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = os.environ["PORTAL_REDIS_URL"]
+    # On Redis the queue is named after PORTAL_INSTANCE (as set in the environment, the same on
+    # every node; not the per-installation file): portals sharing one Redis keep apart.
+    Q_CLUSTER["name"] = os.environ.get("PORTAL_INSTANCE") or "gpuportal"
 
 # "queue": hand tasks to django-q2 (production); "inline": run them right after commit in the
 # calling process (single-process demos and integration tests); "record": only remember them
@@ -221,6 +224,8 @@ PORTAL_LATEST_CLIENT_VERSION = "3.11.12"
 # --- Job defaults (GPULab's) ----------------------------------------------------------------
 PORTAL_DEFAULT_MIN_DURATION = os.environ.get("PORTAL_DEFAULT_MIN_DURATION", "1 week")
 PORTAL_DEFAULT_MAX_DURATION = os.environ.get("PORTAL_DEFAULT_MAX_DURATION", "2 weeks")
+# Most jobs one array submission (POST /api/portal/jobs/array, manage.py submit_jobs) may carry.
+PORTAL_ARRAY_MAX_JOBS = env_int("PORTAL_ARRAY_MAX_JOBS", 1000)
 
 # --- Scheduler -------------------------------------------------------------------------------
 PORTAL_USAGE_HALF_LIFE_S = env_int("PORTAL_USAGE_HALF_LIFE_S", 7 * 86400)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run every check: lint, Django's checks, migrations, and the test suite.
-# Tests that need Docker, PostgreSQL or chromium skip with a reason when those are missing,
-# unless PORTAL_REQUIRE_DOCKER / PORTAL_REQUIRE_POSTGRES / PORTAL_REQUIRE_BROWSER is 1 (CI).
+# Tests that need Docker, PostgreSQL, Redis or chromium skip with a reason when those are missing,
+# unless PORTAL_REQUIRE_DOCKER / _POSTGRES / _REDIS / _BROWSER is 1 (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-venv.sh

@@ -127,6 +127,21 @@ def _seconds(value: datetime | float | int | None) -> str | None:
     return f"{float(value):.9f}"
 
 
+class _APIClient(docker.APIClient):
+    """docker's client, except that a slave's own CA file wins over requests' environment.
+
+    requests lets ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` replace the session's ``verify`` on
+    every request, so on a host with either set, an engine's TLS certificate (signed by the
+    site's own CA) would fail verification against the system bundle.
+    """
+
+    def merge_environment_settings(self, url, proxies, stream, verify, cert):
+        merged = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        if isinstance(self.verify, str):  # the CA file set from the slave's TLS configuration
+            merged["verify"] = self.verify
+        return merged
+
+
 class DockerEngine:
     """A Docker engine at ``unix:///path``, ``tcp://host:port`` (TLS when given files) or
     ``http(s)://``. ``timeout`` bounds each request (not streams: events, long stops)."""
@@ -171,7 +186,7 @@ class DockerEngine:
     def api(self) -> docker.APIClient:
         if self._client is None:
             with self._translated("connect"):
-                self._client = docker.APIClient(
+                self._client = _APIClient(
                     base_url=self.url, version="auto", timeout=self.timeout, tls=self._tls or False
                 )
         return self._client

@@ -83,20 +83,26 @@ def _project_for_submit(user, document: dict) -> Project:
     value = None
     if owner:
         value = owner.get("projectUrn", owner.get("project_urn"))
+    return project_named(user, value, field="owner.projectUrn")
+
+
+def project_named(user, value, *, field: str) -> Project:
+    """The project ``value`` names (a URN or a name; the caller's only project when None);
+    400 on ``field`` otherwise."""
     if value is None:
         mine = list(projects_of(user)[:2])
         if len(mine) == 1:
             return mine[0]
         why = "you are a member of several projects" if mine else "you are in no project"
-        raise BadRequest("invalid job", [f"owner.projectUrn: is required ({why})"])
+        raise BadRequest("invalid job", [f"{field}: is required ({why})"])
     if not isinstance(value, str) or not value.strip():
-        raise BadRequest("invalid job", ["owner.projectUrn: must be a project URN or name"])
+        raise BadRequest("invalid job", [f"{field}: must be a project URN or name"])
     value = value.strip()
     match = _PROJECT_URN_RE.match(value)
     name = match.group("name") if match else value
     project = Project.objects.filter(name=name).first()
     if project is None:
-        raise BadRequest("invalid job", [f"owner.projectUrn: no project {name!r}"])
+        raise BadRequest("invalid job", [f"{field}: no project {name!r}"])
     return project
 
 

@@ -17,6 +17,7 @@ import difflib
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .errors import FieldError, SpecError
 from .jsontext import json_type_name
@@ -28,6 +29,7 @@ _INT_TEXT_RE = re.compile(r"[+-]?[0-9]{1,18}")
 _CAMEL_HUMP_RE = re.compile(r"(?<!^)(?=[A-Z])")
 
 
+@lru_cache(maxsize=1024)  # the same few dozen keys, for every field of every document
 def camel_to_snake(name: str) -> str:
     """cpuMemoryGb -> cpu_memory_gb (the second spelling GPULab accepts for every key)."""
     return _CAMEL_HUMP_RE.sub("_", name).lower()
