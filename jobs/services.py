@@ -15,6 +15,7 @@ from jobs.notifications import job_notify_request
 from jobs.request_columns import columns_from_request
 from jobs.selectors import job_can_act
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
+from jobs.spec.document import is_openpai_document
 from jobs.spec.images import redact_image
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.submit_checks import check_time_window
@@ -80,13 +81,18 @@ def _job_checks(*, user, project: Project, request: dict) -> None:
 def job_submit(
     *, user, project: Project, document, hold: bool = False, now: datetime | None = None
 ) -> Job:
-    """Validate a v1 or v2 job document and store it as a QUEUED (or ONHOLD) job.
+    """Validate a v1 or v2 job document (or an OpenPAI config: jobs/openpai_submit.py) and store
+    it as a QUEUED (or ONHOLD) job.
 
     Raises SpecError (400) for bad input, NotAllowed (403) for a project the user is not in.
     Nothing is written unless every check passes.
     """
     now = now or timezone.now()
     _require_member(user, project)
+    if is_openpai_document(document):
+        from jobs.openpai_submit import openpai_submit  # it calls back here with a v2 document
+
+        return openpai_submit(user=user, project=project, document=document, hold=hold, now=now)
     canonical, was_v1 = parse_job_document(document, defaults=spec_defaults())
     request = canonical["request"]
     check_time_window(request=request, now=now)

@@ -72,7 +72,7 @@ STORAGE_FIELDS = ("authFile", "dataDir", "outputDir", "codeDir")
 
 JOB_NAME_RE = re.compile(r"[A-Za-z0-9\-._~]+")
 ROLE_NAME_RE = re.compile(r"[A-Za-z0-9._~]+")
-JOB_NAME_MAX_LENGTH = 255  # the job's name column, as for GPULab jobs
+JOB_NAME_MAX_LENGTH = 200  # the length of the job's name column
 ROLE_NAME_MAX_LENGTH = 64
 DEFAULT_SHM_MB = 64
 MIN_MEMORY_MB = 100
