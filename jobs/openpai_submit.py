@@ -162,6 +162,8 @@ def openpai_path(path: str, config: dict) -> str:
     for prefix, field in _JOB_PATHS.items():
         if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
             return field
+    if path == "request.resources":  # "no registered slave can run this job": the role's needs
+        return "taskRoles[0]"
     if path.startswith("request.docker.storage["):
         named = [f for f in ("dataDir", "outputDir") if config[f] is not None]
         if named:
