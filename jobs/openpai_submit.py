@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.db import transaction
+
 from clusters.models import Cluster
 from jobs.models import Job
 from jobs.spec import FieldError, SpecError, load_json
+from jobs.spec.images import redact_image
 from jobs.spec.jsontext import check_storable
 from jobs.spec.openpai import expand_tasks, normalize_openpai, task_count
 from jobs.states import JobStatus
@@ -126,8 +129,13 @@ def openpai_submit(
         "description": f"OpenPAI job {config['jobName']}, task role {role}, task 0",
         "request": task["request"],
     }
+    stored = {**config, "image": redact_image(config["image"], member=True)}
     try:
-        return job_submit(user=user, project=project, document=v2, hold=hold, now=now)
+        with transaction.atomic():  # the job and its config, or nothing
+            job = job_submit(user=user, project=project, document=v2, hold=hold, now=now)
+            job.openpai_config = stored
+            job.save(update_fields=["openpai_config"])
+        return job
     except SpecError as exc:
         # The checks that need slaves (storage offered, resources satisfiable) speak of the
         # GPULab request; name the OpenPAI fields the user wrote instead.

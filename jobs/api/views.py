@@ -327,6 +327,23 @@ class JobExplainView(PortalAPIView):
         return Response(body)
 
 
+class JobOpenPaiView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_openpai",
+        tags=[PORTAL_TAG],
+        summary="The OpenPAI config a job was submitted from (extras included)",
+        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        _require_full_view(request.user, job)
+        if job.openpai_config is None:
+            raise Http404("this job was not submitted from an OpenPAI config")
+        return Response(job.openpai_config)
+
+
 class ConvertView(PortalAPIView):
     permission_classes = [IsAuthenticated]
 

@@ -136,10 +136,35 @@ def test_single_task_config_becomes_one_ordinary_job(member_client, member, slav
         "/project/datasets/cifar/",
         "/project/Output/pai-single/",
     }
-    # The job reads back through GPULab's own endpoint like any other.
+    # The job reads back through GPULab's own endpoint like any other...
     detail = member_client.get(API + f"jobs/{job.uuid}")
     assert detail.status_code == 200
     assert detail.json()["name"] == "pai-single"
+    # ...and its OpenPAI config, extras included, through the portal's.
+    config = member_client.get(PORTAL + f"jobs/{job.uuid}/openpai")
+    assert config.status_code == 200
+    assert config.json()["extras"] == {"team": "vision"}
+    assert config.json()["taskRoles"][0]["shmMB"] == 64
+    assert job.openpai_config == config.json()
+
+
+def test_openpai_config_endpoint_is_for_members_and_openpai_jobs(
+    member_client, outsider_client, slave, hello_world
+):
+    pai = post(member_client, SINGLE).content.decode()
+    gpulab = post(member_client, hello_world).content.decode()
+    assert member_client.get(PORTAL + f"jobs/{gpulab}/openpai").status_code == 404
+    assert outsider_client.get(PORTAL + f"jobs/{pai}/openpai").status_code == 403
+
+
+def test_image_credentials_are_not_stored_in_the_config(member_client, slave):
+    doc = {**SINGLE, "image": "user:s3cretPW@registry.example.org:5000/team/img:1"}
+    response = post(member_client, doc)
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(uuid=response.content.decode())
+    assert job.pull_secret.image == doc["image"]  # kept for the pull only
+    assert "s3cretPW" not in json.dumps(job.openpai_config)
+    assert "s3cretPW" not in json.dumps(job.request)
 
 
 def test_job_name_unique_among_the_users_jobs_not_deleted(member_client, slave):
