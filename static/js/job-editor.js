@@ -257,6 +257,7 @@
       var row = document.createElement("tr");
       ["name", "taskNumber", "cpuNumber", "memoryMB", "shmMB", "gpuNumber", "ports", "command"].forEach(function (key) {
         var cell = document.createElement("td");
+        if (key === "name" || key === "ports") cell.className = "text-nowrap";
         var text = String(role[key] === undefined || role[key] === null ? "" : role[key]);
         if (key === "command") {
           var code = document.createElement("code");

@@ -61,7 +61,7 @@ def test_seed_example_is_shown_as_its_task_roles_and_refused(create):
         ("worker", 2, 4),
     ]
     html = response.content.decode()
-    assert 'id="openpai-roles"' in html and "<td>ps_server</td>" in html
+    assert 'id="openpai-roles"' in html and '<td class="text-nowrap">ps_server</td>' in html
     assert "cannot run multi-task jobs yet" in html
 
 
