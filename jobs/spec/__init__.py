@@ -1,5 +1,5 @@
 """GPULab job documents: parsing, v2 validation and normalisation, v1 conversion, durations and
-image references.
+image references; OpenPAI job configs (openpai.py: validation and expansion into tasks).
 
 Pure Python (standard library only, no Django; the rule on text no database can store comes
 from portal.text_guard, itself standard library only) so that the API, the web forms, the
