@@ -33,9 +33,9 @@ SUBMISSION_KEYS = ("owner",)
 NOT_YET = "is not supported for single-task jobs yet (it needs the OpenPAI runtime)"
 
 
-def openpai_config_check(*, user, document, allowed_registries=()) -> dict:
-    """The canonical config, after every check that needs no slave: the config's own rules
-    and jobName unique among the user's jobs that are not deleted. SpecError lists them all."""
+def openpai_config_check(*, user, document, allowed_registries=()) -> tuple[dict | None, list]:
+    """``(canonical config or None, errors)`` after every check that needs no slave: the
+    config's own rules, and jobName unique among the user's jobs that are not deleted."""
     doc = document if isinstance(document, dict) else load_json(document)
     check_storable(doc)
     doc = {key: value for key, value in doc.items() if key not in SUBMISSION_KEYS}
@@ -61,9 +61,7 @@ def openpai_config_check(*, user, document, allowed_registries=()) -> dict:
                     f"is {clash[1]})",
                 )
             )
-    if errors:
-        raise SpecError(errors)
-    return config
+    return config, errors
 
 
 def _cluster_id(config: dict) -> tuple[int | None, FieldError | None]:
@@ -111,12 +109,15 @@ def openpai_submit(
     from jobs.services import job_submit, spec_defaults
 
     defaults = spec_defaults()
-    config = openpai_config_check(
+    config, errors = openpai_config_check(
         user=user, document=document, allowed_registries=defaults.allowed_private_registries
     )
-    if len(config["taskRoles"]) != 1 or task_count(config) != 1:
-        raise SpecError.single(REFUSAL_PATH, MULTI_TASK_REFUSAL)
-    errors = _single_task_limits(config)
+    if config is None:
+        raise SpecError(errors)
+    if task_count(config) != 1:  # one task: exactly one role, of taskNumber 1
+        raise SpecError([*errors, FieldError(REFUSAL_PATH, MULTI_TASK_REFUSAL)])
+    # Every problem at once: the name, what a single task cannot do yet, the cluster.
+    errors.extend(_single_task_limits(config))
     cluster_id, cluster_error = _cluster_id(config)
     if cluster_error is not None:
         errors.append(cluster_error)

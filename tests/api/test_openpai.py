@@ -255,3 +255,27 @@ def test_convert_answers_the_canonical_config(member_client):
     )
     assert bad.status_code == 400
     assert bad.json()["errors"] == ["taskRoles: must contain at least one task role"]
+
+
+def test_single_task_problems_come_all_at_once(member_client, slave):
+    assert post(member_client, SINGLE).status_code == 201
+    doc = {**SINGLE, "codeDir": "/code", "retryCount": 1, "virtualCluster": "7"}
+    response = post(member_client, doc)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert [e.split(":")[0] for e in errors] == [
+        "jobName",
+        "codeDir",
+        "retryCount",
+        "virtualCluster",
+    ]
+    assert Job.objects.count() == 1
+
+
+def test_multi_task_refusal_comes_with_the_name_clash(member_client, slave):
+    assert post(member_client, SINGLE).status_code == 201
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["taskNumber"] = 3
+    errors = post(member_client, doc).json()["errors"]
+    assert errors[0].startswith("jobName: must be unique") and errors[1] == REFUSAL
+    assert len(errors) == 2
