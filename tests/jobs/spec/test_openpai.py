@@ -470,3 +470,11 @@ def test_role_summaries():
     ps, worker = role_summaries(config)
     assert ps["name"] == "ps_server" and ps["taskNumber"] == 2 and ps["ports"] == "http×1, ssh×1"
     assert worker["gpuNumber"] == 4
+
+
+def test_unstorable_text_is_refused_first_with_its_path():
+    doc = with_changes(minimal(), {f"{T}.command": "echo \x00", "extras": {"k\ud800": 1}})
+    assert errors_of(normalize_openpai, doc) == [
+        (f"{T}.command", "contains a NUL byte, which cannot be stored"),
+        ("extras.k\\ud800", "the key contains an unpaired surrogate, which cannot be stored"),
+    ]
