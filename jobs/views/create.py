@@ -49,13 +49,16 @@ def _clone_source(user, uuid):
 
 
 def _clone_document(job) -> dict:
+    if job.openpai_config is not None:
+        # What the user wrote, not its mapping (the jobName has to change: names are unique).
+        return dict(job.openpai_config)
     request = dict(job.request)
     return {"name": job.name, "description": job.description, "request": request}
 
 
 def _has_masked_password(doc) -> bool:
     try:
-        image = doc["request"]["docker"]["image"]
+        image = doc["image"] if "image" in doc else doc["request"]["docker"]["image"]
     except (KeyError, TypeError):
         return False
     ref = parse_image(image)
@@ -97,6 +100,7 @@ def job_create(request):
                 "token) before submitting."
             )
         context["command_warnings"] = document_warnings(doc)
+        _openpai_context(context, pretty(doc))
         initial = {**fields_from_document(doc), "document": pretty(doc)}
         if initial_project is not None:
             initial["project"] = str(initial_project)

@@ -130,3 +130,13 @@ def test_convert_reads_an_openpai_config(member_client):
     bad = convert(member_client, json.dumps({**SINGLE, "retryCount": -1}))
     assert not bad["ok"] and bad["kind"] == "openpai"
     assert [(e["path"], e["message"]) for e in bad["errors"]] == [("retryCount", "must be >= 0")]
+
+
+def test_clone_of_an_openpai_job_gives_back_its_config(create, member_client):
+    assert create(SINGLE, hold="1").status_code == 302
+    job = Job.objects.get()
+    response = member_client.get(f"/jobs/new/?clone={job.uuid}")
+    assert response.status_code == 200
+    doc = json.loads(response.context["form"]["document"].value())
+    assert doc == job.openpai_config and doc["jobName"] == "pai-page"
+    assert [r["name"] for r in response.context["task_roles"]] == ["main"]
