@@ -14,6 +14,7 @@ portal submits the single task of a one-role, one-task config as an ordinary job
 Pure Python, standard library only, like the rest of jobs/spec.
 
 Choices where OpenPAI is silent (each documented in docs/openpai.md):
+- keys exactly as OpenPAI spells them (no snake_case second spelling, unlike GPULab's);
 - integers follow the portal's lax rule (2, 2.0 and "2" are 2), capped at 2^31-1;
 - ``minFailedTaskCount``/``minSucceededTaskCount`` are null (the seed's meaning: never fail /
   succeed when all tasks completed) or 1..taskNumber: a larger count could never be reached;
@@ -33,7 +34,16 @@ import math
 import re
 from collections.abc import Collection
 
-from .checks import Errors, describe, index, join, read_int, read_object, read_str
+from .checks import (
+    Errors,
+    describe,
+    index,
+    join,
+    read_int,
+    read_object,
+    read_str,
+    unknown_key_message,
+)
 from .errors import SpecError
 from .jsontext import DOCUMENT_PATH, check_storable
 from .v2_docker import ENV_NAME_HINT, ENV_NAME_RE, reserved_env_reason
@@ -100,6 +110,17 @@ PAI_PREFIX = "PAI_"
 # --- normalisation ----------------------------------------------------------------------------
 
 
+def _read_exact(value: object, path: str, errs: Errors, *, fields: tuple[str, ...]):
+    """read_object, but keys exactly as OpenPAI spells them: GPULab's snake_case second
+    spelling (job_name) is an unknown key here."""
+    if isinstance(value, dict):
+        for key in value:
+            if key not in fields:
+                errs.add(join(path, key), unknown_key_message(key, fields))
+        value = {key: item for key, item in value.items() if key in fields}
+    return read_object(value, path, errs, fields=fields)
+
+
 def normalize_openpai(doc: object, *, allowed_registries: Collection[str] = ()) -> dict:
     """Validate an OpenPAI job config and return its canonical form; raise SpecError listing
     every problem, each with its path. ``allowed_registries``: the site's private registries
@@ -108,7 +129,7 @@ def normalize_openpai(doc: object, *, allowed_registries: Collection[str] = ()) 
         raise SpecError.single(DOCUMENT_PATH, f"must be a JSON object, not {describe(doc)}")
     check_storable(doc)
     errs = Errors()
-    top = read_object(doc, "", errs, fields=JOB_FIELDS)
+    top = _read_exact(doc, "", errs, fields=JOB_FIELDS)
     assert top is not None
 
     job_name = read_str(
@@ -213,7 +234,7 @@ def _task_roles(top, errs: Errors) -> list[dict]:
 
 
 def _task_role(item: object, path: str, errs: Errors) -> dict | None:
-    f = read_object(item, path, errs, fields=ROLE_FIELDS)
+    f = _read_exact(item, path, errs, fields=ROLE_FIELDS)
     if f is None:
         return None
     name = read_str(
@@ -273,7 +294,7 @@ def _port_list(value: object, path: str, errs: Errors) -> list[dict]:
     fixed: list[tuple[int, int, int]] = []  # (first, last, position) of beginAt > 0 ranges
     for position, item in enumerate(value):
         item_path = index(path, position)
-        f = read_object(item, item_path, errs, fields=PORT_FIELDS)
+        f = _read_exact(item, item_path, errs, fields=PORT_FIELDS)
         if f is None:
             continue
         label = read_str(
