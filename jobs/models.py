@@ -85,6 +85,10 @@ class Job(models.Model):
     initial_job_uuid = models.UUIDField(null=True, blank=True, db_index=True)
     restart_count = models.PositiveIntegerField(default=0)
 
+    # The canonical OpenPAI config this job was submitted from (docs/openpai.md), extras
+    # included; null for GPULab documents. Image credentials are masked here, as in request.
+    openpai_config = models.JSONField(null=True, blank=True)
+
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [

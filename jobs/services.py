@@ -17,6 +17,7 @@ from jobs.notifications import job_notify_request
 from jobs.request_columns import columns_from_request
 from jobs.selectors import job_can_act
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
+from jobs.spec.document import is_openpai_document
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import DOCUMENT_PATH, JSON_PATH
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
@@ -124,13 +125,18 @@ def _item_error(name: str, index: int, error: FieldError) -> FieldError:
 def job_submit(
     *, user, project: Project, document, hold: bool = False, now: datetime | None = None
 ) -> Job:
-    """Validate a v1 or v2 job document and store it as a QUEUED (or ONHOLD) job.
+    """Validate a v1 or v2 job document (or an OpenPAI config: jobs/openpai_submit.py) and store
+    it as a QUEUED (or ONHOLD) job.
 
     Raises SpecError (400) for bad input, NotAllowed (403) for a project the user is not in.
     Nothing is written unless every check passes.
     """
     now = now or timezone.now()
     _require_member(user, project)
+    if is_openpai_document(document):
+        from jobs.openpai_submit import openpai_submit  # it calls back here with a v2 document
+
+        return openpai_submit(user=user, project=project, document=document, hold=hold, now=now)
     prepared = _job_prepare(
         user=user, project=project, document=document, registered=registered_slaves(), now=now
     )

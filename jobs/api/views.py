@@ -33,7 +33,7 @@ from jobs.gpulab_json import job_to_gpulab
 from jobs.logs import job_log_range
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
-from jobs.spec import parse_job_document
+from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
 from jobs.states import JobStatus
 from portal.api.common import (
@@ -149,7 +149,7 @@ class JobListView(PortalAPIView):
     @extend_schema(
         operation_id="gpulab_jobs_submit",
         tags=[TAG],
-        summary="Submit a job (v1 or v2 document); answers the new uuid as plain text",
+        summary="Submit a job (v1/v2 document or OpenPAI config); answers the uuid as text",
         parameters=[
             OpenApiParameter("hold", OpenApiTypes.BOOL, description="submit ONHOLD"),
             OpenApiParameter(
@@ -361,22 +361,43 @@ class JobExplainView(PortalAPIView):
         return Response(body)
 
 
+class JobOpenPaiView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_openpai",
+        tags=[PORTAL_TAG],
+        summary="The OpenPAI config a job was submitted from (extras included)",
+        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        _require_full_view(request.user, job)
+        if job.openpai_config is None:
+            raise Http404("this job was not submitted from an OpenPAI config")
+        return Response(job.openpai_config)
+
+
 class ConvertView(PortalAPIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(
         operation_id="portal_convert",
         tags=[PORTAL_TAG],
-        summary="Validate a v1 or v2 job document and answer its canonical v2 form",
+        summary="Validate a v1/v2 document or an OpenPAI config; answer its canonical form",
         request={"application/json": OpenApiTypes.OBJECT},
         responses={200: ConvertedJobSerializer, 400: ErrorSerializer, 413: ErrorSerializer},
     )
     def post(self, request):
-        canonical, was_v1 = parse_job_document(
-            read_body(request), defaults=services.spec_defaults()
-        )
+        parsed = parse_any_document(read_body(request), defaults=services.spec_defaults())
+        canonical = parsed.document
+        if parsed.kind == OPENPAI:  # the canonical OpenPAI config (docs/openpai.md)
+            canonical["image"] = redact_image(canonical["image"], member=True)
+            response = Response(canonical)
+            response["X-Converted-From"] = OPENPAI
+            return response
         docker = canonical["request"]["docker"]
         docker["image"] = redact_image(docker["image"], member=True)
         response = Response(canonical)
-        response["X-Converted-From"] = "v1" if was_v1 else "v2"
+        response["X-Converted-From"] = "v1" if parsed.was_v1 else "v2"
         return response

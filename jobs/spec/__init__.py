@@ -1,31 +1,44 @@
 """GPULab job documents: parsing, v2 validation and normalisation, v1 conversion, durations and
-image references.
+image references; OpenPAI job configs (openpai.py: validation and expansion into tasks).
 
 Pure Python (standard library only, no Django; the rule on text no database can store comes
 from portal.text_guard, itself standard library only) so that the API, the web forms, the
 scheduler and the launcher can share it and it can be tested anywhere.
 """
 
-from .document import detect_version, parse_job_document
+from .document import (
+    ParsedDocument,
+    detect_version,
+    is_openpai_document,
+    parse_any_document,
+    parse_job_document,
+)
 from .durations import format_duration, parse_duration
 from .errors import FieldError, SpecError
 from .images import ImageRef, parse_image, redact_image
 from .jsontext import load_json
+from .openpai import OPENPAI, expand_tasks, normalize_openpai
 from .v1 import convert_v1, v1_error_path
 from .v2 import SpecDefaults, duration_seconds, normalize_job, tmpfs_gb
 
 __all__ = [
+    "OPENPAI",
     "FieldError",
     "ImageRef",
+    "ParsedDocument",
     "SpecDefaults",
     "SpecError",
     "convert_v1",
     "detect_version",
     "duration_seconds",
+    "expand_tasks",
     "format_duration",
+    "is_openpai_document",
     "load_json",
     "normalize_job",
+    "normalize_openpai",
     "parse_duration",
+    "parse_any_document",
     "parse_image",
     "parse_job_document",
     "redact_image",

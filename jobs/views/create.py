@@ -25,9 +25,11 @@ from jobs.forms import (
     pretty,
     template_document,
 )
+from jobs.openpai_submit import MULTI_TASK_REFUSAL
 from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.spec import SpecError, normalize_job
+from jobs.spec import OPENPAI, SpecError, detect_version, normalize_job, normalize_openpai
 from jobs.spec.images import PASSWORD_MASK, parse_image
+from jobs.spec.openpai import role_summaries, task_count
 from portal.errors import NotAllowed, ServiceError
 from portal.models import Project
 from portal.permissions import may_submit_to_any_project
@@ -47,13 +49,16 @@ def _clone_source(user, uuid):
 
 
 def _clone_document(job) -> dict:
+    if job.openpai_config is not None:
+        # What the user wrote, not its mapping (the jobName has to change: names are unique).
+        return dict(job.openpai_config)
     request = dict(job.request)
     return {"name": job.name, "description": job.description, "request": request}
 
 
 def _has_masked_password(doc) -> bool:
     try:
-        image = doc["request"]["docker"]["image"]
+        image = doc["image"] if "image" in doc else doc["request"]["docker"]["image"]
     except (KeyError, TypeError):
         return False
     ref = parse_image(image)
@@ -95,6 +100,7 @@ def job_create(request):
                 "token) before submitting."
             )
         context["command_warnings"] = document_warnings(doc)
+        _openpai_context(context, pretty(doc))
         initial = {**fields_from_document(doc), "document": pretty(doc)}
         if initial_project is not None:
             initial["project"] = str(initial_project)
@@ -106,6 +112,24 @@ def job_create(request):
     context["form"] = form
     form.is_valid()  # only "project" is required; the document decides the rest
     text = request.POST.get("document", "")
+    upload = request.FILES.get("document_file")
+    if upload is not None:
+        # An uploaded job file replaces the editor's text (any of the three kinds).
+        if upload.size > UPLOAD_MAX_BYTES:
+            form.add_error(None, f"The uploaded file is larger than {UPLOAD_MAX_BYTES} bytes.")
+            return render(request, "jobs/create.html", context, status=400)
+        try:
+            text = upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            form.add_error(None, "The uploaded file is not UTF-8 text: save it as UTF-8.")
+            return render(request, "jobs/create.html", context, status=400)
+        data = request.POST.copy()
+        data["document"] = text
+        form = JobFieldsForm(data, projects=projects, clusters=clusters)
+        form.is_valid()
+        context["form"] = form
+        context["notices"].append(f"Read the uploaded file {upload.name}.")
+    _openpai_context(context, text)
 
     if "apply_fields" in request.POST:
         # No JavaScript: write the fields into the document and show it again.
@@ -113,6 +137,9 @@ def job_create(request):
         if error is not None:
             _show_errors(form, context, error)
             return render(request, "jobs/create.html", context, status=400)
+        if _is_openpai(base):
+            context["notices"].append(OPENPAI_FIELDS_NOTE)
+            return render(request, "jobs/create.html", context)
         if converted:
             context["notices"].append("Converted from a v1 jobDefinition to v2.")
         values = {k: v for k, v in form.cleaned_data.items() if k not in ("project", "document")}
@@ -149,8 +176,40 @@ def job_create(request):
         messages.warning(request, warning)
     how = "on hold" if hold else "queued"
     converted_note = " (converted from a v1 jobDefinition)" if converted else ""
+    if _is_openpai(doc):
+        converted_note = " (from an OpenPAI config: one task role, one task)"
     messages.success(request, f"Job {job.name} submitted{converted_note}: {how}.")
     return redirect("jobs:detail", uuid=job.uuid)
+
+
+UPLOAD_MAX_BYTES = 1024 * 1024  # a job file is a few kB; the API's own body limit is larger
+OPENPAI_FIELDS_NOTE = (
+    "This is an OpenPAI job config: the common fields apply to GPULab documents only; edit the "
+    "config itself (see docs/openpai.md)."
+)
+
+
+def _is_openpai(doc) -> bool:
+    try:
+        return isinstance(doc, dict) and detect_version(doc) == OPENPAI
+    except SpecError:
+        return False
+
+
+def _openpai_context(context, text: str) -> None:
+    """An OpenPAI config is shown as its task roles (when it is valid enough to read them)."""
+    doc, _converted, error = convert_text(text) if text.strip() else (None, False, None)
+    if error is not None or not _is_openpai(doc):
+        return
+    context["openpai"] = True
+    try:
+        config = normalize_openpai(
+            doc, allowed_registries=services.spec_defaults().allowed_private_registries
+        )
+    except SpecError:
+        return
+    context["task_roles"] = role_summaries(config)
+    context["openpai_runnable"] = task_count(config) == 1
 
 
 def _rerender(request, form, context, doc, projects, clusters):
@@ -178,7 +237,9 @@ def job_convert(request):
 
     ``{ok, converted, document, errors: [{path, message, field, line, column}], warnings}``;
     ``document`` is the canonical v2 text when valid, the converted text when a v1 document has
-    errors, and absent when the text is not a job document at all.
+    errors, and absent when the text is not a job document at all. An OpenPAI config answers
+    ``kind: "openpai"``, its canonical config, ``taskRoles`` (one summary per role),
+    ``runnable`` (one task: it runs as one job) and a ``notice``.
     """
     text = request.POST.get("document", "")
     doc, converted, error = convert_text(text)
@@ -186,6 +247,8 @@ def job_convert(request):
         return JsonResponse(
             {"ok": False, "converted": False, "errors": error_items(error), "warnings": []}
         )
+    if _is_openpai(doc):
+        return JsonResponse(_openpai_answer(doc))
     answer = {"converted": converted, "warnings": document_warnings(doc)}
     try:
         canonical = normalize_job(doc, defaults=services.spec_defaults())
@@ -194,3 +257,28 @@ def job_convert(request):
             {**answer, "ok": False, "document": pretty(doc), "errors": error_items(failed)}
         )
     return JsonResponse({**answer, "ok": True, "document": pretty(canonical), "errors": []})
+
+
+def _openpai_answer(doc: dict) -> dict:
+    """job_convert's answer for an OpenPAI config: its task roles, or every error."""
+    answer = {"kind": OPENPAI, "converted": False, "warnings": [], "taskRoles": []}
+    try:
+        config = normalize_openpai(
+            doc, allowed_registries=services.spec_defaults().allowed_private_registries
+        )
+    except SpecError as failed:
+        return {**answer, "ok": False, "errors": error_items(failed)}
+    runnable = task_count(config) == 1
+    return {
+        **answer,
+        "ok": True,
+        "document": pretty(config),
+        "taskRoles": role_summaries(config),
+        "runnable": runnable,
+        "notice": (
+            "OpenPAI config: runs as one job."
+            if runnable
+            else f"OpenPAI config: {MULTI_TASK_REFUSAL}."
+        ),
+        "errors": [],
+    }

@@ -241,12 +241,63 @@
     }).catch(function (error) { say("Could not convert: " + error.message, "danger"); });
   }
 
+  /* An OpenPAI job config: no "request"/"jobDefinition", but "jobName" or "taskRoles". */
+  function isOpenPai(doc) {
+    return doc !== null && doc.request === undefined && doc.jobDefinition === undefined &&
+      (doc.taskRoles !== undefined || doc.jobName !== undefined);
+  }
+
+  var rolesBox = document.getElementById("openpai-roles");
+
+  function showRoles(roles, runnable) {
+    if (!rolesBox) return;
+    var body = rolesBox.querySelector("tbody");
+    body.innerHTML = "";
+    (roles || []).forEach(function (role) {
+      var row = document.createElement("tr");
+      ["name", "taskNumber", "cpuNumber", "memoryMB", "shmMB", "gpuNumber", "ports", "command"].forEach(function (key) {
+        var cell = document.createElement("td");
+        if (key === "name" || key === "ports") cell.className = "text-nowrap";
+        var text = String(role[key] === undefined || role[key] === null ? "" : role[key]);
+        if (key === "command") {
+          var code = document.createElement("code");
+          code.textContent = text.length > 80 ? text.slice(0, 79) + "…" : text;
+          cell.appendChild(code);
+        } else {
+          cell.textContent = text;
+        }
+        row.appendChild(cell);
+      });
+      body.appendChild(row);
+    });
+    document.getElementById("openpai-roles-note").textContent = runnable ?
+      "One task role of one task: it runs as one job." :
+      "Several tasks: the portal validates this config but cannot run multi-task jobs yet (see docs/openpai.md).";
+    rolesBox.hidden = !(roles && roles.length);
+  }
+
+  function inspectOpenPai(text) {
+    if (text === lastConverted) return;
+    lastConverted = text;
+    say("Reading the OpenPAI job config…");
+    ask(text).then(function (answer) {
+      showErrors(answer.errors || []);
+      showRoles(answer.taskRoles, answer.runnable);
+      say(answer.ok ? answer.notice : "The OpenPAI config has errors.", answer.ok ? "success" : "danger");
+    }).catch(function (error) { say("Could not check: " + error.message, "danger"); });
+  }
+
   function fromEditor() {
     var doc = parse(editor.value);
     if (!doc) {
       say("Not valid JSON yet: the fields follow once it parses (Validate shows where).", "warning");
       return;
     }
+    if (isOpenPai(doc)) {
+      inspectOpenPai(editor.value);
+      return;
+    }
+    if (rolesBox) rolesBox.hidden = true;
     if (doc.jobDefinition !== undefined && doc.request === undefined) {
       convert(editor.value);
       return;
@@ -266,6 +317,10 @@
     var doc = parse(editor.value);
     if (!doc) {
       say("Fix the JSON document first: fields write into it.", "warning");
+      return;
+    }
+    if (isOpenPai(doc)) {
+      say("This is an OpenPAI job config: the common fields apply to GPULab documents only.", "warning");
       return;
     }
     writeField(doc, name);
@@ -288,6 +343,11 @@
       }
       warningBox.hidden = !(answer.warnings || []).length;
       if ((answer.warnings || []).length) warningBox.querySelector("span").textContent = answer.warnings.join(" ");
+      if (answer.kind === "openpai") {
+        showRoles(answer.taskRoles, answer.runnable);
+        say(answer.ok ? answer.notice : "The OpenPAI config has errors.", answer.ok ? "success" : "danger");
+        return;
+      }
       say(answer.ok ? "The document is valid." : "The document has errors.", answer.ok ? "success" : "danger");
     }).catch(function (error) { say("Could not check: " + error.message, "danger"); });
   });
@@ -308,6 +368,22 @@
       goTo(parseInt(el.getAttribute("data-goto-line"), 10), parseInt(el.getAttribute("data-goto-column"), 10));
     });
   });
+
+  /* An uploaded file goes into the editor (and is then the document, as if pasted). */
+  var upload = document.getElementById("id_document_file");
+  if (upload) {
+    upload.addEventListener("change", function () {
+      var file = upload.files && upload.files[0];
+      if (!file) return;
+      file.text().then(function (text) {
+        editor.value = text.replace(/^\uFEFF/, "");
+        upload.value = "";  /* the editor's text is submitted, with any later edits */
+        clearErrors();
+        say("Read " + file.name + ".", "success");
+        fromEditor();
+      }).catch(function (error) { say("Could not read the file: " + error.message, "danger"); });
+    });
+  }
 
   var initial = parse(editor.value);
   if (initial && initial.request) updateWarning(initial);

@@ -2,6 +2,7 @@
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -79,3 +80,40 @@ def test_bad_json_fails(monkeypatch, text):
 def test_missing_file(tmp_path):
     code, _, err = run(str(tmp_path / "nope.json"))
     assert code == 1 and "nope.json" in err
+
+
+OPENPAI_SEED = Path(__file__).parent / "spec" / "fixtures" / "openpai-distributed-example.jsonc"
+
+
+def test_openpai_config_prints_the_canonical_config(tmp_path):
+    lines = OPENPAI_SEED.read_text().splitlines()
+    doc = json.loads("\n".join(line for line in lines if not line.strip().startswith("//")))
+    doc["image"] = "gpuportal/busybox:latest"
+    path = tmp_path / "pai.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run(str(path))
+    assert code == 0, err
+    config = json.loads(out)
+    assert config["jobName"] == "tensorflow-distributed-jobguid"
+    assert [role["shmMB"] for role in config["taskRoles"]] == [64, 64]
+    assert config["retryCount"] == 0 and config["authFile"] is None
+    assert "request" not in config
+
+
+def test_openpai_errors_one_per_line_exit_1(monkeypatch):
+    bad = {
+        "jobName": "x y",
+        "image": "gpuportal/busybox:latest",
+        "taskRoles": [
+            {"name": "a", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 100, "gpuNumber": 0,
+             "command": "true"},
+            {"name": "b", "taskNumber": 0, "cpuNumber": 1, "memoryMB": 100, "gpuNumber": 0,
+             "command": "true"},
+        ],
+    }  # fmt: skip
+    code, out, err = run("-", stdin_text=json.dumps(bad), monkeypatch=monkeypatch)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [
+        r"jobName: must match ^[A-Za-z0-9\-._~]+$",
+        "taskRoles[1].taskNumber: must be >= 1",
+    ]

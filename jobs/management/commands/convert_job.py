@@ -1,4 +1,5 @@
-"""Print the canonical v2 JSON of a v1 or v2 job document, or the errors (exit status 1)."""
+"""Print the canonical form of a job document, or the errors (exit status 1): canonical v2 for
+a GPULab v1 or v2 document, the canonical OpenPAI config for an OpenPAI one."""
 
 import json
 import sys
@@ -6,11 +7,14 @@ import sys
 from django.core.management.base import BaseCommand
 
 from jobs.services import spec_defaults
-from jobs.spec import SpecError, parse_job_document
+from jobs.spec import SpecError, parse_any_document
 
 
 class Command(BaseCommand):
-    help = "Convert/validate a GPULab job file (v1 jobDefinition or v2 request). FILE may be '-'."
+    help = (
+        "Convert/validate a job file (GPULab v1 jobDefinition or v2 request, or an OpenPAI job "
+        "config). FILE may be '-'."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("file")
@@ -23,9 +27,9 @@ class Command(BaseCommand):
             self.stderr.write(f"{path}: {error.strerror}")
             sys.exit(1)
         try:
-            canonical, _ = parse_job_document(text, defaults=spec_defaults())
+            parsed = parse_any_document(text, defaults=spec_defaults())
         except SpecError as error:
             for item in error.errors:
                 self.stderr.write(str(item))
             sys.exit(1)
-        self.stdout.write(json.dumps(canonical, indent=2))
+        self.stdout.write(json.dumps(parsed.document, indent=2))

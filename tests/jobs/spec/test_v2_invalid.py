@@ -345,7 +345,11 @@ def test_document_must_be_an_object(doc):
 
 def test_document_needs_request_or_job_definition():
     assert errors_of(parse_job_document, {"name": "x"}, defaults=DEFAULTS) == [
-        ("(document)", 'must contain "request" (v2) or "jobDefinition" (v1)')
+        (
+            "(document)",
+            'must contain "request" (GPULab v2), "jobDefinition" (GPULab v1) or "jobName" and '
+            '"taskRoles" (OpenPAI)',
+        )
     ]
     both = {**minimal_job(), "jobDefinition": {}}
     assert errors_of(parse_job_document, both, defaults=DEFAULTS)[0][0] == "(document)"

@@ -1,0 +1,281 @@
+"""OpenPAI configs posted to the REST submit endpoint and /convert: every error with its path
+(nothing written), the precise refusal of multi-task configs, and a one-task config submitted as
+one ordinary job with the PAI_* environment."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from jobs.models import Job, JobEvent
+from jobs.states import JobStatus
+from tests.api.conftest import API, PORTAL, put_state
+
+pytestmark = pytest.mark.django_db
+
+SEED = (
+    Path(__file__).parents[1] / "jobs" / "spec" / "fixtures" / "openpai-distributed-example.jsonc"
+)
+REFUSAL = (
+    "openpai: multi-task jobs are accepted for validation but cannot be run yet "
+    "(see docs/openpai.md)"
+)
+SINGLE = {
+    "jobName": "pai-single",
+    "image": "gpuportal/busybox:latest",
+    "dataDir": "$PAI_DEFAULT_FS_URI/datasets/cifar",
+    "virtualCluster": "1",
+    "taskRoles": [
+        {
+            "name": "main",
+            "taskNumber": 1,
+            "cpuNumber": 2,
+            "memoryMB": 1500,
+            "gpuNumber": 1,
+            "portList": [{"label": "http", "beginAt": 0, "portNumber": 1}],
+            "command": "echo $PAI_JOB_NAME && sleep 1",
+        }
+    ],
+    "jobEnvs": {"epochs": 3},
+    "extras": {"team": "vision"},
+}
+
+
+def seed_example() -> dict:
+    lines = SEED.read_text().splitlines()
+    doc = json.loads("\n".join(line for line in lines if not line.strip().startswith("//")))
+    doc["image"] = "gpuportal/busybox:latest"
+    return doc
+
+
+@pytest.fixture
+def nothing_written(db):
+    before = (Job.objects.count(), JobEvent.objects.count())
+    yield
+    assert (Job.objects.count(), JobEvent.objects.count()) == before
+
+
+def post(client, document, path="jobs"):
+    return client.post(API + path, data=json.dumps(document), content_type="application/json")
+
+
+def test_invalid_config_lists_every_error_with_its_path(member_client, slave, nothing_written):
+    doc = copy.deepcopy(SINGLE)
+    doc["jobName"] = "bad name"
+    doc["taskRoles"].append({**doc["taskRoles"][0], "name": "second", "taskNumber": 0})
+    doc["taskRoles"][0]["memoryMB"] = 99
+    doc["retryCount"] = -1
+    response = post(member_client, doc)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["error"] == "invalid job"
+    assert body["errors"] == [
+        r"jobName: must match ^[A-Za-z0-9\-._~]+$",
+        "retryCount: must be >= 0",
+        "taskRoles[0].memoryMB: must be >= 100",
+        "taskRoles[1].taskNumber: must be >= 1",
+    ]
+
+
+def test_config_without_job_name_is_still_read_as_openpai(member_client, slave, nothing_written):
+    doc = {k: v for k, v in SINGLE.items() if k != "jobName"}
+    response = post(member_client, doc)
+    assert response.status_code == 400
+    assert response.json()["errors"] == ["jobName: is required"]
+
+
+def test_no_kind_names_all_three(member_client, slave, nothing_written):
+    response = post(member_client, {"name": "x"})
+    assert response.status_code == 400
+    (error,) = response.json()["errors"]
+    assert '"request" (GPULab v2)' in error and '"jobDefinition" (GPULab v1)' in error
+    assert '"jobName" and "taskRoles" (OpenPAI)' in error
+
+
+def test_seed_example_is_valid_but_refused_precisely(member_client, slave, nothing_written):
+    response = post(member_client, seed_example())
+    assert response.status_code == 400
+    assert response.json()["errors"] == [REFUSAL]
+
+
+def test_one_role_of_two_tasks_is_refused_too(member_client, slave, nothing_written):
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["taskNumber"] = 2
+    response = post(member_client, doc)
+    assert response.status_code == 400
+    assert response.json()["errors"] == [REFUSAL]
+
+
+def test_single_task_config_becomes_one_ordinary_job(member_client, member, slave):
+    response = post(member_client, SINGLE)
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(uuid=response.content.decode())
+    assert job.name == "pai-single" and job.owner == member
+    assert job.status == JobStatus.QUEUED
+    resources = job.request["resources"]
+    assert (resources["cpus"], resources["gpus"], resources["cpuMemoryGb"]) == (2, 1, 2)
+    assert resources["clusterId"] == 1
+    docker = job.request["docker"]
+    assert docker["command"] == ["/bin/sh", "-c", "echo $PAI_JOB_NAME && sleep 1"]
+    env = docker["environment"]
+    assert env["epochs"] == 3
+    assert env["PAI_JOB_NAME"] == "pai-single"
+    assert env["PAI_USER_NAME"] == "alice"
+    assert env["PAI_CURRENT_TASK_ROLE_NAME"] == "main"
+    assert env["PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"] == "0"
+    assert env["PAI_TASK_ROLE_COUNT"] == "1"
+    assert env["PAI_TASK_ROLE_LIST"] == "main"
+    assert env["PAI_TASK_ROLE_TASK_COUNT_main"] == "1"
+    assert env["PAI_RESOURCE_main"] == "1,2,1500,64"
+    assert env["PAI_DATA_DIR"] == "/project/datasets/cifar"
+    assert env["PAI_OUTPUT_DIR"] == "/project/Output/pai-single"
+    assert env["PAI_PORT_LIST_main_0_http"] == "20000"
+    assert docker["portMappings"] == [{"containerPort": 20000, "hostPort": None, "hostIp": None}]
+    assert {m["containerPath"] for m in docker["storage"]} == {
+        "/project/datasets/cifar/",
+        "/project/Output/pai-single/",
+    }
+    # The job reads back through GPULab's own endpoint like any other...
+    detail = member_client.get(API + f"jobs/{job.uuid}")
+    assert detail.status_code == 200
+    assert detail.json()["name"] == "pai-single"
+    # ...and its OpenPAI config, extras included, through the portal's.
+    config = member_client.get(PORTAL + f"jobs/{job.uuid}/openpai")
+    assert config.status_code == 200
+    assert config.json()["extras"] == {"team": "vision"}
+    assert config.json()["taskRoles"][0]["shmMB"] == 64
+    assert job.openpai_config == config.json()
+
+
+def test_openpai_config_endpoint_is_for_members_and_openpai_jobs(
+    member_client, outsider_client, slave, hello_world
+):
+    pai = post(member_client, SINGLE).content.decode()
+    gpulab = post(member_client, hello_world).content.decode()
+    assert member_client.get(PORTAL + f"jobs/{gpulab}/openpai").status_code == 404
+    assert outsider_client.get(PORTAL + f"jobs/{pai}/openpai").status_code == 403
+
+
+def test_image_credentials_are_not_stored_in_the_config(member_client, slave):
+    doc = {**SINGLE, "image": "user:s3cretPW@registry.example.org:5000/team/img:1"}
+    response = post(member_client, doc)
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(uuid=response.content.decode())
+    assert job.pull_secret.image == doc["image"]  # kept for the pull only
+    assert "s3cretPW" not in json.dumps(job.openpai_config)
+    assert "s3cretPW" not in json.dumps(job.request)
+
+
+def test_job_name_unique_among_the_users_jobs_not_deleted(member_client, slave):
+    first = post(member_client, SINGLE)
+    assert first.status_code == 201
+    job = Job.objects.get(uuid=first.content.decode())
+    second = post(member_client, SINGLE)
+    assert second.status_code == 400
+    (error,) = second.json()["errors"]
+    assert error.startswith("jobName: must be unique among your jobs that are not deleted")
+    assert Job.objects.count() == 1
+    put_state(job, "DELETED")
+    third = post(member_client, SINGLE)
+    assert third.status_code == 201, third.content
+
+
+def test_uniqueness_error_comes_with_the_others(member_client, slave):
+    assert post(member_client, SINGLE).status_code == 201
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["cpuNumber"] = 0
+    response = post(member_client, doc)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert "taskRoles[0].cpuNumber: must be >= 1" in errors
+    assert any(e.startswith("jobName: must be unique") for e in errors)
+
+
+def test_another_users_job_name_does_not_clash(member_client, admin_client, admin_user, slave):
+    assert post(member_client, SINGLE).status_code == 201
+    doc = {**SINGLE, "owner": {"projectUrn": "vision"}}  # a GPULab client's owner key
+    response = post(admin_client, doc)
+    assert response.status_code == 201, response.content
+    owners = set(Job.objects.filter(name="pai-single").values_list("owner__username", flat=True))
+    assert owners == {"alice", admin_user.username}
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"virtualCluster": "99"}, "virtualCluster: no cluster with id 99"),
+        ({"virtualCluster": "nope"}, "virtualCluster: no cluster named 'nope'"),
+        ({"codeDir": "$PAI_DEFAULT_FS_URI/code"}, "codeDir: is not supported for single-task"),
+        ({"authFile": "/auth.txt"}, "authFile: is not supported for single-task"),
+        ({"retryCount": 2}, "retryCount: is not supported for single-task"),
+        ({"jobEnvs": {"isDebug": True}}, "jobEnvs.isDebug: is not supported for single-task"),
+    ],
+)
+def test_single_task_refusals(member_client, slave, nothing_written, changes, error):
+    response = post(member_client, {**SINGLE, **changes})
+    assert response.status_code == 400
+    (message,) = response.json()["errors"]
+    assert message.startswith(error)
+
+
+def test_virtual_cluster_by_name(member_client, slave):
+    response = post(member_client, {**SINGLE, "virtualCluster": "TEST cluster"})
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(uuid=response.content.decode())
+    assert job.request["resources"]["clusterId"] == 1
+
+
+def test_slave_checks_name_openpai_fields(member_client, slave, nothing_written):
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["gpuNumber"] = 64  # no slave has 64 GPUs
+    response = post(member_client, doc)
+    assert response.status_code == 400, response.content
+    errors = response.json()["errors"]
+    assert errors and all(not e.startswith("request.") for e in errors), errors
+    assert errors == [
+        "taskRoles[0]: no registered slave can run this job: cluster 1: no slave has 64 GPUs "
+        "(largest: 4 on gpu1)"
+    ]
+
+
+def test_convert_answers_the_canonical_config(member_client):
+    response = member_client.post(
+        PORTAL + "convert", data=json.dumps(seed_example()), content_type="application/json"
+    )
+    assert response.status_code == 200, response.content
+    assert response["X-Converted-From"] == "openpai"
+    config = response.json()
+    assert config["taskRoles"][0]["shmMB"] == 64
+    assert config["extras"] == {}
+    bad = member_client.post(
+        PORTAL + "convert",
+        data=json.dumps({**SINGLE, "taskRoles": []}),
+        content_type="application/json",
+    )
+    assert bad.status_code == 400
+    assert bad.json()["errors"] == ["taskRoles: must contain at least one task role"]
+
+
+def test_single_task_problems_come_all_at_once(member_client, slave):
+    assert post(member_client, SINGLE).status_code == 201
+    doc = {**SINGLE, "codeDir": "/code", "retryCount": 1, "virtualCluster": "7"}
+    response = post(member_client, doc)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert [e.split(":")[0] for e in errors] == [
+        "jobName",
+        "codeDir",
+        "retryCount",
+        "virtualCluster",
+    ]
+    assert Job.objects.count() == 1
+
+
+def test_multi_task_refusal_comes_with_the_name_clash(member_client, slave):
+    assert post(member_client, SINGLE).status_code == 201
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["taskNumber"] = 3
+    errors = post(member_client, doc).json()["errors"]
+    assert errors[0].startswith("jobName: must be unique") and errors[1] == REFUSAL
+    assert len(errors) == 2

@@ -1,0 +1,142 @@
+"""Create Job with an OpenPAI config: pasted or uploaded, shown as its task roles, every error
+with its path, the multi-task refusal, and a one-task config submitted as one job."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from jobs.models import Job
+
+SEED = (
+    Path(__file__).parents[1] / "jobs" / "spec" / "fixtures" / "openpai-distributed-example.jsonc"
+)
+SINGLE = {
+    "jobName": "pai-page",
+    "image": "gpuportal/busybox:latest",
+    "taskRoles": [
+        {"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 512, "gpuNumber": 0,
+         "command": "echo hi"}
+    ],
+}  # fmt: skip
+
+
+def seed_example() -> dict:
+    lines = SEED.read_text().splitlines()
+    doc = json.loads("\n".join(line for line in lines if not line.strip().startswith("//")))
+    doc["image"] = "gpuportal/busybox:latest"
+    return doc
+
+
+@pytest.fixture
+def create(member_client, project, slave):
+    def do(document, **extra):
+        data = {"project": str(project.pk), "document": json.dumps(document), **extra}
+        return member_client.post("/jobs/new/", data)
+
+    return do
+
+
+def test_single_task_config_submits_one_job(create, member_client):
+    response = create(SINGLE, hold="0")
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/jobs/{job.uuid}/"
+    assert job.name == "pai-page" and job.status == "QUEUED"
+    assert job.request["docker"]["environment"]["PAI_CURRENT_TASK_ROLE_NAME"] == "main"
+    follow = member_client.get(response["Location"])
+    assert any("from an OpenPAI config" in str(m) for m in follow.context["messages"])
+
+
+def test_seed_example_is_shown_as_its_task_roles_and_refused(create):
+    response = create(seed_example(), hold="0")
+    assert response.status_code == 400
+    assert not Job.objects.exists()
+    assert [e["path"] for e in response.context["errors"]] == ["openpai"]
+    assert "cannot be run yet" in response.context["errors"][0]["message"]
+    roles = response.context["task_roles"]
+    assert [(r["name"], r["taskNumber"], r["gpuNumber"]) for r in roles] == [
+        ("ps_server", 2, 0),
+        ("worker", 2, 4),
+    ]
+    html = response.content.decode()
+    assert 'id="openpai-roles"' in html and '<td class="text-nowrap">ps_server</td>' in html
+    assert "cannot run multi-task jobs yet" in html
+
+
+def test_invalid_config_shows_every_error_with_its_path(create):
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["memoryMB"] = 10
+    doc["taskRoles"][0]["command"] = ""
+    response = create(doc, hold="0")
+    assert response.status_code == 400
+    assert not Job.objects.exists()
+    assert [(e["path"], e["message"]) for e in response.context["errors"]] == [
+        ("taskRoles[0].memoryMB", "must be >= 100"),
+        ("taskRoles[0].command", "must not be empty"),
+    ]
+
+
+def test_uploaded_config_is_read_and_submitted(member_client, project, slave):
+    upload = SimpleUploadedFile("job.json", json.dumps(SINGLE).encode(), "application/json")
+    data = {"project": str(project.pk), "document": "", "hold": "1", "document_file": upload}
+    response = member_client.post("/jobs/new/", data)
+    assert response.status_code == 302, response.content[:500]
+    job = Job.objects.get()
+    assert job.name == "pai-page" and job.status == "ONHOLD"
+
+
+def test_uploaded_seed_example_shows_roles(member_client, project, slave):
+    text = json.dumps(seed_example()).encode()
+    upload = SimpleUploadedFile("pai.json", text, "application/json")
+    data = {"project": str(project.pk), "document": "{}", "hold": "0", "document_file": upload}
+    response = member_client.post("/jobs/new/", data)
+    assert response.status_code == 400
+    assert len(response.context["task_roles"]) == 2
+    assert json.loads(response.context["form"]["document"].value()) == seed_example()
+
+
+def test_upload_must_be_utf8(member_client, project, slave):
+    upload = SimpleUploadedFile("job.json", b'{"jobName": "\xff"}', "application/json")
+    data = {"project": str(project.pk), "document": "", "document_file": upload}
+    response = member_client.post("/jobs/new/", data)
+    assert response.status_code == 400
+    assert "not UTF-8" in response.content.decode()
+    assert not Job.objects.exists()
+
+
+def test_apply_fields_leaves_an_openpai_config_alone(create):
+    response = create(SINGLE, apply_fields="1", name="renamed", gpus="2")
+    assert response.status_code == 200
+    assert any("OpenPAI job config" in note for note in response.context["notices"])
+    assert json.loads(response.context["form"]["document"].value()) == SINGLE
+
+
+def convert(client, text):
+    return client.post("/jobs/new/convert", {"document": text}).json()
+
+
+def test_convert_reads_an_openpai_config(member_client):
+    answer = convert(member_client, json.dumps(seed_example()))
+    assert answer["ok"] and answer["kind"] == "openpai" and answer["runnable"] is False
+    assert [r["name"] for r in answer["taskRoles"]] == ["ps_server", "worker"]
+    assert "cannot be run yet" in answer["notice"]
+    assert json.loads(answer["document"])["taskRoles"][0]["shmMB"] == 64
+
+    single = convert(member_client, json.dumps(SINGLE))
+    assert single["ok"] and single["runnable"] is True
+
+    bad = convert(member_client, json.dumps({**SINGLE, "retryCount": -1}))
+    assert not bad["ok"] and bad["kind"] == "openpai"
+    assert [(e["path"], e["message"]) for e in bad["errors"]] == [("retryCount", "must be >= 0")]
+
+
+def test_clone_of_an_openpai_job_gives_back_its_config(create, member_client):
+    assert create(SINGLE, hold="1").status_code == 302
+    job = Job.objects.get()
+    response = member_client.get(f"/jobs/new/?clone={job.uuid}")
+    assert response.status_code == 200
+    doc = json.loads(response.context["form"]["document"].value())
+    assert doc == job.openpai_config and doc["jobName"] == "pai-page"
+    assert [r["name"] for r in response.context["task_roles"]] == ["main"]
