@@ -241,7 +241,9 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
         try:
             if file_obj.dirty:
                 await self._engine(
-                    lambda e: _store(e, self._container, file_obj.path, file_obj.spool, file_obj.mode)
+                    lambda e: _store(
+                        e, self._container, file_obj.path, file_obj.spool, file_obj.mode
+                    )
                 )
         finally:
             file_obj.spool.close()
@@ -272,7 +274,9 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
 
     async def setstat(self, path: bytes, attrs) -> None:
         if attrs.permissions is not None:
-            await self._run("chmod", format(attrs.permissions & 0o7777, "o"), await self._path(path))
+            await self._run(
+                "chmod", format(attrs.permissions & 0o7777, "o"), await self._path(path)
+            )
 
     async def fsetstat(self, file_obj: _Handle, attrs) -> None:
         if attrs.permissions is not None:
