@@ -578,7 +578,7 @@ class DockerEngine:
             self.api._raise_for_status(response)
 
 
-@dataclass
+@dataclass(eq=False)
 class ExecStream:
     """A started exec: its id and the hijacked connection to the engine (``pending`` holds
     bytes read before the caller got it; ``response`` is kept alive for TLS engines)."""

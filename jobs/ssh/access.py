@@ -73,10 +73,11 @@ def _job_named(username: str) -> Job | None:
     if len(name) == 36:
         return jobs.filter(uuid=name).first()
     # A prefix: bounded by the number of running jobs.
-    matches = [j for j in jobs.only("id", "uuid") if str(j.uuid).startswith(name)]
+    running = Job.objects.filter(status=JobStatus.RUNNING).values_list("pk", "uuid")
+    matches = [pk for pk, uuid in running if str(uuid).startswith(name)]
     if len(matches) != 1:
         return None
-    return jobs.filter(pk=matches[0].pk).first()
+    return jobs.filter(pk=matches[0]).first()
 
 
 def ssh_login_check(*, username: str, blob: bytes, fingerprint: str, now=None) -> SshDecision:

@@ -93,9 +93,14 @@ def _store(engine, container_id: str, path: str, spool, mode: int) -> None:
         archive.close()
 
 
-def _stat_result(data: dict) -> os.stat_result:
-    mtime = data["mtime"]
-    return os.stat_result((data["mode"], 0, 0, 1, 0, 0, data["size"], mtime, mtime, mtime))
+def _stat_result(mode: int, size: int, mtime: int) -> os.stat_result:
+    nano = mtime * 1_000_000_000
+    times = {"st_atime_ns": nano, "st_mtime_ns": nano, "st_ctime_ns": nano}
+    return os.stat_result((mode, 0, 0, 1, 0, 0, size, mtime, mtime, mtime), times)
+
+
+def _stat_of(data: dict) -> os.stat_result:
+    return _stat_result(data["mode"], data["size"], data["mtime"])
 
 
 class ContainerSFTPServer(asyncssh.SFTPServer):
@@ -182,17 +187,16 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
 
     async def stat(self, path: bytes):
         _, data = await self._stat_path(await self._path(path), follow=True)
-        return _stat_result(data)
+        return _stat_of(data)
 
     async def lstat(self, path: bytes):
         _, data = await self._stat_path(await self._path(path), follow=False)
-        return _stat_result(data)
+        return _stat_of(data)
 
     async def fstat(self, file_obj: _Handle):
         file_obj.spool.seek(0, os.SEEK_END)
         size = file_obj.spool.tell()
-        now = int(time.time())
-        return os.stat_result((file_obj.mode, 0, 0, 1, 0, 0, size, now, now, now))
+        return _stat_result(file_obj.mode, size, int(time.time()))
 
     async def open(self, path: bytes, pflags: int, attrs):
         target = await self._path(path)
@@ -294,6 +298,13 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
 
     def link(self, oldpath: bytes, newpath: bytes) -> None:
         raise asyncssh.SFTPOpUnsupported("hard links cannot be made over this gateway")
+
+    def exit(self) -> None:
+        # OpenSSH's clients (scp in SFTP mode, sftp) treat a session that ends without an exit
+        # status as failed: report success, as sftp-server's session would. (asyncssh's legacy
+        # scp handler reports its own status.)
+        if self.channel.get_subsystem() == "sftp":
+            self.channel.exit(0)
 
     def statvfs(self, path: bytes):
         raise asyncssh.SFTPOpUnsupported("statvfs is not supported")

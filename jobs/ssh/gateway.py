@@ -249,7 +249,7 @@ async def _run_process(gateway: Gateway, process: asyncssh.SSHServerProcess) -> 
         width, height, _, _ = process.get_terminal_size()
         if width and height:
             await _resize(session, stream.exec_id, width, height)
-    stdin_task = asyncio.create_task(_pump_stdin(gateway, session, process, stream))
+    stdin_task = asyncio.create_task(_pump_stdin(gateway, session, process, stream, stream_tty=tty))
     try:
         await _pump_output(process, stream, tty=tty)
     finally:
@@ -267,7 +267,7 @@ async def _resize(session: JobSession, exec_id: str, width: int, height: int) ->
         pass
 
 
-async def _pump_stdin(gateway, session, process, stream) -> None:
+async def _pump_stdin(gateway, session, process, stream, *, stream_tty: bool) -> None:
     sock = stream.sock
     while True:
         try:
@@ -285,8 +285,15 @@ async def _pump_stdin(gateway, session, process, stream) -> None:
             await gateway.run(sock.sendall, data)
         except OSError:
             return
-    # End of input: half-close, so a command reading stdin sees EOF (TLS sockets cannot).
-    if not isinstance(sock, ssl.SSLSocket):
+    if stream_tty:
+        # End of input on a terminal: Ctrl-D, as a terminal would send. (Half-closing a TTY
+        # exec makes Docker drop the output that is still on its way.)
+        try:
+            await gateway.run(sock.sendall, b"\x04")
+        except OSError:
+            pass
+    elif not isinstance(sock, ssl.SSLSocket):
+        # End of input: half-close, so a command reading stdin sees EOF (TLS cannot).
         try:
             sock.shutdown(socket.SHUT_WR)
         except OSError:

@@ -239,6 +239,10 @@ STATE_RESOURCES = Obj(
         "slaveInstancePid": int,
         "workerId": int,
         "portMappings": ListOf(PORT_MAPPING),
+        # The SSH gateway (docs/ssh.md): RUNNING jobs, for viewers who see the job in full.
+        "sshHost": Opt(str),
+        "sshPort": Opt(int),
+        "sshUsername": Opt(str),
     }
 )
 JOB = Obj(
