@@ -256,10 +256,15 @@ def _state_resources(job, *, full: bool, logged_in: bool) -> dict | None:
 
         from jobs.ssh.access import ssh_username
 
+        # The gateway is also its own jump host: gpulab-cli chooses a proxy when it cannot
+        # resolve slaveHost, and then needs these three.
         resources.update(
             sshHost=settings.PORTAL_SSH_HOST,
             sshPort=settings.PORTAL_SSH_PORT,
             sshUsername=ssh_username(job),
+            sshProxyHost=settings.PORTAL_SSH_HOST,
+            sshProxyPort=settings.PORTAL_SSH_PORT,
+            sshProxyUsername=ssh_username(job),
         )
     if not logged_in:
         resources.update(

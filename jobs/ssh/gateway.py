@@ -173,7 +173,16 @@ class _Server(asyncssh.SSHServer):
         )
 
     def connection_requested(self, dest_host, dest_port, orig_host, orig_port):
-        """``ssh -L``: only ports of the job's own container, named as localhost."""
+        """``ssh -L``: only ports of the job's own container, named as localhost. One more
+        destination: the gateway itself as the job's advertised SSH address, so that the
+        gateway can be its own ``sshProxyHost`` (gpulab-cli's ProxyCommand ... -W %h:%p)."""
+        if self.session is not None and self.gateway.is_own_address(dest_host, dest_port):
+            gateway = self.gateway
+
+            async def to_self(reader, writer):
+                await _pipe_to(gateway.loopback_host, gateway.listening_port, reader, writer)
+
+            return to_self
         if self.session is None or dest_host.lower() not in LOCAL_NAMES:
             raise asyncssh.ChannelOpenError(
                 asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED,
@@ -198,11 +207,21 @@ async def _forward(session: JobSession, port: int, reader, writer) -> None:
         )
         if not address:
             raise OSError("the container has no network address")
-        up_reader, up_writer = await asyncio.wait_for(
-            asyncio.open_connection(address, port), timeout=10
-        )
     except Exception as error:  # noqa: BLE001 - engine, network or timeout: drop this one
         log.info("forward to port %s of job %s failed: %s", port, session.target.job_uuid, error)
+        writer.close()
+        return
+    await _pipe_to(address, port, reader, writer)
+
+
+async def _pipe_to(host: str, port: int, reader, writer) -> None:
+    """Connect to ``host:port`` and copy both ways until both sides are done."""
+    try:
+        up_reader, up_writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port), timeout=10
+        )
+    except Exception as error:  # noqa: BLE001 - refused, unreachable or timeout
+        log.info("forward to %s:%s failed: %s", host, port, error)
         writer.close()
         return
 
@@ -357,7 +376,18 @@ class Gateway:
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="ssh-gateway")
         self.connections: set[_Server] = set()
         self.server = None
+        self.listening_port = port
         self._watchdog: asyncio.Task | None = None
+
+    @property
+    def loopback_host(self) -> str:
+        return "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+
+    def is_own_address(self, host: str, port: int) -> bool:
+        from django.conf import settings
+
+        own_hosts = {settings.PORTAL_SSH_HOST.lower(), self.loopback_host}
+        return host.lower() in own_hosts and port == settings.PORTAL_SSH_PORT
 
     async def run(self, fn, *args, **kwargs):
         loop = asyncio.get_running_loop()
@@ -391,7 +421,8 @@ class Gateway:
             keepalive_interval=30,
         )
         self._watchdog = asyncio.create_task(self._watch())
-        return self.server.sockets[0].getsockname()[1]
+        self.listening_port = self.server.sockets[0].getsockname()[1]
+        return self.listening_port
 
     async def _watch(self) -> None:
         while True:

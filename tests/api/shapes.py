@@ -243,6 +243,9 @@ STATE_RESOURCES = Obj(
         "sshHost": Opt(str),
         "sshPort": Opt(int),
         "sshUsername": Opt(str),
+        "sshProxyHost": Opt(str),
+        "sshProxyPort": Opt(int),
+        "sshProxyUsername": Opt(str),
     }
 )
 JOB = Obj(

@@ -220,7 +220,9 @@ def test_tty_shell_runs_as_the_job_user(gateway, people, keys):
 def test_scp_both_protocols_and_sftp(gateway, people, keys, tmp_path):
     key, pub = keys["alice"]
     job = start_job(people, "alice", [pub])
-    made = ssh(gateway, key, job, "mkdir -p /tmp/out && printf 'result 1\\nresult 2\\n' > /tmp/out/r.txt")
+    made = ssh(
+        gateway, key, job, "mkdir -p /tmp/out && printf 'result 1\\nresult 2\\n' > /tmp/out/r.txt"
+    )
     assert made.returncode == 0, made.stderr
     target = f"{job.uuid}@127.0.0.1"
     base = ["-F", "/dev/null", *SSH_OPTIONS[2:], "-i", str(key), "-P", str(gateway)]
