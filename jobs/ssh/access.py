@@ -20,7 +20,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from jobs.models import Job
@@ -29,6 +29,13 @@ from jobs.transitions import job_event_add
 from portal.models import LoginCertificate, Profile
 
 MIN_PREFIX = 6
+
+
+def _fresh_connection() -> None:
+    """The gateway's threads live long: drop a connection the database may have closed (as
+    Django does between requests), unless inside a transaction (tests)."""
+    if not connection.in_atomic_block:
+        close_old_connections()
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ def _job_named(username: str) -> Job | None:
 
 def ssh_login_check(*, username: str, blob: bytes, fingerprint: str, now=None) -> SshDecision:
     """May the key ``blob`` (fingerprint ``fingerprint``) log in as ``username``?"""
-    close_old_connections()
+    _fresh_connection()
     now = now or timezone.now()
     job = _job_named(username)
     if job is None:
@@ -116,7 +123,7 @@ def ssh_login_check(*, username: str, blob: bytes, fingerprint: str, now=None) -
 
 def ssh_job_running(*, job_ids: list[int]) -> set[int]:
     """Those of ``job_ids`` still RUNNING (one query)."""
-    close_old_connections()
+    _fresh_connection()
     return set(
         Job.objects.filter(pk__in=job_ids, status=JobStatus.RUNNING).values_list("pk", flat=True)
     )
@@ -124,7 +131,7 @@ def ssh_job_running(*, job_ids: list[int]) -> set[int]:
 
 def ssh_event_record(*, job_id: int, message: str) -> None:
     """A line in the job's history (shown by ``gpulab-cli debug`` and on the job page)."""
-    close_old_connections()
+    _fresh_connection()
     job = Job.objects.filter(pk=job_id).first()
     if job is not None:
         job_event_add(job=job, message=message)
@@ -134,5 +141,5 @@ def ssh_engine_for(*, slave_id: int):
     from clusters.models import Slave
     from clusters.services import engine_for
 
-    close_old_connections()
+    _fresh_connection()
     return engine_for(Slave.objects.get(pk=slave_id))
