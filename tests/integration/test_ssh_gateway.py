@@ -202,6 +202,20 @@ def test_command_exit_code_and_history(gateway, people, keys):
     assert not any(pub.split()[1] in message for message in history)
 
 
+def test_the_gateway_is_its_own_jump_host(gateway, people, keys):
+    """What gpulab-cli does when it cannot resolve the slave: ProxyCommand ssh ... -W %h:%p
+    through sshProxyHost, which is the gateway itself."""
+    key, pub = keys["alice"]
+    job = start_job(people, "alice", [pub])
+    inner = " ".join(["ssh", *SSH_OPTIONS, "-i", str(key), "-p", str(gateway)])
+    proxy = f"ProxyCommand={inner} {job.uuid}@127.0.0.1 -W %h:%p"
+    done = ssh(gateway, key, job, "echo jumped", options=["-o", proxy])
+    assert done.stdout == "jumped\n", done.stderr
+    # A jump anywhere else is refused.
+    done = ssh(gateway, key, job, options=["-W", f"10.255.255.1:{gateway}"])
+    assert done.returncode == 255 and "forwarding failed" in done.stderr
+
+
 def test_tty_shell_runs_as_the_job_user(gateway, people, keys):
     key, pub = keys["alice"]
     job = start_job(people, "alice", [pub])
@@ -244,6 +258,12 @@ def test_scp_both_protocols_and_sftp(gateway, people, keys, tmp_path):
     )  # fmt: skip
     assert sent.returncode == 0, sent.stderr
     assert ssh(gateway, key, job, "cat /tmp/out/up.txt").stdout == "uploaded bytes\n"
+    sent = subprocess.run(
+        ["scp", *base, "-O", str(upload), f"{target}:/tmp/out/legacy.txt"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    assert ssh(gateway, key, job, "cat /tmp/out/legacy.txt").stdout == "uploaded bytes\n"
     # sftp: list, fetch, make a directory.
     batch = tmp_path / "batch"
     batch.write_text(f"ls /tmp/out\nget /tmp/out/r.txt {tmp_path}/via-sftp.txt\nmkdir /tmp/made\n")
