@@ -47,6 +47,7 @@ class SshTarget:
     owner: str
     slave_id: int
     container_id: str
+    engine_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def _job_named(username: str) -> Job | None:
     name = (username or "").strip().lower()
     if len(name) < MIN_PREFIX or any(c not in "0123456789abcdef-" for c in name):
         return None
-    jobs = Job.objects.select_related("owner").filter(status=JobStatus.RUNNING)
+    jobs = Job.objects.select_related("owner", "slave").filter(status=JobStatus.RUNNING)
     if len(name) == 36:
         return jobs.filter(uuid=name).first()
     # A prefix: bounded by the number of running jobs.
@@ -104,6 +105,7 @@ def ssh_login_check(*, username: str, blob: bytes, fingerprint: str, now=None) -
         owner=job.owner.username,
         slave_id=job.slave_id,
         container_id=job.container_id,
+        engine_url=job.slave.docker_url,
     )
     certificates = list(LoginCertificate.objects.filter(ssh_key_fingerprint=fingerprint))
     for certificate in certificates:

@@ -75,6 +75,7 @@ class JobSession:
     def __init__(self, gateway: Gateway, target: access.SshTarget):
         self.gateway = gateway
         self.target = target
+        self.engine_url = target.engine_url
         self._engine = None
         self._lock = asyncio.Lock()
         self.streams: set = set()
@@ -199,8 +200,28 @@ class _Server(asyncssh.SSHServer):
         return False  # no -R: nothing listens on the gateway's host for a job
 
 
+# Inside the container, connect stdin/stdout to 127.0.0.1:$1 with whatever the image has.
+FORWARD_SCRIPT = """
+if command -v nc >/dev/null 2>&1; then exec nc 127.0.0.1 "$1"; fi
+if command -v socat >/dev/null 2>&1; then exec socat - "TCP:127.0.0.1:$1"; fi
+if command -v bash >/dev/null 2>&1; then
+  exec bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" || exit 1; cat <&3 & cat >&3; wait' "$1"
+fi
+echo "the image has no nc, socat or bash to reach the port" >&2; exit 127
+"""
+
+
+def _direct_forward(session: JobSession) -> bool:
+    """Containers of an engine on this host (a unix socket) are reachable on their bridge
+    address; those of remote engines are reached from inside the container instead."""
+    return session.engine_url.startswith("unix://")
+
+
 async def _forward(session: JobSession, port: int, reader, writer) -> None:
-    """Pipe one forwarded connection to ``port`` on the container's bridge address."""
+    """Pipe one forwarded connection to ``port`` of the job's container."""
+    if not _direct_forward(session):
+        await _forward_by_exec(session, port, reader, writer)
+        return
     try:
         address = await session.call(
             lambda engine: engine.container_address(session.target.container_id)
@@ -212,6 +233,53 @@ async def _forward(session: JobSession, port: int, reader, writer) -> None:
         writer.close()
         return
     await _pipe_to(address, port, reader, writer)
+
+
+async def _forward_by_exec(session: JobSession, port: int, reader, writer) -> None:
+    """Pipe one forwarded connection through ``nc``/``socat``/bash run in the container."""
+    try:
+        stream = await session.exec_open(
+            ["/bin/sh", "-c", FORWARD_SCRIPT, "forward", str(int(port))], tty=False
+        )
+    except Exception as error:  # noqa: BLE001 - engine failure: drop this connection
+        log.info("forward to port %s of job %s failed: %s", port, session.target.job_uuid, error)
+        writer.close()
+        return
+    gateway, sock = session.gateway, stream.sock
+
+    async def inbound():
+        try:
+            while data := await reader.read(READ_SIZE):
+                await gateway.run(sock.sendall, data)
+            if not isinstance(sock, ssl.SSLSocket):
+                sock.shutdown(socket.SHUT_WR)
+        except (OSError, asyncssh.Error):
+            pass
+
+    task = asyncio.create_task(inbound())
+    try:
+        await _pump_output(_ChannelSink(writer), stream, tty=False)
+    finally:
+        task.cancel()
+        session.streams.discard(stream)
+        stream.close()
+        try:
+            writer.write_eof()
+        except (OSError, asyncssh.Error, RuntimeError):
+            pass
+        writer.close()
+
+
+class _ChannelSink:
+    """A forwarded channel where _pump_output expects a session: stdout to the channel,
+    stderr (the script's complaints) to the log."""
+
+    def __init__(self, writer):
+        self.stdout = writer
+        self.stderr = self
+
+    def write(self, data: bytes) -> None:
+        log.info("port forward: %s", data.decode(errors="replace").strip())
 
 
 async def _pipe_to(host: str, port: int, reader, writer) -> None:

@@ -68,6 +68,9 @@ def test_ssh_into_a_running_job(cli, portal, tmp_path, login_pem):
     try:
         ok(cli("wait", job_id, "--wait-run", timeout=180), portal=portal)
         port = portal.env["PORTAL_SSH_PORT"]
+        described = ok(cli("jobs", job_id), portal=portal)
+        login = next(line for line in described.splitlines() if "SSH login:" in line)
+        assert f" -oPort={port} {job_id}@127.0.0.1 -oProxyCommand=" in login, described
         shown = ok(cli("ssh", "--show", job_id), portal=portal)
         full = next(line for line in shown.splitlines() if line.startswith("Full:"))
         assert full.startswith(f"Full:  ssh -i {login_pem} -oPort={port}"), shown

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clusters.models import Cluster
-from clusters.services import slave_declare_gpus, slave_probe, slave_register
+from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
 from jobs.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel, job_submit
@@ -282,7 +282,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_local_port_forward_reaches_the_container(gateway, people, keys):
+@pytest.mark.parametrize("route", ["bridge", "exec"])
+def test_local_port_forward_reaches_the_container(gateway, people, keys, route, monkeypatch):
+    """Straight to the container's bridge address (an engine on this host), or through
+    ``nc`` run inside the container (how containers of remote engines are reached)."""
+    if route == "exec":
+        monkeypatch.setattr("jobs.ssh.gateway._direct_forward", lambda session: False)
     key, pub = keys["alice"]
     job = start_job(people, "alice", [pub])
     local = free_port()
@@ -301,6 +306,12 @@ def test_local_port_forward_reaches_the_container(gateway, people, keys):
             except OSError:
                 time.sleep(0.3)
         assert body == "hello-from-job\n"
+        with engine_for(job.slave) as engine:
+            execs = [
+                engine.api.exec_inspect(exec_id)["ProcessConfig"]["arguments"]
+                for exec_id in engine.api.inspect_container(job.container_id)["ExecIDs"] or []
+            ]
+        assert any("forward" in arguments for arguments in execs) == (route == "exec"), execs
         # Other hosts than the container itself are refused (-W opens the same kind of
         # channel as a -L connection).
         refused = ssh(gateway, key, job, options=["-W", "example.org:80"])
