@@ -131,6 +131,15 @@ def ssh_job_running(*, job_ids: list[int]) -> set[int]:
     )
 
 
+def ssh_keys_withdrawn(*, fingerprints: list[str], now=None) -> set[str]:
+    """Those of ``fingerprints`` that are keys of login certificates no longer valid (revoked
+    or expired since the login): their open sessions end (one query)."""
+    _fresh_connection()
+    now = now or timezone.now()
+    rows = LoginCertificate.objects.filter(ssh_key_fingerprint__in=fingerprints)
+    return {row.ssh_key_fingerprint for row in rows if row.state_at(now) != "valid"}
+
+
 def ssh_event_record(*, job_id: int, message: str) -> None:
     """A line in the job's history (shown by ``gpulab-cli debug`` and on the job page)."""
     _fresh_connection()

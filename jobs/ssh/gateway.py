@@ -5,7 +5,8 @@ then each session channel becomes one exec in the job's container, run as the co
 user (the job's ``docker.user``): a login shell with a TTY when the client asks for one, else
 ``sh -c <command>``. SFTP and scp (both protocols) are served by files.py from the container's
 files; ``-L`` forwards reach ports of the job's own container only. A watchdog closes every
-connection of a job as soon as the job leaves RUNNING. Blocking work (ORM, Docker API, the
+connection of a job as soon as the job leaves RUNNING, and those that logged in with the key of
+a login certificate revoked or expired since. Blocking work (ORM, Docker API, the
 exec sockets) runs in threads so one slow engine never stalls other connections.
 """
 
@@ -117,6 +118,7 @@ class _Server(asyncssh.SSHServer):
         self.conn: asyncssh.SSHServerConnection | None = None
         self.peer = "?"
         self.session: JobSession | None = None
+        self.fingerprint = ""
         self._accepted: tuple[access.SshTarget, str, str, str] | None = None
 
     def connection_made(self, conn):
@@ -166,6 +168,7 @@ class _Server(asyncssh.SSHServer):
 
     def auth_completed(self):
         target, fingerprint, algorithm, reason = self._accepted
+        self.fingerprint = fingerprint
         self.session = JobSession(self.gateway, target)
         self.gateway.remember(self)
         self.gateway.record(
@@ -502,21 +505,25 @@ class Gateway:
                 running = await self.run(
                     access.ssh_job_running, job_ids=sorted({c.session.target.job_id for c in live})
                 )
+                withdrawn = await self.run(
+                    access.ssh_keys_withdrawn, fingerprints=sorted({c.fingerprint for c in live})
+                )
             except Exception:  # noqa: BLE001 - database hiccup: try again next round
                 log.exception("SSH gateway: cannot read job states")
                 continue
             for conn in live:
-                target = conn.session.target
-                if target.job_id not in running and conn.conn is not None:
-                    self.forget(conn)
-                    self.record(
-                        target.job_id,
-                        f"SSH connection from {conn.peer} ended: the job is no longer running",
-                    )
-                    conn.session.close()
-                    conn.conn.disconnect(
-                        asyncssh.DISC_BY_APPLICATION, "the job is no longer running"
-                    )
+                if conn.session.target.job_id not in running:
+                    self._end(conn, "the job is no longer running")
+                elif conn.fingerprint in withdrawn:
+                    self._end(conn, "the key's login certificate is no longer valid")
+
+    def _end(self, conn: _Server, why: str) -> None:
+        if conn.conn is None:
+            return
+        self.forget(conn)
+        self.record(conn.session.target.job_id, f"SSH connection from {conn.peer} ended: {why}")
+        conn.session.close()
+        conn.conn.disconnect(asyncssh.DISC_BY_APPLICATION, why)
 
     async def stop(self) -> None:
         if self._watchdog is not None:

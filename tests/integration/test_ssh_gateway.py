@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from clusters.models import Cluster
-from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from clusters.services import slave_declare_gpus, slave_probe, slave_register
 from jobs.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
 from jobs.services import job_cancel, job_submit
@@ -286,8 +286,17 @@ def free_port() -> int:
 def test_local_port_forward_reaches_the_container(gateway, people, keys, route, monkeypatch):
     """Straight to the container's bridge address (an engine on this host), or through
     ``nc`` run inside the container (how containers of remote engines are reached)."""
+    from jobs.ssh import gateway as module
+
     if route == "exec":
-        monkeypatch.setattr("jobs.ssh.gateway._direct_forward", lambda session: False)
+        monkeypatch.setattr(module, "_direct_forward", lambda session: False)
+    by_exec, original = [], module._forward_by_exec
+
+    async def spy(*args):
+        by_exec.append(args[1])
+        await original(*args)
+
+    monkeypatch.setattr(module, "_forward_by_exec", spy)
     key, pub = keys["alice"]
     job = start_job(people, "alice", [pub])
     local = free_port()
@@ -306,12 +315,7 @@ def test_local_port_forward_reaches_the_container(gateway, people, keys, route, 
             except OSError:
                 time.sleep(0.3)
         assert body == "hello-from-job\n"
-        with engine_for(job.slave) as engine:
-            execs = [
-                engine.api.exec_inspect(exec_id)["ProcessConfig"]["arguments"]
-                for exec_id in engine.api.inspect_container(job.container_id)["ExecIDs"] or []
-            ]
-        assert any("forward" in arguments for arguments in execs) == (route == "exec"), execs
+        assert bool(by_exec) == (route == "exec") and set(by_exec) <= {8080}
         # Other hosts than the container itself are refused (-W opens the same kind of
         # channel as a -L connection).
         refused = ssh(gateway, key, job, options=["-W", "example.org:80"])
@@ -361,9 +365,23 @@ def test_login_certificate_key_refused_once_revoked(gateway, people, keys, tmp_p
     # The key is in the job's request, as gpulab-cli puts it there at submit.
     job = start_job(people, "alice", [public])
     assert ssh(gateway, pem, job, "echo with-pem").stdout == "with-pem\n"
-    login_certificate_revoke(certificate=issued.certificate, user=people["alice"])
+    session = subprocess.Popen(
+        ["ssh", *SSH_OPTIONS, "-i", str(pem), "-p", str(gateway), f"{job.uuid}@127.0.0.1",
+         "echo started; sleep 120"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert session.stdout.readline() == "started\n"
+        login_certificate_revoke(certificate=issued.certificate, user=people["alice"])
+        session.wait(timeout=20)  # the open session ends too
+    finally:
+        if session.poll() is None:
+            session.kill()
+            session.wait()
     refused = ssh(gateway, pem, job, "true")
     assert refused.returncode == 255 and "Permission denied" in refused.stderr
+    assert any("login certificate is no longer valid" in m for m in events(job))
+    assert wait_for(job, "RUNNING").status == "RUNNING"  # the job itself runs on
 
 
 def test_sessions_end_when_the_job_ends(gateway, people, keys):

@@ -12,7 +12,12 @@ from django.utils import timezone
 from clusters.runtime.engine import _go_mode_to_posix
 from jobs.gpulab_json import job_to_gpulab
 from jobs.models import JobEvent
-from jobs.ssh.access import ssh_event_record, ssh_job_running, ssh_login_check
+from jobs.ssh.access import (
+    ssh_event_record,
+    ssh_job_running,
+    ssh_keys_withdrawn,
+    ssh_login_check,
+)
 from jobs.ssh.gateway import _Demux, host_key_load_or_create
 from portal.certs.services import (
     login_certificate_issue,
@@ -133,6 +138,8 @@ def test_login_certificate_key_until_revoked_or_expired(running, member, make_us
     login_certificate_revoke(certificate=issued.certificate, user=member)
     decision = check(job, blob, fingerprint)
     assert not decision.allowed and "revoked" in decision.reason
+    _, _, other = new_key()
+    assert ssh_keys_withdrawn(fingerprints=[fingerprint, other]) == {fingerprint}
     # Somebody else's valid certificate is no key to this job.
     stranger = login_certificate_issue(user=make_user("eve"))
     s_blob, _, s_fingerprint = pem_key(stranger)
