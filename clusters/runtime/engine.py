@@ -8,6 +8,10 @@ DockerEngine never touches the network.
 from __future__ import annotations
 
 import re
+import socket
+import ssl
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -581,12 +585,55 @@ class DockerEngine:
 @dataclass(eq=False)
 class ExecStream:
     """A started exec: its id and the hijacked connection to the engine (``pending`` holds
-    bytes read before the caller got it; ``response`` is kept alive for TLS engines)."""
+    bytes read before the caller got it; ``response`` is kept alive for TLS engines).
+
+    ``read`` and ``write`` may be called from two threads at once: on a TLS connection (which
+    must not be read and written concurrently) they take turns under a lock."""
 
     exec_id: str
     sock: object
     pending: bytes = b""
     response: object = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def tls(self) -> bool:
+        return isinstance(self.sock, ssl.SSLSocket)
+
+    def read(self, size: int = 65536) -> bytes:
+        """The next bytes of output (raw, or multiplexed frames without a TTY); b"" at the
+        end. Blocks."""
+        if self.pending:
+            data, self.pending = self.pending, b""
+            return data
+        if not self.tls:
+            return self.sock.recv(size)
+        while True:
+            with self._lock:
+                self.sock.settimeout(0.05)
+                try:
+                    return self.sock.recv(size)
+                except TimeoutError:
+                    pass
+            time.sleep(0)  # let a writer take the lock
+
+    def write(self, data: bytes) -> None:
+        if not self.tls:
+            self.sock.sendall(data)
+            return
+        with self._lock:
+            self.sock.settimeout(DEFAULT_TIMEOUT_S)
+            self.sock.sendall(data)
+
+    def close_input(self) -> bool:
+        """End of input for the exec; False where the connection cannot half-close (TLS)."""
+        if self.tls:
+            return False
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        return True
 
     def close(self) -> None:
         try:

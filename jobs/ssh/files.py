@@ -14,8 +14,6 @@ import io
 import os
 import posixpath
 import shutil
-import socket
-import ssl
 import stat
 import tarfile
 import tempfile
@@ -137,13 +135,9 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
         stream = await self._session.exec_open(argv, tty=False)
 
         def read_all():
-            data = stream.pending
-            if not isinstance(stream.sock, ssl.SSLSocket):  # TLS cannot half-close
-                try:
-                    stream.sock.shutdown(socket.SHUT_WR)  # no input
-                except OSError:
-                    pass
-            while chunk := stream.sock.recv(65536):
+            data = b""
+            stream.close_input()
+            while chunk := stream.read():
                 data += chunk
             return data
 

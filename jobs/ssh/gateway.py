@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import socket
-import ssl
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -248,14 +246,13 @@ async def _forward_by_exec(session: JobSession, port: int, reader, writer) -> No
         log.info("forward to port %s of job %s failed: %s", port, session.target.job_uuid, error)
         writer.close()
         return
-    gateway, sock = session.gateway, stream.sock
+    gateway = session.gateway
 
     async def inbound():
         try:
             while data := await reader.read(READ_SIZE):
-                await gateway.run(sock.sendall, data)
-            if not isinstance(sock, ssl.SSLSocket):
-                sock.shutdown(socket.SHUT_WR)
+                await gateway.run(stream.write, data)
+            stream.close_input()
         except (OSError, asyncssh.Error):
             pass
 
@@ -358,7 +355,6 @@ async def _resize(session: JobSession, exec_id: str, width: int, height: int) ->
 
 
 async def _pump_stdin(gateway, session, process, stream, *, stream_tty: bool) -> None:
-    sock = stream.sock
     while True:
         try:
             data = await process.stdin.read(READ_SIZE)
@@ -372,22 +368,19 @@ async def _pump_stdin(gateway, session, process, stream, *, stream_tty: bool) ->
         if not data:
             break
         try:
-            await gateway.run(sock.sendall, data)
+            await gateway.run(stream.write, data)
         except OSError:
             return
     if stream_tty:
         # End of input on a terminal: Ctrl-D, as a terminal would send. (Half-closing a TTY
         # exec makes Docker drop the output that is still on its way.)
         try:
-            await gateway.run(sock.sendall, b"\x04")
+            await gateway.run(stream.write, b"\x04")
         except OSError:
             pass
-    elif not isinstance(sock, ssl.SSLSocket):
+    else:
         # End of input: half-close, so a command reading stdin sees EOF (TLS cannot).
-        try:
-            sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
+        stream.close_input()
 
 
 async def _pump_output(process, stream, *, tty: bool) -> None:
@@ -397,14 +390,9 @@ async def _pump_output(process, stream, *, tty: bool) -> None:
     queue: asyncio.Queue = asyncio.Queue(maxsize=64)
 
     def reader():
-        data = stream.pending
         try:
-            while True:
-                if data:
-                    asyncio.run_coroutine_threadsafe(queue.put(data), loop).result()
-                data = stream.sock.recv(READ_SIZE)
-                if not data:
-                    break
+            while data := stream.read(READ_SIZE):
+                asyncio.run_coroutine_threadsafe(queue.put(data), loop).result()
         except (OSError, RuntimeError, asyncio.CancelledError):
             pass
         finally:
