@@ -130,7 +130,7 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
             raise asyncssh.SFTPFailure(err.decode(errors="replace").strip() or f"{argv[0]} failed")
 
     async def _capture(self, argv: list[str]) -> tuple[int, bytes, bytes]:
-        from jobs.ssh.gateway import _Demux, _exit_code
+        from jobs.ssh.sessions import Demux, exec_exit_status
 
         stream = await self._session.exec_open(argv, tty=False)
 
@@ -147,12 +147,12 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
             self._session.streams.discard(stream)
             stream.close()
         out, err = b"", b""
-        for kind, chunk in _Demux().feed(raw):
+        for kind, chunk in Demux().feed(raw):
             if kind == 2:
                 err += chunk
             else:
                 out += chunk
-        return await _exit_code(self._session, stream.exec_id), out, err
+        return await exec_exit_status(self._session, stream.exec_id), out, err
 
     async def _path(self, path: bytes) -> str:
         text = path.decode("utf-8", errors="surrogateescape")

@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import struct
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,17 +22,12 @@ import asyncssh
 
 from jobs.ssh import access
 from jobs.ssh.files import ContainerSFTPServer
+from jobs.ssh.forward import forward_to_container, pipe_to
+from jobs.ssh.sessions import JobSession, run_process
 
 log = logging.getLogger("jobs.ssh")
 
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
-# A login shell: bash when the image has one, else sh.
-SHELL = [
-    "/bin/sh",
-    "-c",
-    "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi",
-]
-READ_SIZE = 65536
 
 
 def host_key_load_or_create(path: Path) -> asyncssh.SSHKey:
@@ -48,64 +41,6 @@ def host_key_load_or_create(path: Path) -> asyncssh.SSHKey:
     with os.fdopen(fd, "wb") as handle:
         handle.write(key.export_private_key())
     return key
-
-
-class _Demux:
-    """Docker's multiplexed exec stream (8-byte header: stream, 0, 0, 0, size) -> chunks."""
-
-    def __init__(self):
-        self.buffer = b""
-
-    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        self.buffer += data
-        out = []
-        while len(self.buffer) >= 8:
-            kind, size = self.buffer[0], struct.unpack(">I", self.buffer[4:8])[0]
-            if len(self.buffer) < 8 + size:
-                break
-            out.append((kind, self.buffer[8 : 8 + size]))
-            self.buffer = self.buffer[8 + size :]
-        return out
-
-
-class JobSession:
-    """What one authenticated connection may reach: the job's container on its slave."""
-
-    def __init__(self, gateway: Gateway, target: access.SshTarget):
-        self.gateway = gateway
-        self.target = target
-        self.engine_url = target.engine_url
-        self._engine = None
-        self._lock = asyncio.Lock()
-        self.streams: set = set()
-
-    async def call(self, fn, *args, **kwargs):
-        """Run a blocking engine call in the gateway's threads, one at a time per connection
-        (the engine's HTTP session is not shared across threads)."""
-        async with self._lock:
-            if self._engine is None:
-                self._engine = await self.gateway.run(
-                    access.ssh_engine_for, slave_id=self.target.slave_id
-                )
-            engine = self._engine
-            return await self.gateway.run(lambda: fn(engine, *args, **kwargs))
-
-    async def exec_open(self, command: list[str], *, tty: bool, environment=None):
-        stream = await self.call(
-            lambda engine: engine.exec_open(
-                self.target.container_id, command, tty=tty, environment=environment
-            )
-        )
-        self.streams.add(stream)
-        return stream
-
-    def close(self) -> None:
-        for stream in list(self.streams):
-            stream.close()
-        self.streams.clear()
-        if self._engine is not None:
-            engine, self._engine = self._engine, None
-            self.gateway.executor.submit(engine.close)
 
 
 class _Server(asyncssh.SSHServer):
@@ -182,7 +117,7 @@ class _Server(asyncssh.SSHServer):
             gateway = self.gateway
 
             async def to_self(reader, writer):
-                await _pipe_to(gateway.loopback_host, gateway.listening_port, reader, writer)
+                await pipe_to(gateway.loopback_host, gateway.listening_port, reader, writer)
 
             return to_self
         if self.session is None or dest_host.lower() not in LOCAL_NAMES:
@@ -193,236 +128,12 @@ class _Server(asyncssh.SSHServer):
         session = self.session
 
         async def forward(reader, writer):
-            await _forward(session, dest_port, reader, writer)
+            await forward_to_container(session, dest_port, reader, writer)
 
         return forward
 
     def server_requested(self, listen_host, listen_port):
         return False  # no -R: nothing listens on the gateway's host for a job
-
-
-# Inside the container, connect stdin/stdout to 127.0.0.1:$1 with whatever the image has.
-FORWARD_SCRIPT = """
-if command -v nc >/dev/null 2>&1; then exec nc 127.0.0.1 "$1"; fi
-if command -v socat >/dev/null 2>&1; then exec socat - "TCP:127.0.0.1:$1"; fi
-if command -v bash >/dev/null 2>&1; then
-  exec bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" || exit 1; cat <&3 & cat >&3; wait' "$1"
-fi
-echo "the image has no nc, socat or bash to reach the port" >&2; exit 127
-"""
-
-
-def _direct_forward(session: JobSession) -> bool:
-    """Containers of an engine on this host (a unix socket) are reachable on their bridge
-    address; those of remote engines are reached from inside the container instead."""
-    return session.engine_url.startswith("unix://")
-
-
-async def _forward(session: JobSession, port: int, reader, writer) -> None:
-    """Pipe one forwarded connection to ``port`` of the job's container."""
-    if not _direct_forward(session):
-        await _forward_by_exec(session, port, reader, writer)
-        return
-    try:
-        address = await session.call(
-            lambda engine: engine.container_address(session.target.container_id)
-        )
-        if not address:
-            raise OSError("the container has no network address")
-    except Exception as error:  # noqa: BLE001 - engine, network or timeout: drop this one
-        log.info("forward to port %s of job %s failed: %s", port, session.target.job_uuid, error)
-        writer.close()
-        return
-    await _pipe_to(address, port, reader, writer)
-
-
-async def _forward_by_exec(session: JobSession, port: int, reader, writer) -> None:
-    """Pipe one forwarded connection through ``nc``/``socat``/bash run in the container."""
-    try:
-        stream = await session.exec_open(
-            ["/bin/sh", "-c", FORWARD_SCRIPT, "forward", str(int(port))], tty=False
-        )
-    except Exception as error:  # noqa: BLE001 - engine failure: drop this connection
-        log.info("forward to port %s of job %s failed: %s", port, session.target.job_uuid, error)
-        writer.close()
-        return
-    gateway = session.gateway
-
-    async def inbound():
-        try:
-            while data := await reader.read(READ_SIZE):
-                await gateway.run(stream.write, data)
-            stream.close_input()
-        except (OSError, asyncssh.Error):
-            pass
-
-    task = asyncio.create_task(inbound())
-    try:
-        await _pump_output(_ChannelSink(writer), stream, tty=False)
-    finally:
-        task.cancel()
-        session.streams.discard(stream)
-        stream.close()
-        try:
-            writer.write_eof()
-        except (OSError, asyncssh.Error, RuntimeError):
-            pass
-        writer.close()
-
-
-class _ChannelSink:
-    """A forwarded channel where _pump_output expects a session: stdout to the channel,
-    stderr (the script's complaints) to the log."""
-
-    def __init__(self, writer):
-        self.stdout = writer
-        self.stderr = self
-
-    def write(self, data: bytes) -> None:
-        log.info("port forward: %s", data.decode(errors="replace").strip())
-
-
-async def _pipe_to(host: str, port: int, reader, writer) -> None:
-    """Connect to ``host:port`` and copy both ways until both sides are done."""
-    try:
-        up_reader, up_writer = await asyncio.wait_for(
-            asyncio.open_connection(host, port), timeout=10
-        )
-    except Exception as error:  # noqa: BLE001 - refused, unreachable or timeout
-        log.info("forward to %s:%s failed: %s", host, port, error)
-        writer.close()
-        return
-
-    async def pipe(source, sink, *, eof):
-        try:
-            while data := await source.read(READ_SIZE):
-                sink.write(data)
-                await sink.drain()
-        except (OSError, asyncssh.Error):
-            pass
-        finally:
-            try:
-                eof()
-            except (OSError, asyncssh.Error, RuntimeError):
-                pass
-
-    await asyncio.gather(
-        pipe(reader, up_writer, eof=up_writer.write_eof),
-        pipe(up_reader, writer, eof=writer.write_eof),
-    )
-    up_writer.close()
-    writer.close()
-
-
-async def _run_process(gateway: Gateway, process: asyncssh.SSHServerProcess) -> None:
-    """One session channel: a shell or a command, as an exec in the container."""
-    server: _Server = process.channel.get_connection().get_owner()
-    session = server.session
-    if session is None or process.subsystem:
-        process.stderr.write(b"this gateway serves shells, commands, sftp and scp only\n")
-        process.exit(1)
-        return
-    term = process.get_terminal_type()
-    tty = term is not None
-    command = ["/bin/sh", "-c", process.command] if process.command else SHELL
-    environment = {"TERM": term} if term else {}
-    try:
-        stream = await session.exec_open(command, tty=tty, environment=environment)
-    except Exception as error:  # noqa: BLE001 - any engine failure ends this channel
-        process.stderr.write(f"cannot start a session in the job's container: {error}\n".encode())
-        process.exit(255)
-        return
-    if tty:
-        width, height, _, _ = process.get_terminal_size()
-        if width and height:
-            await _resize(session, stream.exec_id, width, height)
-    stdin_task = asyncio.create_task(_pump_stdin(gateway, session, process, stream, stream_tty=tty))
-    try:
-        await _pump_output(process, stream, tty=tty)
-    finally:
-        stdin_task.cancel()
-        session.streams.discard(stream)
-        stream.close()
-    code = await _exit_code(session, stream.exec_id)
-    process.exit(code)
-
-
-async def _resize(session: JobSession, exec_id: str, width: int, height: int) -> None:
-    try:
-        await session.call(lambda e: e.exec_resize(exec_id, width=width, height=height))
-    except Exception:  # noqa: BLE001 - a failed resize leaves the old size
-        pass
-
-
-async def _pump_stdin(gateway, session, process, stream, *, stream_tty: bool) -> None:
-    while True:
-        try:
-            data = await process.stdin.read(READ_SIZE)
-        except asyncssh.TerminalSizeChanged as change:
-            await _resize(session, stream.exec_id, change.width, change.height)
-            continue
-        except (asyncssh.BreakReceived, asyncssh.SignalReceived):
-            continue
-        except (asyncssh.Error, OSError):
-            return
-        if not data:
-            break
-        try:
-            await gateway.run(stream.write, data)
-        except OSError:
-            return
-    if stream_tty:
-        # End of input on a terminal: Ctrl-D, as a terminal would send. (Half-closing a TTY
-        # exec makes Docker drop the output that is still on its way.)
-        try:
-            await gateway.run(stream.write, b"\x04")
-        except OSError:
-            pass
-    else:
-        # End of input: half-close, so a command reading stdin sees EOF (TLS cannot).
-        stream.close_input()
-
-
-async def _pump_output(process, stream, *, tty: bool) -> None:
-    """Copy the exec's output to the channel until the exec ends; a reader thread per stream
-    (the socket may be TLS, which asyncio cannot adopt)."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue = asyncio.Queue(maxsize=64)
-
-    def reader():
-        try:
-            while data := stream.read(READ_SIZE):
-                asyncio.run_coroutine_threadsafe(queue.put(data), loop).result()
-        except (OSError, RuntimeError, asyncio.CancelledError):
-            pass
-        finally:
-            try:
-                asyncio.run_coroutine_threadsafe(queue.put(None), loop)
-            except RuntimeError:
-                pass  # the loop is gone: the gateway is stopping
-
-    threading.Thread(target=reader, daemon=True, name="ssh-exec-reader").start()
-    demux = None if tty else _Demux()
-    while (data := await queue.get()) is not None:
-        chunks = [(1, data)] if demux is None else demux.feed(data)
-        for kind, chunk in chunks:
-            (process.stderr if kind == 2 else process.stdout).write(chunk)
-        try:
-            await process.stdout.drain()
-        except (asyncssh.Error, OSError):
-            return
-
-
-async def _exit_code(session: JobSession, exec_id: str) -> int:
-    for _ in range(20):
-        try:
-            code = await session.call(lambda e: e.exec_exit_code(exec_id))
-        except Exception:  # noqa: BLE001 - the container went away: report a failure
-            return 255
-        if code is not None:
-            return int(code)
-        await asyncio.sleep(0.1)
-    return 255
 
 
 class Gateway:
@@ -469,7 +180,7 @@ class Gateway:
             self.host,
             self.port,
             server_host_keys=[key],
-            process_factory=lambda process: _run_process(self, process),
+            process_factory=lambda process: run_process(self, process),
             sftp_factory=ContainerSFTPServer,
             allow_scp=True,
             encoding=None,

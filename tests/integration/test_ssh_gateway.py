@@ -286,7 +286,7 @@ def free_port() -> int:
 def test_local_port_forward_reaches_the_container(gateway, people, keys, route, monkeypatch):
     """Straight to the container's bridge address (an engine on this host), or through
     ``nc`` run inside the container (how containers of remote engines are reached)."""
-    from jobs.ssh import gateway as module
+    from jobs.ssh import forward as module
 
     if route == "exec":
         monkeypatch.setattr(module, "_direct_forward", lambda session: False)

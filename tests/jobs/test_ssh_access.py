@@ -18,7 +18,8 @@ from jobs.ssh.access import (
     ssh_keys_withdrawn,
     ssh_login_check,
 )
-from jobs.ssh.gateway import _Demux, host_key_load_or_create
+from jobs.ssh.gateway import host_key_load_or_create
+from jobs.ssh.sessions import Demux
 from portal.certs.services import (
     login_certificate_issue,
     login_certificate_revoke,
@@ -181,7 +182,7 @@ def test_host_key_made_once_and_private(tmp_path):
 
 def test_demux_splits_frames_fed_in_pieces():
     frames = b"\x01\x00\x00\x00\x00\x00\x00\x03out" + b"\x02\x00\x00\x00\x00\x00\x00\x04err\n"
-    demux = _Demux()
+    demux = Demux()
     got = demux.feed(frames[:5]) + demux.feed(frames[5:13]) + demux.feed(frames[13:])
     assert got == [(1, b"out"), (2, b"err\n")]
 
