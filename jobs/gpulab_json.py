@@ -260,6 +260,22 @@ def _state_resources(job, *, full: bool, logged_in: bool) -> dict | None:
         "workerId": 0,
         "portMappings": [_port_mapping(p) for p in job.port_mappings or []] if full else [],
     }
+    if full and job.status == JobStatus.RUNNING and job.container_id:
+        # Where the portal's SSH gateway lets the job's keys into its container (docs/ssh.md).
+        from django.conf import settings
+
+        from jobs.ssh.access import ssh_username
+
+        # The gateway is also its own jump host: gpulab-cli chooses a proxy when it cannot
+        # resolve slaveHost, and then needs these three.
+        resources.update(
+            sshHost=settings.PORTAL_SSH_HOST,
+            sshPort=settings.PORTAL_SSH_PORT,
+            sshUsername=ssh_username(job),
+            sshProxyHost=settings.PORTAL_SSH_HOST,
+            sshProxyPort=settings.PORTAL_SSH_PORT,
+            sshProxyUsername=ssh_username(job),
+        )
     if not logged_in:
         resources.update(
             gpuIds=[],

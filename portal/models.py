@@ -101,6 +101,10 @@ class LoginCertificate(models.Model):
     not_after = models.DateTimeField()
     created = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # gpulab-cli turns the certificate's RSA key into an SSH key (``ssh -i login.pem``): its
+    # OpenSSH fingerprint lets the SSH gateway refuse it once the certificate is revoked or
+    # expired. Empty for certificates issued before the gateway existed.
+    ssh_key_fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -292,6 +292,16 @@ PORTAL_FRONTEND_SECRET_FILE = Path(
 )
 PORTAL_FRONTEND_SECRET_HEADER = "HTTP_X_PORTAL_FRONTEND_SECRET"
 
+# --- SSH gateway into running jobs (docs/ssh.md) ---------------------------------------------
+# PORTAL_SSH_HOST/PORT are what clients are told (the job's state.resources.sshHost/sshPort);
+# the gateway listens on PORTAL_SSH_BIND:PORTAL_SSH_PORT. Its host key is made once.
+PORTAL_SSH_HOST = os.environ.get("PORTAL_SSH_HOST", "127.0.0.1")
+PORTAL_SSH_PORT = env_int("PORTAL_SSH_PORT", 2222)
+PORTAL_SSH_BIND = os.environ.get("PORTAL_SSH_BIND", "0.0.0.0")
+PORTAL_SSH_HOST_KEY = Path(os.environ.get("PORTAL_SSH_HOST_KEY", VAR_DIR / "ssh" / "host_key"))
+# How often open sessions re-check that their job still runs (seconds).
+PORTAL_SSH_POLL_S = float(os.environ.get("PORTAL_SSH_POLL_S", "2"))
+
 # --- E-mail (job notifications: request.extra.emailOn*) ---------------------------------
 EMAIL_BACKEND = os.environ.get(
     "PORTAL_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"

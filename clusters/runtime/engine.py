@@ -8,6 +8,10 @@ DockerEngine never touches the network.
 from __future__ import annotations
 
 import re
+import socket
+import ssl
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -481,3 +485,205 @@ class DockerEngine:
             "image": image,
             "labels": attributes,
         }
+
+    # -- interactive access: the SSH gateway (jobs/ssh/) ------------------------------------
+
+    def exec_open(
+        self,
+        container_id: str,
+        command: list[str],
+        *,
+        tty: bool,
+        environment: Mapping[str, str] | None = None,
+    ) -> ExecStream:
+        """Start ``command`` in the running container, as the container's own user, with stdin
+        open; returns its stream. With ``tty`` the stream carries raw terminal bytes; without,
+        Docker's multiplexed frames (see ExecStream.demux)."""
+        with self._translated("exec", container=container_id):
+            created = self.api.exec_create(
+                container_id,
+                list(command),
+                stdin=True,
+                stdout=True,
+                stderr=True,
+                tty=tty,
+                environment=dict(environment or {}) or None,
+            )
+            exec_id = created["Id"]
+            response = self.api._post_json(
+                self.api._url("/exec/{0}/start", exec_id),
+                headers={"Connection": "Upgrade", "Upgrade": "tcp"},
+                data={"Tty": tty, "Detach": False},
+                stream=True,
+            )
+            self.api._raise_for_status(response)
+            buffered = response.raw._fp.fp  # the reader that read the HTTP headers
+            sock = getattr(buffered.raw, "_sock", buffered.raw)
+            # Output that arrived with the headers already sits in that reader: take it, so
+            # a fast command's first bytes are not lost.
+            pending = b""
+            peek = getattr(buffered, "peek", None)
+            if peek is not None:
+                sock.setblocking(False)
+                try:
+                    pending = buffered.read1(65536) or b""
+                except (BlockingIOError, OSError):
+                    pending = b""
+                finally:
+                    sock.setblocking(True)
+        return ExecStream(exec_id=exec_id, sock=sock, pending=pending, response=response)
+
+    def exec_resize(self, exec_id: str, *, width: int, height: int) -> None:
+        with self._translated("exec resize"):
+            self.api.exec_resize(exec_id, height=max(1, height), width=max(1, width))
+
+    def exec_exit_code(self, exec_id: str) -> int | None:
+        """The exec's exit code, None while it still runs."""
+        with self._translated("exec inspect"):
+            data = self.api.exec_inspect(exec_id)
+        return None if data.get("Running") else data.get("ExitCode")
+
+    def container_address(self, container_id: str) -> str | None:
+        """The container's IP address on its (bridge) network, None when it has none."""
+        with self._translated("inspect", container=container_id):
+            data = self.api.inspect_container(container_id)
+        settings_ = data.get("NetworkSettings") or {}
+        if settings_.get("IPAddress"):
+            return settings_["IPAddress"]
+        for network in (settings_.get("Networks") or {}).values():
+            if (network or {}).get("IPAddress"):
+                return network["IPAddress"]
+        return None
+
+    def path_stat(self, container_id: str, path: str) -> dict | None:
+        """Docker's stat of ``path`` inside the container (``name``, ``size``, ``mode`` as
+        POSIX st_mode, ``mtime`` in UNIX seconds, ``linkTarget``); None when it is missing.
+        Needs no program inside the image."""
+        import base64
+        import json
+
+        with self._translated("stat", container=container_id):
+            response = self.api.head(
+                self.api._url("/containers/{0}/archive", container_id), params={"path": path}
+            )
+            if response.status_code == 404 and "container" not in response.text.lower():
+                return None
+            self.api._raise_for_status(response)
+        header = response.headers.get("X-Docker-Container-Path-Stat") or ""
+        if not header:
+            return None
+        data = json.loads(base64.b64decode(header))
+        mtime = parse_docker_time(data.get("mtime"))
+        return {
+            "name": data.get("name") or "",
+            "size": int(data.get("size") or 0),
+            "mode": _go_mode_to_posix(int(data.get("mode") or 0)),
+            "mtime": int(mtime.timestamp()) if mtime else 0,
+            "linkTarget": data.get("linkTarget") or "",
+        }
+
+    def archive_get(self, container_id: str, path: str) -> Iterator[bytes]:
+        """A tar stream of ``path`` inside the container (Docker's ``cp`` from a container)."""
+        with self._translated("copy from", container=container_id):
+            stream, _stat = self.api.get_archive(container_id, path)
+        return stream
+
+    def archive_put(self, container_id: str, directory: str, data) -> None:
+        """Unpack the tar ``data`` (bytes or a file) into ``directory`` inside the container
+        (Docker's ``cp -a``): new files belong to the container's configured user."""
+        with self._translated("copy to", container=container_id):
+            response = self.api._put(
+                self.api._url("/containers/{0}/archive", container_id),
+                params={"path": directory, "copyUIDGID": "true"},
+                data=data,
+            )
+            self.api._raise_for_status(response)
+
+
+@dataclass(eq=False)
+class ExecStream:
+    """A started exec: its id and the hijacked connection to the engine (``pending`` holds
+    bytes read before the caller got it; ``response`` is kept alive for TLS engines).
+
+    ``read`` and ``write`` may be called from two threads at once: on a TLS connection (which
+    must not be read and written concurrently) they take turns under a lock."""
+
+    exec_id: str
+    sock: object
+    pending: bytes = b""
+    response: object = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def tls(self) -> bool:
+        return isinstance(self.sock, ssl.SSLSocket)
+
+    def read(self, size: int = 65536) -> bytes:
+        """The next bytes of output (raw, or multiplexed frames without a TTY); b"" at the
+        end. Blocks."""
+        if self.pending:
+            data, self.pending = self.pending, b""
+            return data
+        if not self.tls:
+            return self.sock.recv(size)
+        while True:
+            with self._lock:
+                self.sock.settimeout(0.05)
+                try:
+                    return self.sock.recv(size)
+                except TimeoutError:
+                    pass
+            time.sleep(0)  # let a writer take the lock
+
+    def write(self, data: bytes) -> None:
+        if not self.tls:
+            self.sock.sendall(data)
+            return
+        with self._lock:
+            self.sock.settimeout(DEFAULT_TIMEOUT_S)
+            self.sock.sendall(data)
+
+    def close_input(self) -> bool:
+        """End of input for the exec; False where the connection cannot half-close (TLS)."""
+        if self.tls:
+            return False
+        try:
+            self.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        return True
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self.response is not None:
+            self.response.close()
+
+
+# Go's os.FileMode bits (Docker's stat) -> POSIX st_mode.
+_GO_DIR, _GO_SYMLINK, _GO_DEVICE, _GO_PIPE, _GO_SOCKET = 1 << 31, 1 << 27, 1 << 26, 1 << 25, 1 << 24
+_GO_SETUID, _GO_SETGID, _GO_CHARDEV, _GO_STICKY = 1 << 23, 1 << 22, 1 << 21, 1 << 20
+
+
+def _go_mode_to_posix(mode: int) -> int:
+    import stat
+
+    result = mode & 0o777
+    if mode & _GO_DIR:
+        result |= stat.S_IFDIR
+    elif mode & _GO_SYMLINK:
+        result |= stat.S_IFLNK
+    elif mode & _GO_PIPE:
+        result |= stat.S_IFIFO
+    elif mode & _GO_SOCKET:
+        result |= stat.S_IFSOCK
+    elif mode & _GO_DEVICE:
+        result |= stat.S_IFCHR if mode & _GO_CHARDEV else stat.S_IFBLK
+    else:
+        result |= stat.S_IFREG
+    result |= stat.S_ISUID if mode & _GO_SETUID else 0
+    result |= stat.S_ISGID if mode & _GO_SETGID else 0
+    result |= stat.S_ISVTX if mode & _GO_STICKY else 0
+    return result

@@ -6,7 +6,9 @@ first RFC822 name, uses the pair for TLS client authentication, and adds the RSA
 its jobs' SSH keys (that is why the key is RSA).
 """
 
+import base64
 import datetime
+import hashlib
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -106,6 +108,9 @@ def login_certificate_issue(*, user, now: datetime.datetime | None = None) -> Is
         fingerprint=fingerprint_hex(certificate),
         not_before=not_before,
         not_after=not_after,
+        ssh_key_fingerprint=openssh_fingerprint(
+            public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        ),
     )
     key_pem = key.private_bytes(
         serialization.Encoding.PEM,
@@ -140,6 +145,14 @@ def login_certificate_list_of(user) -> QuerySet[LoginCertificate]:
 
 def serial_hex(certificate: x509.Certificate) -> str:
     return format(certificate.serial_number, "x")
+
+
+def openssh_fingerprint(line: bytes | str) -> str:
+    """OpenSSH's ``SHA256:...`` fingerprint of a public key line (``ssh-rsa AAAA... comment``)."""
+    if isinstance(line, str):
+        line = line.encode("ascii", "replace")
+    blob = base64.b64decode(line.split()[1])
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
 def fingerprint_hex(certificate: x509.Certificate) -> str:

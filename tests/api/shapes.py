@@ -239,6 +239,13 @@ STATE_RESOURCES = Obj(
         "slaveInstancePid": int,
         "workerId": int,
         "portMappings": ListOf(PORT_MAPPING),
+        # The SSH gateway (docs/ssh.md): RUNNING jobs, for viewers who see the job in full.
+        "sshHost": Opt(str),
+        "sshPort": Opt(int),
+        "sshUsername": Opt(str),
+        "sshProxyHost": Opt(str),
+        "sshProxyPort": Opt(int),
+        "sshProxyUsername": Opt(str),
     }
 )
 JOB = Obj(

@@ -76,9 +76,14 @@ class Portal:
             PORTAL_DEBUG="1",
             PYTHONUNBUFFERED="1",
             DJANGO_SETTINGS_MODULE="portal.settings",
+            # The SSH gateway (started with start(gateway=True)) and what jobs tell clients.
+            PORTAL_SSH_HOST="127.0.0.1",
+            PORTAL_SSH_BIND="127.0.0.1",
+            PORTAL_SSH_PORT=str(free_port()),
         )
         self.server: subprocess.Popen | None = None
         self.watcher: subprocess.Popen | None = None
+        self.gateway: subprocess.Popen | None = None
 
     def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
         with open(self.var_dir / f"{name}.log", "w") as log:
@@ -121,12 +126,14 @@ class Portal:
         assert done.returncode == 0, f"portal_setup {args}: {done.stdout}\n{done.stderr}"
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def start(self, *, watcher: bool = False):
+    def start(self, *, watcher: bool = False, gateway: bool = False):
         self.server = self._spawn(
             "runserver", ["runserver", f"127.0.0.1:{self.port}", "--noreload"]
         )
         if watcher:  # Docker events -> finish tasks (run inline in the watcher process)
             self.watcher = self._spawn("watcher", ["watch_slaves"])
+        if gateway:  # SSH into running jobs
+            self.gateway = self._spawn("ssh_gateway", ["ssh_gateway"])
         import requests
 
         def up():
@@ -158,7 +165,7 @@ class Portal:
 
     def stop(self):
         self.frontend("stop")
-        for process in (self.watcher, self.server):
+        for process in (self.gateway, self.watcher, self.server):
             if process is None or process.poll() is not None:
                 continue
             process.send_signal(signal.SIGINT)
@@ -216,7 +223,9 @@ class Portal:
 
 
 @contextmanager
-def running_portal(name: str, *, docker_url: str | None = None, watcher: bool = False):
+def running_portal(
+    name: str, *, docker_url: str | None = None, watcher: bool = False, gateway: bool = False
+):
     """Migrate, add the test data (users alice/bob, projects vision/speech, cluster 1 with slave
     gpu1), start runserver and the TLS front end; stop both and remove everything afterwards.
 
@@ -229,7 +238,7 @@ def running_portal(name: str, *, docker_url: str | None = None, watcher: bool = 
     try:
         live.manage("migrate", "--noinput")
         live.setup("setup", *(["--docker-url", docker_url] if docker_url else []))
-        live.start(watcher=watcher)
+        live.start(watcher=watcher, gateway=gateway)
         started = live.frontend("start")
         assert started.returncode == 0, f"{started.stdout}\n{started.stderr}"
         assert live.server_ca.exists()

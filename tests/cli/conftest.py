@@ -71,10 +71,16 @@ def cli(portal, gpulab_cli, login_pem, home):
             portal.api_url,
         ]
 
-    def run(*args: str, pem: Path | None = None, stdin: str | None = None, timeout: int = 90):
+    def run(
+        *args: str,
+        pem: Path | None = None,
+        stdin: str | None = None,
+        timeout: int = 90,
+        extra_env: dict | None = None,
+    ):
         done = subprocess.run(
             [*base(pem), *args],
-            env=env,
+            env={**env, **(extra_env or {})},
             input=stdin,
             capture_output=True,
             text=True,

@@ -330,6 +330,7 @@ def test_systemd_units_start_the_production_processes(tmp_path):
     }
     assert commands == {
         "gpuportal-qcluster.service": ["qcluster"],
+        "gpuportal-ssh.service": ["ssh_gateway"],
         "gpuportal-watcher.service": ["watch_slaves"],
         "gpuportal-web.service": [
             "migrate",
@@ -338,7 +339,8 @@ def test_systemd_units_start_the_production_processes(tmp_path):
         ],
     }
     known = get_commands()
-    assert all(name in known for name in ("migrate", "collectstatic", "qcluster", "watch_slaves"))
+    names = ("migrate", "collectstatic", "qcluster", "watch_slaves", "ssh_gateway")
+    assert all(name in known for name in names)
     gunicorn = started["gpuportal-web.service"][-1]
     assert gunicorn[1:] == ["-c", "python:portal.gunicorn_conf"]
     conf = importlib.import_module("portal.gunicorn_conf")

@@ -32,6 +32,7 @@ class Command(BaseCommand):
             "web": [*gunicorn, "--bind", options["addr"]],
             "qcluster": [*manage, "qcluster"],
             "watcher": [*manage, "watch_slaves"],
+            "ssh": [*manage, "ssh_gateway"],  # SSH into running jobs (docs/ssh.md)
         }
         children = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
         self.stdout.write(f"GPU Portal on http://{options['addr']}/ (Ctrl-C stops everything)")

@@ -1,0 +1,156 @@
+"""Who may log in to which job over SSH, and the job's history of SSH connections.
+
+The SSH user name names the job (its uuid, or a unique prefix of at least 6 characters of it):
+GPULab's model is one login per job. The offered key gets in only when
+
+- the job is RUNNING on a slave, with a container, and its owner's account is active;
+- the key is in the job's ``request.extra.sshPubKeys``, in the owner's profile SSH keys, or is
+  the key of one of the owner's valid login certificates (``gpulab-cli ssh`` logs in with
+  ``ssh -i login.pem``);
+- and, when the key is that of a login certificate, the certificate is neither revoked nor
+  expired (whatever list the key is also in).
+
+Keys are compared as their decoded blobs; only fingerprints are ever written anywhere.
+Synchronous (the gateway calls these in a thread).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from jobs.models import Job
+from jobs.states import JobStatus
+from jobs.transitions import job_event_add
+from portal.models import LoginCertificate, Profile
+
+MIN_PREFIX = 6
+
+
+def _fresh_connection() -> None:
+    """The gateway's threads live long: drop a connection the database may have closed (as
+    Django does between requests), unless inside a transaction (tests)."""
+    if not connection.in_atomic_block:
+        close_old_connections()
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """A running job an SSH connection was let into."""
+
+    job_id: int
+    job_uuid: str
+    owner: str
+    slave_id: int
+    container_id: str
+    engine_url: str = ""
+
+
+@dataclass(frozen=True)
+class SshDecision:
+    allowed: bool
+    reason: str
+    target: SshTarget | None = None
+
+
+def ssh_username(job: Job) -> str:
+    """The SSH user name clients are told for ``job`` (state.resources.sshUsername)."""
+    return str(job.uuid)
+
+
+def key_blob(line: str) -> bytes | None:
+    """The decoded key of an OpenSSH public key line (``type base64 [comment]``), or None."""
+    parts = (line or "").split()
+    if len(parts) < 2:
+        return None
+    try:
+        return base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _job_named(username: str) -> Job | None:
+    name = (username or "").strip().lower()
+    if len(name) < MIN_PREFIX or any(c not in "0123456789abcdef-" for c in name):
+        return None
+    jobs = Job.objects.select_related("owner", "slave").filter(status=JobStatus.RUNNING)
+    if len(name) == 36:
+        return jobs.filter(uuid=name).first()
+    # A prefix: bounded by the number of running jobs.
+    running = Job.objects.filter(status=JobStatus.RUNNING).values_list("pk", "uuid")
+    matches = [pk for pk, uuid in running if str(uuid).startswith(name)]
+    if len(matches) != 1:
+        return None
+    return jobs.filter(pk=matches[0]).first()
+
+
+def ssh_login_check(*, username: str, blob: bytes, fingerprint: str, now=None) -> SshDecision:
+    """May the key ``blob`` (fingerprint ``fingerprint``) log in as ``username``?"""
+    _fresh_connection()
+    now = now or timezone.now()
+    job = _job_named(username)
+    if job is None:
+        return SshDecision(False, f"no running job {username!r}")
+    if not job.slave_id or not job.container_id:
+        return SshDecision(False, "the job has no container")
+    if not job.owner.is_active:
+        return SshDecision(False, "the job owner's account is disabled")
+    target = SshTarget(
+        job_id=job.pk,
+        job_uuid=str(job.uuid),
+        owner=job.owner.username,
+        slave_id=job.slave_id,
+        container_id=job.container_id,
+        engine_url=job.slave.docker_url,
+    )
+    certificates = list(LoginCertificate.objects.filter(ssh_key_fingerprint=fingerprint))
+    for certificate in certificates:
+        state = certificate.state_at(now)
+        if state != "valid":
+            return SshDecision(False, f"the key is that of a login certificate that is {state}")
+    if any(c.user_id == job.owner_id for c in certificates):
+        return SshDecision(True, "login certificate", target)
+    request_keys = ((job.request or {}).get("extra") or {}).get("sshPubKeys") or []
+    if any(key_blob(line) == blob for line in request_keys):
+        return SshDecision(True, "job request key", target)
+    profile = Profile.objects.filter(user_id=job.owner_id).first()
+    if profile and any(key_blob(line) == blob for line in profile.ssh_key_list):
+        return SshDecision(True, "profile key", target)
+    return SshDecision(False, "the key is not one of the job's keys")
+
+
+def ssh_job_running(*, job_ids: list[int]) -> set[int]:
+    """Those of ``job_ids`` still RUNNING (one query)."""
+    _fresh_connection()
+    return set(
+        Job.objects.filter(pk__in=job_ids, status=JobStatus.RUNNING).values_list("pk", flat=True)
+    )
+
+
+def ssh_keys_withdrawn(*, fingerprints: list[str], now=None) -> set[str]:
+    """Those of ``fingerprints`` that are keys of login certificates no longer valid (revoked
+    or expired since the login): their open sessions end (one query)."""
+    _fresh_connection()
+    now = now or timezone.now()
+    rows = LoginCertificate.objects.filter(ssh_key_fingerprint__in=fingerprints)
+    return {row.ssh_key_fingerprint for row in rows if row.state_at(now) != "valid"}
+
+
+def ssh_event_record(*, job_id: int, message: str) -> None:
+    """A line in the job's history (shown by ``gpulab-cli debug`` and on the job page)."""
+    _fresh_connection()
+    job = Job.objects.filter(pk=job_id).first()
+    if job is not None:
+        job_event_add(job=job, message=message)
+
+
+def ssh_engine_for(*, slave_id: int):
+    from clusters.models import Slave
+    from clusters.services import engine_for
+
+    _fresh_connection()
+    return engine_for(Slave.objects.get(pk=slave_id))
