@@ -134,6 +134,18 @@ def append_log(args) -> dict:
     return {"uuid": args.uuid, "length": len(old) + len(args.text.encode())}
 
 
+def user(args) -> dict:
+    """A member of ``--project`` with ``--email`` stored as given (as an admin could before the
+    address rule, or straight in the database)."""
+    from django.contrib.auth import get_user_model
+
+    from portal.models import Membership, Project
+
+    made = get_user_model().objects.create_user(username=args.name, email=args.email)
+    Membership.objects.create(user=made, project=Project.objects.get(name=args.project))
+    return {"username": made.username, "email": made.email}
+
+
 def status(args) -> dict:
     from jobs.models import Job
 
@@ -155,9 +167,19 @@ def main(argv=None) -> None:
     p.add_argument("text")
     p = commands.add_parser("status")
     p.add_argument("uuid")
+    p = commands.add_parser("user")
+    p.add_argument("--name", required=True)
+    p.add_argument("--email", required=True)
+    p.add_argument("--project", required=True)
     args = parser.parse_args(argv)
     _django()
-    handler = {"setup": setup, "job": job, "append-log": append_log, "status": status}
+    handler = {
+        "setup": setup,
+        "job": job,
+        "append-log": append_log,
+        "status": status,
+        "user": user,
+    }
     print(json.dumps(handler[args.command](args)))
 
 

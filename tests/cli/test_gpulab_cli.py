@@ -67,6 +67,24 @@ def test_clusters_id_short(cli, portal):
     assert "gpu1" not in out
 
 
+def test_slaves_carry_their_environment_and_cpu_model(cli, portal):
+    slaves = json.loads(ok(cli("clusters", "--all", "--raw"), portal=portal))
+    gpu1 = next(s for s in slaves if s["name"] == "gpu1")
+    assert gpu1["deploymentEnvironment"] == "production"
+    assert gpu1["cpuModel"] == ["Test CPU"]
+
+
+def test_an_owner_address_the_client_rejects_never_breaks_the_project_list(cli, portal):
+    """Issue 15: `admin@localhost` (or any .local/.test address) of one member made `jobs`,
+    `jobs ID` and `wait` print "Could not parse server answer" for the whole project."""
+    portal.setup("user", "--name", "carol", "--email", "admin@localhost", "--project", "vision")
+    theirs = portal.setup("job", "--user", "carol", "--status", "QUEUED", "--name", "Carols")
+    out = ok(cli("jobs", "-c", "50"), portal=portal)
+    assert "Could not parse" not in out
+    assert theirs["uuid"][:8] in out or "Carols" in out
+    assert f"Job ID: {theirs['uuid']}" in ok(cli("jobs", theirs["uuid"]), portal=portal)
+
+
 def test_clusters_id_long(cli, portal):
     out = ok(cli("clusters", "1"), portal=portal)
     assert 'Host "gpu1"' in out
