@@ -118,8 +118,8 @@ QUEUED_FIELDS = (
     "uuid", "owner__username", "project__name", "created", "gpus", "cpus", "cpu_memory_gb",
     "tmpfs_gb", "gpu_models", "features", "min_cuda_version", "requested_cluster_id",
     "requested_slave_name", "interactive", "restartable", "min_duration_s", "max_duration_s",
-    "not_before", "not_after", "bucket_name", "bucket_max", "reservation_ids",
-    "queued_explanations",
+    "not_before", "not_after", "bucket_name", "bucket_max", "reservation_ids", "id",
+    "explanation__lines",
 )  # fmt: skip
 
 
@@ -271,6 +271,8 @@ def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snap
         else usage_now(now=now, config=config)
     )
     queued = list(Job.objects.filter(status=S.QUEUED).values(*QUEUED_FIELDS))
+    for row in queued:  # what apply compares the new explanations with
+        row["queued_explanations"] = row.pop("explanation__lines") or []
     snapshot = sm.Snapshot(
         now=now,
         slaves=tuple(slave_states()),
