@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from clusters.models import Slave
-from jobs.bulk_sql import rows_upsert
+from jobs.bulk_sql import rows_delete, rows_upsert
 from jobs.models import Job, JobExplanation
 from jobs.scheduler import model as sm
 from jobs.states import HOLDS_RESOURCES, JobStatus
@@ -46,7 +46,10 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
     with transaction.atomic():
         slaves = {
             s.name: s
-            for s in Slave.objects.select_for_update().filter(name__in=names).order_by("pk")
+            for s in Slave.objects.select_for_update()
+            .filter(name__in=names)
+            .only("pk", "name")
+            .order_by("pk")
         }
         held = _held_ids([s.pk for s in slaves.values()])
         for start in starts:
@@ -76,9 +79,10 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
         if any(won):  # a fault drill's kill -9 between the commit and the launch enqueue
             transaction.on_commit(lambda: crash_point("after_assign"))
         # A job that starts no longer waits: its explanation goes (one DELETE).
-        started = [request.job.pk for request, ok in zip(requests, won, strict=True) if ok]
-        for chunk in range(0, len(started), 5000):
-            JobExplanation.objects.filter(job_id__in=started[chunk : chunk + 5000]).delete()
+        rows_delete(
+            JobExplanation,
+            keys=[request.job.pk for request, ok in zip(requests, won, strict=True) if ok],
+        )
         for request, ok in zip(requests, won, strict=True):
             if ok:
                 fire(LAUNCH_TASK, request.job.pk)
