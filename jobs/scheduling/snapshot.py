@@ -9,6 +9,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from clusters.models import Slave
+from jobs.bulk_sql import rows_update
 from jobs.models import Job, UserUsage
 from jobs.scheduler import model as sm
 from jobs.scheduler.explain import impossible_reason
@@ -237,7 +238,13 @@ def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConf
     changed = [rows[name] for name in holders]
     for row in changed:
         row.value, row.updated_at = usage[row.user.username], now
-    UserUsage.objects.bulk_update(changed, ["value", "updated_at"], batch_size=500)
+    # One UPDATE ... FROM for all holders (bulk_update's CASE per row cost 0.2 s for 600 users).
+    rows_update(
+        UserUsage,
+        key="id",
+        names=["value", "updated_at"],
+        rows=[[row.pk, row.value, row.updated_at] for row in changed],
+    )
     return usage
 
 
