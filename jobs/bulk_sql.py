@@ -50,6 +50,13 @@ def _recordset(fields: list, aliases: list[str], rows: list[list]) -> tuple[str,
     return f"jsonb_to_recordset(%s::jsonb) AS v ({types})", document
 
 
+def _values_source(aliases: list[str], one: str, count: int) -> str:
+    """``(SELECT column1 AS c0, ... FROM (VALUES ...)) AS v`` for SQLite: no ``WITH`` before
+    the statement, whose rowcount Python's sqlite3 would not report."""
+    picks = ", ".join(f"column{i + 1} AS {a}" for i, a in enumerate(aliases))
+    return f"(SELECT {picks} FROM (VALUES {', '.join([one] * count)})) AS v"
+
+
 def rows_update(model, *, key: str, names: list[str], rows: list[list], where: str = "") -> int:
     """Set ``names`` on the rows whose ``key`` column equals each row's first value.
 
@@ -88,8 +95,8 @@ def rows_update(model, *, key: str, names: list[str], rows: list[list], where: s
                 for f, value in zip(fields, row, strict=True)
             ]
             sql = (
-                f"WITH v ({', '.join(aliases)}) AS (VALUES {', '.join([one] * len(chunk))}) "
-                f"UPDATE {table} AS t SET {sets} FROM v WHERE {condition}"
+                f"UPDATE {table} AS t SET {sets} FROM {_values_source(aliases, one, len(chunk))} "
+                f"WHERE {condition}"
             )
             cursor.execute(sql, params)
             updated += cursor.rowcount
@@ -135,8 +142,8 @@ def rows_upsert(model, *, names: list[str], rows: list[list], where: str = "") -
                 for f, value in zip(fields, row, strict=True)
             ]
             sql = (
-                f"WITH v ({', '.join(aliases)}) AS (VALUES {', '.join([one] * len(chunk))}) "
-                f"INSERT INTO {table} ({columns}) SELECT {picks} FROM v {tail}"
+                f"INSERT INTO {table} ({columns}) SELECT {picks} "
+                f"FROM {_values_source(aliases, one, len(chunk))} {tail}"
             )
             cursor.execute(sql, params)
             written += cursor.rowcount
