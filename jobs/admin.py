@@ -3,6 +3,7 @@ from django.contrib import admin, messages
 from jobs.models import (
     Job,
     JobEvent,
+    JobExplanation,
     JobPullSecret,
     SchedulerLease,
     SubmitIdempotencyKey,
@@ -138,6 +139,22 @@ class SubmitIdempotencyKeyAdmin(admin.ModelAdmin):
     list_select_related = ["user", "job"]
     search_fields = ["key", "user__username"]
     readonly_fields = [f.name for f in SubmitIdempotencyKey._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(JobExplanation)
+class JobExplanationAdmin(admin.ModelAdmin):
+    """Read-only: why a queued job waits, as the scheduler's last tick wrote it."""
+
+    list_display = ["job", "lines"]
+    list_select_related = ["job"]
+    search_fields = ["job__uuid", "job__name"]
+    readonly_fields = ["job", "lines"]
 
     def has_add_permission(self, request):
         return False

@@ -15,10 +15,15 @@ class Job(models.Model):
     name = models.CharField(max_length=200)
     # null, not "": GPULab distinguishes "no description" (null) from an empty one.
     description = models.TextField(blank=True, null=True)  # noqa: DJ001
+    # No index of their own on these three foreign keys: the (owner, status), (project, status)
+    # and (slave, status) indexes below serve every lookup by them, and each index is one more
+    # write per row the scheduler moves (see docs/scheduling.md, Performance).
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
-    project = models.ForeignKey("portal.Project", on_delete=models.PROTECT, related_name="jobs")
+    project = models.ForeignKey(
+        "portal.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
+    )
     deployment_environment = models.CharField(max_length=32, default="production")
     # The canonical v2 request; a registry password in the image is stored as XXXX here and
     # only in JobPullSecret in full.
@@ -47,7 +52,8 @@ class Job(models.Model):
     reservation_ids = models.JSONField(default=list, blank=True)
 
     # State.
-    status = models.CharField(max_length=16, choices=JobStatus.choices, db_index=True)
+    # Indexed through (status, created) only: a status lookup uses its leading column.
+    status = models.CharField(max_length=16, choices=JobStatus.choices)
     status_updated = models.DateTimeField()
     event_times = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(db_index=True)
@@ -55,7 +61,12 @@ class Job(models.Model):
 
     # Assignment and run.
     slave = models.ForeignKey(
-        "clusters.Slave", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+        "clusters.Slave",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+        db_index=False,
     )
     gpu_ids = models.JSONField(default=list, blank=True)
     cpu_ids = models.JSONField(default=list, blank=True)
@@ -72,8 +83,7 @@ class Job(models.Model):
     # on the job and reconcile re-drives it (see docs/runtime.md, Recovery).
     runtime_heartbeat = models.DateTimeField(null=True, blank=True)
 
-    # Scheduling information shown to the user.
-    queued_explanations = models.JSONField(default=list, blank=True)
+    # Scheduling information shown to the user (the explanations: JobExplanation).
     halt_events = models.JSONField(default=list, blank=True)
     ignoring_reservation_ids = models.JSONField(default=list, blank=True)
     tally_increment = models.FloatField(null=True, blank=True)
@@ -111,6 +121,33 @@ class Job(models.Model):
     @property
     def initial_uuid(self) -> str:
         return str(self.initial_job_uuid or self.uuid)
+
+    @property
+    def queued_explanations(self) -> list:
+        """Why the job waits (or why it could not be scheduled); [] when nothing was said.
+        Load lists with ``select_related("explanation")``: one query less per job."""
+        try:
+            return self.explanation.lines
+        except JobExplanation.DoesNotExist:
+            return []
+
+
+class JobExplanation(models.Model):
+    """The lines the scheduler last wrote on why a job waits (or why it failed to start).
+
+    A narrow table of its own, not a column of Job: every tick rewrites thousands of these,
+    and a row here carries one index, where a Job row carries a dozen and its request JSON
+    (measured on a 10k-queue tick on PostgreSQL: seconds as a Job column, a tenth as rows
+    here). Written by ``jobs.scheduling.apply`` only; a job that starts loses its row.
+    """
+
+    job = models.OneToOneField(
+        Job, primary_key=True, on_delete=models.CASCADE, related_name="explanation"
+    )
+    lines = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"explanation of job {self.job_id}"
 
 
 class JobPullSecret(models.Model):

@@ -28,7 +28,7 @@ def job_list_visible_to(user) -> QuerySet[Job]:
     """Every job a logged-in user may list (others' projects sanitised when shown)."""
     if isinstance(user, AnonymousUser) or not user.is_authenticated:
         return Job.objects.none()
-    return Job.objects.select_related("owner", "project", "slave", "slave__cluster")
+    return Job.objects.select_related("owner", "project", "slave", "slave__cluster", "explanation")
 
 
 def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:

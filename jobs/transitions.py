@@ -168,7 +168,7 @@ def job_transition_many(
                 )
             )  # fmt: skip
         _write_rows(changed, sorted(columns))
-        JobEvent.objects.bulk_create(events, batch_size=500)
+        JobEvent.objects.bulk_create(events)  # one UNNEST insert on PostgreSQL
     return won
 
 

@@ -29,7 +29,7 @@ def home(request):
     user = request.user
     now = timezone.now()
     active_qs = Job.objects.filter(owner=user, status__in=ACTIVE).select_related(
-        "owner", "project", "slave", "slave__cluster"
+        "owner", "project", "slave", "slave__cluster", "explanation"
     )
     active = [
         present(job, user, now=now)

@@ -8,8 +8,8 @@ from django.db import connection, transaction
 
 from clusters.models import Slave
 from jobs import task_names
-from jobs.bulk_sql import rows_update
-from jobs.models import Job
+from jobs.bulk_sql import rows_delete, rows_upsert
+from jobs.models import Job, JobExplanation
 from jobs.scheduler import model as sm
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from jobs.transitions import TransitionRequest, job_transition_many
@@ -47,7 +47,10 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
     with transaction.atomic():
         slaves = {
             s.name: s
-            for s in Slave.objects.select_for_update().filter(name__in=names).order_by("pk")
+            for s in Slave.objects.select_for_update()
+            .filter(name__in=names)
+            .only("pk", "name")
+            .order_by("pk")
         }
         held = _held_ids([s.pk for s in slaves.values()])
         for start in starts:
@@ -69,7 +72,6 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
                         "slave": slave,
                         "gpu_ids": list(start.gpu_ids),
                         "cpu_ids": list(start.cpu_ids),
-                        "queued_explanations": [],
                         "ignoring_reservation_ids": sorted(start.ignoring_reservation_ids),
                     },
                 )
@@ -77,6 +79,11 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
         won = job_transition_many(requests=requests, now=now)
         if any(won):  # a fault drill's kill -9 between the commit and the launch enqueue
             transaction.on_commit(lambda: crash_point("after_assign"))
+        # A job that starts no longer waits: its explanation goes (one DELETE).
+        rows_delete(
+            JobExplanation,
+            keys=[request.job.pk for request, ok in zip(requests, won, strict=True) if ok],
+        )
         for request, ok in zip(requests, won, strict=True):
             if ok:
                 fire(LAUNCH_TASK, request.job.pk)
@@ -119,12 +126,19 @@ def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: d
             job=job,
             to=S.FAILED,
             message=fail.reason,
-            fields={"end_reason": fail.reason, "queued_explanations": [fail.reason]},
+            fields={"end_reason": fail.reason},
         )
         for fail in result.fails
         if (job := jobs.get(fail.job_id)) is not None and job.status == S.QUEUED
     ]
-    won = job_transition_many(requests=requests, now=now)
+    with transaction.atomic():
+        won = job_transition_many(requests=requests, now=now)
+        # The failed job's explanation is its reason (what the job page and API show).
+        rows_upsert(
+            JobExplanation,
+            names=["lines"],
+            rows=[[r.job.pk, [r.message]] for r, ok in zip(requests, won, strict=True) if ok],
+        )
     for request, ok in zip(requests, won, strict=True):
         if ok:
             job_notify_request(job=request.job, event=S.FAILED)
@@ -143,14 +157,18 @@ def apply_explanations(result: sm.CycleResult, queued: list[dict]) -> int:
     for row in queued:
         lines = result.explanations.get(str(row["uuid"]))
         if lines is not None and list(lines) != row["queued_explanations"]:
-            rows.append([row["uuid"], list(lines)])
-    # One UPDATE ... FROM (VALUES ...) for thousands of rows; only jobs still queued.
-    rows_update(
-        Job,
-        key="uuid",
-        names=["queued_explanations"],
+            rows.append([row["id"], list(lines)])
+    # One upsert into the narrow table for thousands of rows; only for jobs still queued (one
+    # that started or was cancelled since the snapshot keeps what it has).
+    qn = connection.ops.quote_name
+    rows_upsert(
+        JobExplanation,
+        names=["lines"],
         rows=rows,
-        where=f"t.{connection.ops.quote_name('status')} = '{S.QUEUED}'",
+        where=(
+            f"EXISTS (SELECT 1 FROM {qn(Job._meta.db_table)} j "
+            f"WHERE j.{qn('id')} = v.c0 AND j.{qn('status')} = '{S.QUEUED}')"
+        ),
     )
     return len(rows)
 

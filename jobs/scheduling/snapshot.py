@@ -10,6 +10,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from clusters.models import Slave
+from jobs.bulk_sql import rows_update
 from jobs.models import Job, UserUsage
 from jobs.scheduler import model as sm
 from jobs.scheduler.explain import impossible_reason
@@ -123,8 +124,8 @@ QUEUED_FIELDS = (
     "uuid", "owner__username", "project__name", "created", "gpus", "cpus", "cpu_memory_gb",
     "tmpfs_gb", "gpu_models", "features", "min_cuda_version", "requested_cluster_id",
     "requested_slave_name", "interactive", "restartable", "min_duration_s", "max_duration_s",
-    "not_before", "not_after", "bucket_name", "bucket_max", "reservation_ids",
-    "queued_explanations", PORT_MAPPINGS,
+    "not_before", "not_after", "bucket_name", "bucket_max", "reservation_ids", "id",
+    "explanation__lines", PORT_MAPPINGS,
 )  # fmt: skip
 
 
@@ -285,7 +286,13 @@ def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConf
     changed = [rows[name] for name in holders]
     for row in changed:
         row.value, row.updated_at = usage[row.user.username], now
-    UserUsage.objects.bulk_update(changed, ["value", "updated_at"], batch_size=500)
+    # One UPDATE ... FROM for all holders (bulk_update's CASE per row cost 0.2 s for 600 users).
+    rows_update(
+        UserUsage,
+        key="id",
+        names=["value", "updated_at"],
+        rows=[[row.pk, row.value, row.updated_at] for row in changed],
+    )
     return usage
 
 
@@ -319,6 +326,8 @@ def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snap
         else usage_now(now=now, config=config)
     )
     queued = list(Job.objects.filter(status=S.QUEUED).values(*QUEUED_FIELDS))
+    for row in queued:  # what apply compares the new explanations with
+        row["queued_explanations"] = row.pop("explanation__lines") or []
     waits = halt_wait_since(queued)
     if waits:
         for row in queued:

@@ -1,7 +1,9 @@
 """One tick: snapshot, pure cycle, apply; at most one at a time (the lease)."""
 
+import gc
 import time
 import uuid
+from contextlib import contextmanager
 from datetime import datetime
 
 from django.utils import timezone
@@ -18,14 +20,30 @@ from jobs.ticks import tick_started, wakeup_store
 from portal.faults import crash_point
 
 
+@contextmanager
+def _gc_paused():
+    """No cyclic garbage collection while a tick runs. A tick allocates a few hundred thousand
+    objects that live until it ends (rows, the snapshot, decisions), so the collector runs
+    hundreds of times and each full pass walks all of them: measured 0.4-0.8 s of a 10k-queue
+    tick. What a tick leaves is freed by reference counting; cycles wait for the next pass."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def tick_once(now: datetime | None = None) -> dict:
     now = now or timezone.now()
-    began = time.perf_counter()
-    snapshot, queued = build_snapshot(now)
-    built = time.perf_counter()
-    result = run_cycle(snapshot)
-    decided = time.perf_counter()
-    summary = apply(result, queued, now)
+    with _gc_paused():
+        began = time.perf_counter()
+        snapshot, queued = build_snapshot(now)
+        built = time.perf_counter()
+        result = run_cycle(snapshot)
+        decided = time.perf_counter()
+        summary = apply(result, queued, now)
     summary.update(
         snapshot_s=built - began,
         cycle_s=decided - built,

@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from jobs.models import JobExplanation
 from portal.timefmt import utc_z
 from tests.conftest import HELLO_WORLD
 
@@ -123,9 +124,12 @@ def put_state(job, status, *, slave=None, gpu_ids=(), cpu_ids=(), **fields):
         job.slave = slave
         job.gpu_ids = list(gpu_ids)
         job.cpu_ids = list(cpu_ids)
+    explanations = fields.pop("queued_explanations", None)
     for key, value in fields.items():
         setattr(job, key, value)
     job.save()
+    if explanations is not None:  # their own table (jobs.models.JobExplanation)
+        JobExplanation.objects.update_or_create(job=job, defaults={"lines": explanations})
     return job
 
 

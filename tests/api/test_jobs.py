@@ -6,7 +6,7 @@ import json
 import pytest
 from django.utils import timezone
 
-from jobs.models import Job
+from jobs.models import Job, JobExplanation
 from tests.api.conftest import API, put_state
 from tests.conftest import HELLO_WORLD
 
@@ -145,9 +145,8 @@ def test_halt_records_a_halt_event(member_client, running_job):
 
 def test_explain(member_client, outsider_client, submit):
     job = submit()
-    Job.objects.filter(pk=job.pk).update(
-        queued_explanations=["gpu1: needs 1 free GPU, has 0"], end_reason="secret reason"
-    )
+    Job.objects.filter(pk=job.pk).update(end_reason="secret reason")
+    JobExplanation.objects.create(job=job, lines=["gpu1: needs 1 free GPU, has 0"])
     mine = member_client.get(f"/api/portal/jobs/{job.uuid}/explain").json()
     assert mine["queued_explanations"] == ["gpu1: needs 1 free GPU, has 0"]
     assert mine["end_reason"] == "secret reason"

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from jobs.models import Job, JobEvent
+from jobs.models import Job, JobEvent, JobExplanation
 from jobs.request_columns import columns_from_request
 from jobs.services import spec_defaults
 from jobs.spec import normalize_job
@@ -80,9 +80,10 @@ def make_job(
         started_at=started,
         ended_at=ended,
         port_mappings=port_mappings or [],
-        queued_explanations=explanations or [],
         **{**columns_from_request(request), **extra},
     )
+    if explanations:
+        JobExplanation.objects.create(job=job, lines=explanations)
     JobEvent.objects.create(
         job=job,
         time=created,

@@ -1,0 +1,125 @@
+"""jobs.bulk_sql writes exactly what it is given, on SQLite and on PostgreSQL (where the rows
+travel as one JSON document): datetimes to the microsecond, nested JSON with quotes and
+non-ASCII text, NULLs, foreign keys, and only the rows its condition lets through."""
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.support.postgres import throwaway_database
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def check_bulk_sql() -> dict:
+    """Run every bulk_sql writer against the configured database; answer what it read back."""
+    from django.contrib.auth.models import User
+    from django.db import connection, transaction
+
+    from jobs.bulk_sql import rows_delete, rows_update, rows_upsert
+    from jobs.models import Job, JobExplanation
+    from portal.models import Project
+
+    owner = User.objects.create_user("bulk-owner")
+    project = Project.objects.create(name="bulk", gid=7001)
+    base = datetime(2030, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+
+    def job(name, status):
+        return Job.objects.create(
+            name=name, owner=owner, project=project, request={}, gpus=1, cpus=1,
+            cpu_memory_gb=1, min_duration_s=1, max_duration_s=2, status=status,
+            status_updated=base, created=base,
+        )  # fmt: skip
+
+    queued, other, third = job("a", "QUEUED"), job("b", "RUNNING"), job("c", "QUEUED")
+    tricky = {"say": 'a "quoted" \\ line', "text": "ünïcødé ✓", "n": [1, 2.5, None]}
+    later = base.replace(microsecond=654321)
+    with transaction.atomic():
+        updated = rows_update(
+            Job,
+            key="id",
+            names=["event_times", "status_updated", "end_reason", "gpu_memory_gb"],
+            rows=[
+                [queued.pk, tricky, later, "it's done", None],
+                [other.pk, {}, later, "skipped", 3],
+            ],
+            where=f"t.{connection.ops.quote_name('status')} = 'QUEUED'",
+        )
+        written = rows_upsert(
+            JobExplanation,
+            names=["lines"],
+            rows=[[queued.pk, ["first", 'say "hi"']], [other.pk, ["x"]]],
+        )
+        overwritten = rows_upsert(
+            JobExplanation,
+            names=["lines"],
+            rows=[[queued.pk, ["second ✓"]], [third.pk, ["third"]], [other.pk, ["not me"]]],
+            where=("EXISTS (SELECT 1 FROM jobs_job j WHERE j.id = v.c0 AND j.status = 'QUEUED')"),
+        )
+        deleted = rows_delete(JobExplanation, keys=[third.pk, 999999])
+    queued.refresh_from_db()
+    other.refresh_from_db()
+    return {
+        "updated": updated,
+        "event_times": queued.event_times,
+        "status_updated": queued.status_updated.isoformat(),
+        "end_reason": queued.end_reason,
+        "gpu_memory_gb": queued.gpu_memory_gb,
+        "other_end_reason": other.end_reason,
+        "written": written,
+        "overwritten": overwritten,
+        "deleted": deleted,
+        "lines": dict(JobExplanation.objects.values_list("job__name", "lines")),
+        "tricky": tricky,
+        "later": later.isoformat(),
+        "vendor": connection.vendor,
+    }
+
+
+def assert_bulk_sql(result: dict) -> None:
+    assert result["updated"] == 1  # the RUNNING job fails the condition
+    assert result["event_times"] == result["tricky"]
+    assert result["status_updated"] == result["later"]  # microseconds kept
+    assert result["end_reason"] == "it's done"
+    assert result["gpu_memory_gb"] is None
+    assert result["other_end_reason"] == ""
+    assert result["written"] == 2
+    assert result["overwritten"] == 2  # the RUNNING job's row fails the condition
+    assert result["deleted"] == 1
+    assert result["lines"] == {"a": ["second ✓"], "b": ["x"]}
+
+
+@pytest.mark.django_db
+def test_bulk_sql_on_the_test_database():
+    assert_bulk_sql(check_bulk_sql())
+
+
+@pytest.mark.postgres
+def test_bulk_sql_on_postgres(tmp_path):
+    with throwaway_database("portal_bulk") as url:
+        env = {
+            **os.environ,
+            "PORTAL_DATABASE_URL": url,
+            "PORTAL_VAR_DIR": str(tmp_path),
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "PYTHONPATH": str(ROOT),
+        }
+        manage = [sys.executable, str(ROOT / "manage.py")]
+        subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
+        script = (
+            "import json; from tests.jobs.test_bulk_sql import check_bulk_sql; "
+            "print('RESULT ' + json.dumps(check_bulk_sql()))"
+        )
+        run = subprocess.run(
+            [*manage, "shell", "-c", script], env=env, cwd=ROOT, capture_output=True, text=True
+        )
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stdout.splitlines() if x.startswith("RESULT "))
+    result = json.loads(line.removeprefix("RESULT "))
+    assert result["vendor"] == "postgresql"
+    assert_bulk_sql(result)
