@@ -97,3 +97,21 @@ def new_secret_key() -> str:
 def new_instance_id() -> str:
     # Short enough to read in `docker ps --filter label=gpuportal.instance=...`.
     return "gp-" + secrets.token_hex(6)
+
+
+def database_migrate_if_needed(*, stderr=None) -> bool:
+    """Bring an unmigrated database up to date (True when migrations ran).
+
+    For commands that use the portal's own database on a fresh clone (the benchmarks): they
+    work there without a separate ``manage.py migrate`` first, as every command should."""
+    from django.core.management import call_command
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    if not executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        return False
+    if stderr is not None:
+        stderr.write("the database is not migrated yet: running migrate first\n")
+    call_command("migrate", interactive=False, verbosity=0)
+    return True

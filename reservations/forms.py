@@ -48,19 +48,7 @@ class ValidatedReservationForm(forms.ModelForm):
 
 
 class ReservationForm(ValidatedReservationForm):
-    class Meta:
-        model = Reservation
-        fields = [
-            "name",
-            "description",
-            "cluster",
-            "slaves",
-            "gpu_count",
-            "start",
-            "end",
-            "projects",
-            "users",
-        ]
+    class Meta(ValidatedReservationForm.Meta):
         labels = {
             "start": "Start (UTC)",
             "end": "End (UTC)",

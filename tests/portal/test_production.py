@@ -363,3 +363,21 @@ def test_systemd_units_start_the_production_processes(tmp_path):
             text=True,
         )
         assert done.returncode == 0 and "gpuportal" not in done.stderr, done.stderr
+
+
+def test_bench_commands_migrate_a_fresh_database_first(tmp_path):
+    """`manage.py bench_scheduler` on a fresh clone (no migrate yet) used to fail with
+    "no such table"; every command works on a fresh clone."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PORTAL_VAR_DIR": str(tmp_path / "fresh-var")}
+    env.pop("PORTAL_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench_scheduler", "--queued", "50", "--slaves", "5",
+         "--gpus-per-slave", "2", "--repeat", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "running migrate first" in done.stderr
+    assert '"full_tick_s"' in done.stdout

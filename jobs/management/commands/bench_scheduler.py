@@ -20,6 +20,7 @@ from jobs.models import Job, UserUsage
 from jobs.scheduler.core import run_cycle
 from jobs.scheduler.synthetic import build_synthetic_snapshot
 from jobs.scheduling import tick_once
+from portal.installation import database_migrate_if_needed
 from portal.models import Membership, Project
 from reservations.models import Reservation
 
@@ -158,6 +159,7 @@ class Command(BaseCommand):
         parser.add_argument("--skip-tick", action="store_true")
 
     def handle(self, *args, **o):
+        database_migrate_if_needed(stderr=self.stderr)
         now = datetime.now(UTC).replace(microsecond=0)
         snapshot = build_synthetic_snapshot(
             queued=o["queued"], slaves=o["slaves"], gpus_per_slave=o["gpus_per_slave"],

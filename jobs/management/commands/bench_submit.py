@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from clusters.models import Cluster, Gpu, Slave
 from jobs.models import Job
+from portal.installation import database_migrate_if_needed
 from portal.models import Membership, Project
 from portal.tokens import api_token_rotate
 
@@ -48,6 +49,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **o):
+        database_migrate_if_needed(stderr=self.stderr)
         settings.PORTAL_TASK_MODE = "record"
         settings.PORTAL_ARRAY_MAX_JOBS = max(settings.PORTAL_ARRAY_MAX_JOBS, o["array"])
         tag = uuid.uuid4().hex[:8]

@@ -19,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from jobs.management.commands.bench_scheduler import Rollback, populate
 from jobs.models import Job
 from jobs.scheduler.synthetic import build_synthetic_snapshot
+from portal.installation import database_migrate_if_needed
 
 PAGES = [
     "/",
@@ -47,6 +48,7 @@ class Command(BaseCommand):
         parser.add_argument("--repeat", type=int, default=5)
 
     def handle(self, *args, **o):
+        database_migrate_if_needed(stderr=self.stderr)
         now = datetime.now(UTC).replace(microsecond=0)
         snapshot = build_synthetic_snapshot(
             queued=o["jobs"], slaves=o["slaves"], gpus_per_slave=8, now=now
