@@ -1,4 +1,5 @@
-"""Clusters and slaves in GPULab's JSON shapes: ClusterInfo and SlaveInfo2 (reference section 4).
+"""Clusters and slaves in GPULab's JSON shapes: ClusterInfo and SlaveInfo2
+(docs/gpulab-format.md, section 4).
 
 Shared by the REST API (``GET clusters``, ``GET slaves``, also for anonymous callers) and the
 Live pages. The real client parses both objects strictly, so only GPULab's keys appear.

@@ -1,5 +1,5 @@
-"""Jobs in GPULab's JSON shape (reference sections 1, 3 and 4): the one presenter that the REST
-API and the web pages share.
+"""Jobs in GPULab's JSON shape (docs/gpulab-format.md, sections 1, 3 and 4): the one presenter
+that the REST API and the web pages share.
 
 The real ``gpulab-cli`` parses Job objects strictly (an unknown key anywhere fails), so this
 module emits exactly GPULab's keys and nothing portal-specific. What a viewer sees depends on

@@ -1,7 +1,7 @@
 """A job's container, as data: ``container_spec(...)`` turns a job on a slave into a ContainerSpec.
 
 Pure apart from reading the objects passed in: no Docker, no database writes. What a container
-gets is exactly design.md section 5; what it never gets (privileged, host namespaces, sockets,
+gets is in docs/runtime.md; what it never gets (privileged, host namespaces, sockets,
 capabilities) the runtime refuses on its own as well.
 """
 

@@ -27,7 +27,7 @@ PORTAL = r"^portal/"
 ID = r"(?P<job_id>[^/]+)"
 
 urlpatterns = [
-    # GPULab v4.0 (reference section 4).
+    # GPULab v4.0 (docs/gpulab-format.md, section 4).
     re_path(GPULAB + r"version/?$", VersionView.as_view(), name="gpulab-version"),
     re_path(GPULAB + r"jobs/?$", JobListView.as_view(), name="gpulab-jobs"),
     re_path(GPULAB + rf"jobs/{ID}/?$", JobDetailView.as_view(), name="gpulab-job-detail"),

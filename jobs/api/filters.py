@@ -1,5 +1,5 @@
-"""Query parameters of ``GET jobs`` (reference section 4), parsed strictly: a bad value is a 400
-that names the parameter, never a 500 and never silently ignored.
+"""Query parameters of ``GET jobs`` (docs/gpulab-format.md, section 4), parsed strictly: a bad
+value is a 400 that names the parameter, never a 500 and never silently ignored.
 
 - state groups ``pending``, ``running``, ``finished``, ``deleted`` (booleans). Some true: the
   union of those groups. None true: every state but DELETED, minus the groups given as false.

@@ -1,5 +1,5 @@
-"""GPULab v4.0 job endpoints, as the real ``gpulab-cli`` uses them (reference section 4), and the
-portal's own job endpoints (convert, explain).
+"""GPULab v4.0 job endpoints, as the real ``gpulab-cli`` uses them (docs/gpulab-format.md,
+section 4), and the portal's own job endpoints (convert, explain).
 
 Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.services``
 (their errors become 403/409 in ``portal.api_errors``); the JSON comes from ``jobs.gpulab_json``.

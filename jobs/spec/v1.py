@@ -1,8 +1,8 @@
 """Conversion of GPULab version 1 job documents (``{"jobDefinition": {...}}``) to version 2.
 
-The mapping is reference section 2. ``convert_v1`` only restructures (and converts units); the
-result goes through the v2 validator like any other job, and ``v1_error_path`` translates the
-paths of that validator's errors back into the v1 document the user wrote
+The mapping is docs/gpulab-format.md, section 2. ``convert_v1`` only restructures (and converts
+units); the result goes through the v2 validator like any other job, and ``v1_error_path``
+translates the paths of that validator's errors back into the v1 document the user wrote
 (``request.resources.cpus`` -> ``jobDefinition.resources.cpuCores``).
 
 Top level of a v1 document:

@@ -1,4 +1,4 @@
-"""Validation and normalisation of GPULab v2 job documents (reference section 1).
+"""Validation and normalisation of GPULab v2 job documents (docs/gpulab-format.md, section 1).
 
 ``normalize_job`` checks every field, collects every problem, and returns one canonical
 document: camelCase keys only, every key present (absent optional values as null, [] or {}),

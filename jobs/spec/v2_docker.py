@@ -1,4 +1,5 @@
-"""``request.docker``: image, command, environment, mounts and ports (reference section 1).
+"""``request.docker``: image, command, environment, mounts and ports (docs/gpulab-format.md,
+section 1).
 
 Mount paths are only checked for shape here (absolute, no "." or ".." segments); which host
 paths a job may mount is decided by the portal when the job is submitted and launched.

@@ -1,4 +1,4 @@
-"""``request.resources``: what a job needs from a slave (reference section 1)."""
+"""``request.resources``: what a job needs from a slave (docs/gpulab-format.md, section 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``request.scheduling``: durations, time window, buckets, reservations (reference section 1).
+"""``request.scheduling``: durations, time window, buckets, reservations (docs/gpulab-format.md,
+section 1).
 
 Choices where GPULab is silent or lenient:
 - minDuration larger than maxDuration, both given, is refused: GPULab's scheduling guide says

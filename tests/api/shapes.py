@@ -1,4 +1,4 @@
-"""Plain-Python validators of GPULab's JSON shapes (reference sections 1, 3 and 4).
+"""Plain-Python validators of GPULab's JSON shapes (docs/gpulab-format.md, sections 1, 3 and 4).
 
 Objects are checked with EXACT key sets (the real gpulab-cli rejects unknown keys, and a missing
 key is as bad), values with exact types (``bool`` is not an ``int``). ``check(value, spec)``

@@ -1,6 +1,6 @@
-"""The log range protocol the gpulab-cli follows with ``log -f`` (reference section 4): it sends
-the END of the last ``Content-Range: bytes A-END/TOTAL`` as its next ``Range: bytes=N-``; no new
-data is 204; any status >= 400 (416 included) would end the client."""
+"""The log range protocol the gpulab-cli follows with ``log -f`` (docs/gpulab-format.md,
+section 4): it sends the END of the last ``Content-Range: bytes A-END/TOTAL`` as its next ``Range:
+bytes=N-``; no new data is 204; any status >= 400 (416 included) would end the client."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""Version 1 ``jobDefinition`` documents: conversion to v2 (reference section 2)."""
+"""Version 1 ``jobDefinition`` documents: conversion to v2 (docs/gpulab-format.md, section 2)."""
 
 import json
 
