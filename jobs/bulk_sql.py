@@ -57,6 +57,30 @@ def _values_source(aliases: list[str], one: str, count: int) -> str:
     return f"(SELECT {picks} FROM (VALUES {', '.join([one] * count)})) AS v"
 
 
+def _execute_over(fields: list, aliases: list[str], rows: list[list], sql_for) -> int:
+    """Run ``sql_for(source)`` with ``rows`` as its row source ``v`` (columns ``aliases``):
+    one JSON recordset parameter on PostgreSQL, ``VALUES`` chunks under SQLite's
+    bound-parameter limit elsewhere. Returns the rows the statement(s) touched."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            source, document = _recordset(fields, aliases, rows)
+            cursor.execute(sql_for(source), [document])
+            return cursor.rowcount
+        one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+        per = max(1, MAX_PARAMS // len(fields))
+        touched = 0
+        for start in range(0, len(rows), per):
+            chunk = rows[start : start + per]
+            params = [
+                f.get_db_prep_save(value, connection)
+                for row in chunk
+                for f, value in zip(fields, row, strict=True)
+            ]
+            cursor.execute(sql_for(_values_source(aliases, one, len(chunk))), params)
+            touched += cursor.rowcount
+        return touched
+
+
 def rows_update(model, *, key: str, names: list[str], rows: list[list], where: str = "") -> int:
     """Set ``names`` on the rows whose ``key`` column equals each row's first value.
 
@@ -71,36 +95,15 @@ def rows_update(model, *, key: str, names: list[str], rows: list[list], where: s
     aliases = [f"c{i}" for i in range(len(fields))]
     table = qn(model._meta.db_table)
     condition = f"t.{qn(fields[0].column)} = v.{aliases[0]}" + (f" AND ({where})" if where else "")
-    if connection.vendor == "postgresql":
-        source, document = _recordset(fields, aliases, rows)
-        sets = ", ".join(
-            f"{qn(f.column)} = v.{a}" for f, a in zip(fields[1:], aliases[1:], strict=True)
-        )
-        sql = f"UPDATE {table} AS t SET {sets} FROM {source} WHERE {condition}"
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [document])
-            return cursor.rowcount
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
     sets = ", ".join(
         f"{qn(f.column)} = v.{a}" for f, a in zip(fields[1:], aliases[1:], strict=True)
     )
-    per = max(1, MAX_PARAMS // len(fields))
-    updated = 0
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), per):
-            chunk = rows[start : start + per]
-            params = [
-                f.get_db_prep_save(value, connection)
-                for row in chunk
-                for f, value in zip(fields, row, strict=True)
-            ]
-            sql = (
-                f"UPDATE {table} AS t SET {sets} FROM {_values_source(aliases, one, len(chunk))} "
-                f"WHERE {condition}"
-            )
-            cursor.execute(sql, params)
-            updated += cursor.rowcount
-    return updated
+    return _execute_over(
+        fields,
+        aliases,
+        rows,
+        lambda source: f"UPDATE {table} AS t SET {sets} FROM {source} WHERE {condition}",
+    )
 
 
 def rows_upsert(model, *, names: list[str], rows: list[list], where: str = "") -> int:
@@ -121,33 +124,14 @@ def rows_upsert(model, *, names: list[str], rows: list[list], where: str = "") -
     columns = ", ".join(qn(f.column) for f in fields)
     sets = ", ".join(f"{qn(f.column)} = excluded.{qn(f.column)}" for f in fields[1:])
     condition = where or "1 = 1"  # SQLite needs a WHERE before ON CONFLICT in INSERT ... SELECT
-    postgres = connection.vendor == "postgresql"
     picks = ", ".join(f"v.{a}" for a in aliases)
     tail = f"WHERE {condition} ON CONFLICT ({qn(pk.column)}) DO UPDATE SET {sets}"
-    if postgres:
-        source, document = _recordset(fields, aliases, rows)
-        sql = f"INSERT INTO {table} ({columns}) SELECT {picks} FROM {source} {tail}"
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [document])
-            return cursor.rowcount
-    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    per = max(1, MAX_PARAMS // len(fields))
-    written = 0
-    with connection.cursor() as cursor:
-        for start in range(0, len(rows), per):
-            chunk = rows[start : start + per]
-            params = [
-                f.get_db_prep_save(value, connection)
-                for row in chunk
-                for f, value in zip(fields, row, strict=True)
-            ]
-            sql = (
-                f"INSERT INTO {table} ({columns}) SELECT {picks} "
-                f"FROM {_values_source(aliases, one, len(chunk))} {tail}"
-            )
-            cursor.execute(sql, params)
-            written += cursor.rowcount
-    return written
+    return _execute_over(
+        fields,
+        aliases,
+        rows,
+        lambda source: f"INSERT INTO {table} ({columns}) SELECT {picks} FROM {source} {tail}",
+    )
 
 
 def rows_delete(model, *, keys: list) -> int:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import copy
 
+from django.conf import settings
+
 from jobs.selectors import job_sees_full
 from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
 from jobs.spec.v2 import EXTRA_FIELDS
 from jobs.spec.v2_resources import RESOURCE_FIELDS
 from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
+from jobs.ssh.access import ssh_username
 from jobs.states import JobStatus
 from portal.emails import HIDDEN_EMAIL, email_for_gpulab
 from portal.timefmt import utc_z
@@ -262,19 +265,16 @@ def _state_resources(job, *, full: bool, logged_in: bool) -> dict | None:
     }
     if full and job.status == JobStatus.RUNNING and job.container_id:
         # Where the portal's SSH gateway lets the job's keys into its container (docs/ssh.md).
-        from django.conf import settings
-
-        from jobs.ssh.access import ssh_username
-
         # The gateway is also its own jump host: gpulab-cli chooses a proxy when it cannot
-        # resolve slaveHost, and then needs these three.
+        # resolve slaveHost, and then needs the three proxy keys.
+        login = ssh_username(job)
         resources.update(
             sshHost=settings.PORTAL_SSH_HOST,
             sshPort=settings.PORTAL_SSH_PORT,
-            sshUsername=ssh_username(job),
+            sshUsername=login,
             sshProxyHost=settings.PORTAL_SSH_HOST,
             sshProxyPort=settings.PORTAL_SSH_PORT,
-            sshProxyUsername=ssh_username(job),
+            sshProxyUsername=login,
         )
     if not logged_in:
         resources.update(

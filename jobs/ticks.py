@@ -12,8 +12,10 @@ import logging
 
 from django.conf import settings
 from django.db import close_old_connections, transaction
+from django.utils import timezone
 
 from jobs import task_names
+from jobs.models import SchedulerLease
 from portal.tasks import fire
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,6 @@ def tick_request() -> None:
 
 def _enqueue_unless_pending() -> None:
     from django_q.tasks import async_task
-
-    from jobs.models import SchedulerLease
 
     # The flag is a database row, not a look at the broker's queue: the same on the ORM broker
     # and on Redis, and shared by every web and worker process.
@@ -53,7 +53,6 @@ def _enqueue_unless_pending() -> None:
 
 def tick_started() -> None:
     """Called by a tick before it reads anything: requests from now on need a new tick."""
-    from jobs.models import SchedulerLease
 
     SchedulerLease.objects.filter(pk=1, tick_pending=True).update(tick_pending=False)
 
@@ -70,7 +69,6 @@ WAKEUP_POLL_S = 1.0
 
 def wakeup_store(moment) -> None:
     """Remember when the next time-driven tick is due (None: none is)."""
-    from jobs.models import SchedulerLease
 
     SchedulerLease.objects.get_or_create(id=1)
     SchedulerLease.objects.filter(pk=1).update(next_wakeup=moment)
@@ -78,9 +76,6 @@ def wakeup_store(moment) -> None:
 
 def wakeup_fire_if_due(now=None) -> float:
     """Ask for a tick when the stored wakeup is due; returns seconds until it (or the poll)."""
-    from django.utils import timezone
-
-    from jobs.models import SchedulerLease
 
     moment = SchedulerLease.objects.filter(pk=1).values_list("next_wakeup", flat=True).first()
     if moment is None:

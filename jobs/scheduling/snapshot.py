@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db.models import Count
 from django.utils import timezone
 
-from clusters.models import Slave
+from clusters.models import Cluster, Gpu, Slave
 from jobs.bulk_sql import rows_update
 from jobs.models import Job, UserUsage
 from jobs.scheduler import model as sm
@@ -68,8 +68,6 @@ def slave_state(slave: Slave) -> sm.SlaveState:
 def slave_states() -> list[sm.SlaveState]:
     """Every slave as ``slave_state`` sees it, from three flat queries (no model instances:
     a thousand slaves with eight GPUs each cost a second as instances)."""
-    from clusters.models import Cluster, Gpu
-
     owners: dict[int, set[str]] = defaultdict(set)
     for cluster_id, project in Cluster.owner_projects.through.objects.values_list(
         "cluster_id", "project__name"
