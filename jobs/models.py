@@ -175,6 +175,8 @@ class JobEvent(models.Model):
     type = models.CharField(max_length=16, choices=Type.choices)
     new_state = models.CharField(max_length=16, choices=JobStatus.choices, blank=True)
     message = models.TextField(blank=True)
+    # A Tapis stage (jobs/stages.py) when this event records one; empty otherwise.
+    stage = models.CharField(max_length=24, blank=True, default="")
 
     class Meta:
         ordering = ["time", "id"]
