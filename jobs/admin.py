@@ -50,7 +50,15 @@ class JobAdmin(admin.ModelAdmin):
         "slave",
         "created",
     ]
-    list_filter = ["status", "project", "slave__cluster", "interactive", "restartable"]
+    # "Idle GPUs" (jobs/metrics.py): jobs whose GPUs stayed idle over the review window.
+    list_filter = [
+        "status",
+        "project",
+        "slave__cluster",
+        "interactive",
+        "restartable",
+        ("gpu_idle_flagged_at", admin.EmptyFieldListFilter),
+    ]
     search_fields = ["name", "uuid", "owner__username", "project__name", "container_id"]
     date_hierarchy = "created"
     list_select_related = ["owner", "project", "slave"]

@@ -69,6 +69,9 @@ class Job(models.Model):
         db_index=False,
     )
     gpu_ids = models.JSONField(default=list, blank=True)
+    # When the sampler found the job's GPUs idle for the review window (jobs/metrics.py);
+    # flagged to the owner and listed for admins, never acted on automatically.
+    gpu_idle_flagged_at = models.DateTimeField("idle GPUs flagged", null=True, blank=True)
     cpu_ids = models.JSONField(default=list, blank=True)
     container_id = models.CharField(max_length=80, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
@@ -254,3 +257,27 @@ class SubmitIdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return f"idempotency key {self.key[:16]} of {self.user}"
+
+
+class JobSample(models.Model):
+    """One reading of a running job's resource use (jobs/metrics.py): rates since the reading
+    before it, and the counters the next rate is computed from."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="samples")
+    time = models.DateTimeField()
+    cpu_percent = models.FloatField(help_text="Of one core: 250 means two and a half busy.")
+    memory_mb = models.PositiveIntegerField()
+    net_rx_kbps = models.FloatField()
+    net_tx_kbps = models.FloatField()
+    # [{"index": 0, "percent": 95.0, "memoryUsedMb": 745}, ...] for the job's GPUs.
+    gpus = models.JSONField(default=list, blank=True)
+    cpu_ns = models.BigIntegerField()
+    net_rx_bytes = models.BigIntegerField()
+    net_tx_bytes = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["job", "time"])]
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} cpu {self.cpu_percent}% mem {self.memory_mb} MB"

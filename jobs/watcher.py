@@ -21,6 +21,7 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
 from jobs import task_names
 from jobs.launch import LABEL_JOB, slave_labels
+from jobs.metrics import metrics_sampler_loop
 from jobs.models import Job
 from jobs.states import ON_SLAVE
 from jobs.ticks import wakeup_loop
@@ -105,6 +106,8 @@ def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = Non
     # The timer for time-driven ticks (notBefore, reservation windows, maxDuration) lives here:
     # this process runs continuously wherever the portal runs jobs.
     threading.Thread(target=wakeup_loop, args=(stop,), name="wakeup", daemon=True).start()
+    # Resource samples of running jobs (charts, idle-GPU review): same reason.
+    threading.Thread(target=metrics_sampler_loop, args=(stop,), name="metrics", daemon=True).start()
     watches: dict[tuple[str, str], SlaveWatch] = {}
     while not stop.is_set():
         close_old_connections()

@@ -16,6 +16,7 @@ from jobs.api.views import (
     JobExplainView,
     JobListView,
     JobLogView,
+    JobMetricsView,
     JobOpenPaiView,
     JobStatusView,
 )
@@ -43,6 +44,7 @@ urlpatterns = [
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
     re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
+    re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),
     re_path(PORTAL + r"reservations/?$", ReservationListView.as_view(), name="api-reservations"),
     re_path(
         PORTAL + r"reservations/(?P<reservation_id>[^/]+)/?$",

@@ -31,6 +31,7 @@ from jobs.api.serializers import (
 )
 from jobs.gpulab_json import job_to_gpulab
 from jobs.logs import job_log_range
+from jobs.metrics import job_samples_series
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import OPENPAI, parse_any_document
@@ -401,3 +402,18 @@ class ConvertView(PortalAPIView):
         response = Response(canonical)
         response["X-Converted-From"] = "v1" if parsed.was_v1 else "v2"
         return response
+
+
+class JobMetricsView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_metrics",
+        tags=[PORTAL_TAG],
+        summary="A job's resource samples (CPU, memory, network, GPU load) as chart columns",
+        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        _require_full_view(request.user, job)
+        return Response(job_samples_series(job))

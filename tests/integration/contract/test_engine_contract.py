@@ -309,3 +309,16 @@ def test_missing_containers(engine):
     engine.remove("gpuportal-no-such-container")  # idempotent
     assert engine.image_present(TEST_IMAGE)
     assert not engine.image_present("gpuportal/no-such-image:nope")
+
+
+def test_stats_read_a_running_container_and_zero_for_a_stopped_one(engine, run_container):
+    container_id = run_container(command=["sh", "-c", "sleep 30"])
+    reading = engine.stats(container_id)
+    assert reading.cpu_ns >= 0 and reading.memory_bytes >= 0
+    assert reading.net_rx_bytes >= 0 and reading.net_tx_bytes >= 0
+    engine.kill(container_id)
+    engine.wait(container_id, timeout_s=20)
+    stopped = engine.stats(container_id)
+    assert (stopped.cpu_ns, stopped.memory_bytes) == (0, 0)
+    with pytest.raises(ContainerNotFound):
+        engine.stats("0" * 64)
