@@ -176,6 +176,51 @@ def job_samples_series(job: Job) -> dict:
     }
 
 
+def cluster_utilisation_series(
+    *, cluster_id: int, since: datetime, until: datetime, bucket_s: int = 600
+) -> dict:
+    """What a cluster's running jobs used over time, per bucket: each job's mean over the
+    bucket, summed over jobs: CPU cores busy, memory in GB, GPUs held and GPUs busy (the sum
+    of utilisation / 100: two GPUs at 50 % count as one busy GPU)."""
+    rows = JobSample.objects.filter(
+        job__slave__cluster_id=cluster_id, time__gte=since, time__lt=until
+    ).values_list("job_id", "time", "cpu_percent", "memory_mb", "gpus", "job__gpu_ids")
+    per_bucket: dict[int, dict[int, list]] = {}
+    for job_id, at, cpu, memory, gpus, held in rows.iterator():
+        bucket = int((at - since).total_seconds() // bucket_s)
+        per_bucket.setdefault(bucket, {}).setdefault(job_id, []).append(
+            (cpu, memory, gpus, len(held or []))
+        )
+    series = {"time": [], "cpuCores": [], "memoryGb": [], "gpusHeld": [], "gpusBusy": []}
+    for bucket in range(int((until - since).total_seconds() // bucket_s) + 1):
+        jobs = per_bucket.get(bucket, {})
+        start = since + timedelta(seconds=bucket * bucket_s)
+        series["time"].append(start.isoformat().replace("+00:00", "Z"))
+        series["cpuCores"].append(
+            round(sum(_mean(s[0] for s in v) for v in jobs.values()) / 100, 2)
+        )
+        series["memoryGb"].append(
+            round(sum(_mean(s[1] for s in v) for v in jobs.values()) / 1024, 2)
+        )
+        series["gpusHeld"].append(round(sum(v[0][3] for v in jobs.values()), 2))
+        series["gpusBusy"].append(
+            round(
+                sum(
+                    _mean(sum((g.get("percent") or 0) for g in s[2]) for s in v)
+                    for v in jobs.values()
+                )
+                / 100,
+                2,
+            )
+        )
+    return series
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
 def _gpu(sample: JobSample, index: int, key: str):
     for g in sample.gpus:
         if g["index"] == index:

@@ -10,6 +10,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from clusters.api.views import ClusterListView, SlaveListView
 from jobs.api.array import JobArrayView
 from jobs.api.views import (
+    ClusterUtilisationView,
     ConvertView,
     JobDebugView,
     JobDetailView,
@@ -45,6 +46,11 @@ urlpatterns = [
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
     re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
     re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),
+    re_path(
+        PORTAL + r"clusters/(?P<cluster_id>[0-9]{1,9})/utilisation/?$",
+        ClusterUtilisationView.as_view(),
+        name="api-cluster-utilisation",
+    ),
     re_path(PORTAL + r"reservations/?$", ReservationListView.as_view(), name="api-reservations"),
     re_path(
         PORTAL + r"reservations/(?P<reservation_id>[^/]+)/?$",

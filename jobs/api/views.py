@@ -8,14 +8,18 @@ Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jo
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from clusters.models import Cluster
 from jobs import idempotency, services
 from jobs.api.filters import filter_jobs, sort_jobs
 from jobs.api.pagination import paginate
@@ -31,7 +35,7 @@ from jobs.api.serializers import (
 )
 from jobs.gpulab_json import job_to_gpulab
 from jobs.logs import job_log_range
-from jobs.metrics import job_samples_series
+from jobs.metrics import cluster_utilisation_series, job_samples_series
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import OPENPAI, parse_any_document
@@ -417,3 +421,28 @@ class JobMetricsView(PortalAPIView):
         job = get_visible_job(request, job_id)
         _require_full_view(request.user, job)
         return Response(job_samples_series(job))
+
+
+class ClusterUtilisationView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_cluster_utilisation",
+        tags=[PORTAL_TAG],
+        summary="What a cluster's running jobs used over the last hours (10-minute buckets)",
+        parameters=[OpenApiParameter("hours", int, description="1 to 168; default 24")],
+        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+    )
+    def get(self, request, cluster_id: int):
+        get_object_or_404(Cluster, pk=cluster_id)
+        hours = request.query_params.get("hours", "24")
+        if not hours.isdigit() or not 1 <= int(hours) <= 168:
+            raise BadRequest("invalid query", ["hours: must be a whole number from 1 to 168"])
+        until = timezone.now()
+        since = until - timedelta(hours=int(hours))
+        bucket_s = 600 if int(hours) <= 48 else 3600
+        return Response(
+            cluster_utilisation_series(
+                cluster_id=cluster_id, since=since, until=until, bucket_s=bucket_s
+            )
+        )

@@ -121,3 +121,36 @@ def test_chart_api_for_members_only(running, slave, engine, make_user):
     stranger = make_user("mallory")
     client.force_authenticate(stranger)
     assert client.get(f"/api/portal/jobs/{running.uuid}/metrics/").status_code in (403, 404)
+
+
+def test_cluster_utilisation_sums_each_jobs_mean_per_bucket(people, slave, engine, monkeypatch):
+    nvidia(slave, monkeypatch, "csv-util-busy-6gb-header-units.txt")
+    one = submit(people, job_doc(["sh", "-c", "sleep 300"], gpus=1))
+    two = submit(people, job_doc(["sh", "-c", "sleep 300"], gpus=1))
+    one.refresh_from_db()
+    two.refresh_from_db()
+    t0 = timezone.now().replace(microsecond=0)
+    for step, cpu_s in ((0, 0), (10, 5), (20, 15)):  # 50 % then 100 % of a core
+        for job in (one, two):
+            engine.set_stats(job.container_id, cpu_ns=cpu_s * 10**9, memory_bytes=1024 << 20)
+        slave_samples_collect(slave=slave, now=t0 + timedelta(seconds=step))
+    series = metrics.cluster_utilisation_series(
+        cluster_id=slave.cluster_id, since=t0, until=t0 + timedelta(seconds=600), bucket_s=600
+    )
+    # Each job: CPU samples 0, 50, 100 -> mean 50 %; two jobs -> one core busy.
+    assert series["cpuCores"][0] == 1.0
+    assert series["memoryGb"][0] == 2.0
+    # Each job holds one of the two GPUs; the recorded reading has GPU 0 only, at 95 %.
+    assert sorted([one.gpu_ids, two.gpu_ids]) == [[0], [1]]
+    assert series["gpusHeld"][0] == 2 and series["gpusBusy"][0] == 0.95
+    assert len(series["time"]) == 2 and series["cpuCores"][1] == 0
+
+
+def test_cluster_utilisation_api_checks_its_query(people, slave, make_user):
+    client = APIClient()
+    client.force_authenticate(people[0])
+    answer = client.get(f"/api/portal/clusters/{slave.cluster_id}/utilisation/?hours=0")
+    assert answer.status_code == 400 and "hours: must be" in str(answer.json())
+    assert client.get("/api/portal/clusters/999/utilisation/").status_code == 404
+    answer = client.get(f"/api/portal/clusters/{slave.cluster_id}/utilisation/?hours=6")
+    assert answer.status_code == 200 and len(answer.json()["time"]) == 37
