@@ -8,7 +8,7 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         from django_q.signals import post_spawn
 
-        from jobs.recovery import recovery_request
+        from jobs.runtime.recovery import recovery_request
 
-        # A starting q cluster recovers what a killed one left half done (jobs/recovery.py).
+        # A starting q cluster recovers what a killed one left half done (jobs/runtime/recovery.py).
         post_spawn.connect(recovery_request, dispatch_uid="gpuportal-recovery")

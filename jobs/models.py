@@ -138,7 +138,7 @@ class JobExplanation(models.Model):
     A narrow table of its own, not a column of Job: every tick rewrites thousands of these,
     and a row here carries one index, where a Job row carries a dozen and its request JSON
     (measured on a 10k-queue tick on PostgreSQL: seconds as a Job column, a tenth as rows
-    here). Written by ``jobs.scheduling.apply`` only; a job that starts loses its row.
+    here). Written by ``jobs.scheduler_bridge.apply`` only; a job that starts loses its row.
     """
 
     job = models.OneToOneField(
@@ -218,7 +218,7 @@ class SchedulerLease(models.Model):
     recovery_by = models.CharField(max_length=100, blank=True)
     # The next moment a tick could decide differently on its own (a notBefore, a reservation's
     # start, a maxDuration deadline...), written by every tick; the watcher's timer asks for a
-    # tick then (jobs.ticks.wakeup_loop).
+    # tick then (jobs.scheduler_bridge.ticks.wakeup_loop).
     next_wakeup = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:

@@ -5,48 +5,48 @@ Their dotted paths are stored in the task queue: don't rename them lightly.
 
 
 def scheduler_tick() -> None:
-    from jobs.scheduling import tick
+    from jobs.scheduler_bridge import tick
 
     tick()
 
 
 def job_launch(job_id: int) -> None:
-    from jobs.runtime_services import job_launch_run
+    from jobs.runtime.services import job_launch_run
 
     job_launch_run(job_id=job_id)
 
 
 def job_finish(job_id: int) -> None:
-    from jobs.runtime_services import job_finish_run
+    from jobs.runtime.services import job_finish_run
 
     job_finish_run(job_id=job_id)
 
 
 def job_stop(job_id: int) -> None:
-    from jobs.runtime_services import job_stop_run
+    from jobs.runtime.services import job_stop_run
 
     job_stop_run(job_id=job_id)
 
 
 def job_halt(job_id: int) -> None:
-    from jobs.runtime_services import job_halt_run
+    from jobs.runtime.services import job_halt_run
 
     job_halt_run(job_id=job_id)
 
 
 def job_notify(job_id: int, event: str) -> None:
-    from jobs.notifications import job_notify_send
+    from jobs.lifecycle.notifications import job_notify_send
 
     job_notify_send(job_id=job_id, event=event)
 
 
 def reconcile() -> None:
-    from jobs.reconcile import reconcile_all
+    from jobs.runtime.reconcile import reconcile_all
 
     reconcile_all()
 
 
 def recover() -> None:
-    from jobs.recovery import recovery_run
+    from jobs.runtime.recovery import recovery_run
 
     recovery_run()

@@ -255,7 +255,7 @@ PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR /
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.
-# (Containers started before the id existed carry "gpuportal": see jobs/reconcile.py.)
+# (Containers started before the id existed carry "gpuportal": see jobs/runtime/reconcile.py.)
 PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
     VAR_DIR / "instance-id", installation.new_instance_id
 )

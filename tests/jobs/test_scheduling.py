@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Job, UserUsage
-from jobs.scheduling import build_snapshot, tick
+from jobs.scheduler_bridge import build_snapshot, tick
 from jobs.spec import SpecError
 
 pytestmark = pytest.mark.django_db
@@ -120,7 +120,7 @@ def test_max_duration_cancels_a_running_job(
 def test_stale_start_on_a_held_gpu_is_skipped(submit, hello_world, slave):
     """A decision made on an old snapshot must never hand out a GPU another job holds now."""
     from jobs.scheduler.model import Start
-    from jobs.scheduling import apply_starts
+    from jobs.scheduler_bridge import apply_starts
 
     holder, late = submit(job_doc(hello_world)), submit(job_doc(hello_world))
     Job.objects.filter(pk=holder.pk).update(status="RUNNING", slave=slave, gpu_ids=[0], cpu_ids=[0])
@@ -137,7 +137,7 @@ def test_stale_start_on_a_held_gpu_is_skipped(submit, hello_world, slave):
 def test_flat_slave_states_match_the_model_view(slave, cluster, project):
     """``slave_states`` (flat queries) sees every slave exactly as ``slave_state`` does."""
     from clusters.models import Gpu, Slave
-    from jobs.scheduling.snapshot import slave_state, slave_states
+    from jobs.scheduler_bridge.snapshot import slave_state, slave_states
 
     cluster.is_private = True
     cluster.save()

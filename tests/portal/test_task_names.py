@@ -21,9 +21,13 @@ def test_every_task_name_resolves_to_a_function():
 def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
-    from jobs import notifications, reconcile, recovery, runtime_services, services, ticks, watcher
+    from jobs.actions import services
+    from jobs.lifecycle import notifications
+    from jobs.runtime import reconcile, recovery, watcher
+    from jobs.runtime import services as runtime_services
+    from jobs.scheduler_bridge import ticks
 
-    apply = import_module("jobs.scheduling.apply")
+    apply = import_module("jobs.scheduler_bridge.apply")
 
     used = {
         apply.LAUNCH_TASK,

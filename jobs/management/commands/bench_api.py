@@ -237,10 +237,10 @@ def seed(*, jobs: int, users: int, keys_file: str) -> None:
     from django.utils import timezone
 
     from clusters.models import Cluster, Gpu, Slave
+    from jobs.actions.services import spec_defaults
     from jobs.models import Job
-    from jobs.request_columns import columns_from_request
-    from jobs.services import spec_defaults
     from jobs.spec import parse_job_document
+    from jobs.submit.request_columns import columns_from_request
     from portal.api.bench import create_floor_table
     from portal.models import Membership, Project
     from portal.tokens import api_token_rotate

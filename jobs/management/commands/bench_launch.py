@@ -39,9 +39,9 @@ from django.utils import timezone
 from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from jobs.actions.services import job_submit
 from jobs.models import Job
-from jobs.services import job_submit
-from jobs.watcher import SlaveWatch
+from jobs.runtime.watcher import SlaveWatch
 from portal.models import Membership, Project
 
 BENCH_CLUSTER = 999

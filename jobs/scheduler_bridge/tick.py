@@ -9,14 +9,14 @@ from datetime import datetime
 from django.utils import timezone
 
 from jobs.scheduler.core import run_cycle
-from jobs.scheduling.apply import apply
-from jobs.scheduling.lease import (
+from jobs.scheduler_bridge.apply import apply
+from jobs.scheduler_bridge.lease import (
     lease_acquire_or_request_rerun,
     lease_heartbeat,
     lease_release_or_continue,
 )
-from jobs.scheduling.snapshot import build_snapshot
-from jobs.ticks import tick_started, wakeup_store
+from jobs.scheduler_bridge.snapshot import build_snapshot
+from jobs.scheduler_bridge.ticks import tick_started, wakeup_store
 from portal.faults import crash_point
 
 

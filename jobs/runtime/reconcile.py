@@ -17,11 +17,11 @@ from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
 from jobs import task_names
-from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
 from jobs.models import Job, JobEvent
-from jobs.runtime_services import job_finish_run, job_restart_create, runtime_work_stale
+from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
+from jobs.runtime.services import job_finish_run, job_restart_create, runtime_work_stale
+from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import ON_SLAVE, JobStatus
-from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.tasks import fire
 

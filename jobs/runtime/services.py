@@ -19,16 +19,16 @@ from django.utils import timezone
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
 from jobs import task_names
-from jobs.heartbeat import Heartbeat
-from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
-from jobs.logs import job_log_archive
+from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
-from jobs.notifications import RESTART, job_notify_request
+from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
+from jobs.runtime.heartbeat import Heartbeat
+from jobs.runtime.logs import job_log_archive
+from jobs.runtime.storage import StorageRefused
+from jobs.runtime.storage_prepare import storage_prepare
+from jobs.scheduler_bridge.ticks import tick_request
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
-from jobs.storage import StorageRefused
-from jobs.storage_prepare import storage_prepare
-from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
 from portal.faults import crash_point
 from portal.tasks import fire
@@ -115,7 +115,7 @@ def _fail(job: Job, reason: str, **fields) -> bool:
 
 def _prepare_storage(job: Job) -> list:
     """Resolve mounts on this slave and create their folders with the project's group, never
-    following a link (``jobs.storage_prepare``); runs right before ``engine.run``."""
+    following a link (``jobs.runtime.storage_prepare``); runs right before ``engine.run``."""
     mounts = job_mounts(job, job.slave)
     if not job.slave.docker_url.startswith("unix://"):
         return mounts  # a remote slave's folders live on that machine (documented)

@@ -13,8 +13,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from clusters.models import Cluster
-from jobs import services
-from jobs.forms import (
+from jobs.actions import services
+from jobs.selectors import job_list_visible_to, job_sees_full
+from jobs.spec import OPENPAI, SpecError, detect_version, normalize_job, normalize_openpai
+from jobs.spec.images import PASSWORD_MASK, parse_image
+from jobs.spec.openpai import role_summaries, task_count
+from jobs.submit.openpai import MULTI_TASK_REFUSAL
+from jobs.web.forms import (
     JOB_TEMPLATES,
     JobFieldsForm,
     apply_fields,
@@ -25,11 +30,6 @@ from jobs.forms import (
     pretty,
     template_document,
 )
-from jobs.openpai_submit import MULTI_TASK_REFUSAL
-from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.spec import OPENPAI, SpecError, detect_version, normalize_job, normalize_openpai
-from jobs.spec.images import PASSWORD_MASK, parse_image
-from jobs.spec.openpai import role_summaries, task_count
 from portal.errors import NotAllowed, ServiceError
 from portal.models import Project
 from portal.permissions import may_submit_to_any_project

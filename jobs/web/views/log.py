@@ -9,11 +9,11 @@ from django.http import HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 from django.utils import timezone
 
-from jobs.logs import job_log_range
 from jobs.models import Job
+from jobs.runtime.logs import job_log_range
 from jobs.selectors import job_sees_full
 from jobs.states import ACTIVE, PENDING
-from jobs.views.common import visible_job
+from jobs.web.views.common import visible_job
 
 # The page shows at most this much of a log at load; the raw link has all of it.
 INITIAL_TAIL_BYTES = 256 * 1024

@@ -20,8 +20,8 @@ from django.conf import settings
 
 from clusters.capabilities import capability_stamp
 from clusters.models import Slave
+from jobs.runtime.storage import StorageRefused, default_roots, resolve_mounts
 from jobs.spec import FieldError, SpecError
-from jobs.storage import StorageRefused, default_roots, resolve_mounts
 
 
 def slave_roots(slave) -> dict[str, str]:
@@ -47,7 +47,7 @@ _cache: tuple[str, Capabilities] | None = None
 
 
 def _build_capabilities() -> Capabilities:
-    from jobs.scheduling.snapshot import slave_state
+    from jobs.scheduler_bridge.snapshot import slave_state
 
     slaves = list(
         Slave.objects.select_related("cluster").prefetch_related("gpus", "cluster__owner_projects")
@@ -160,7 +160,7 @@ def check_request_against_slaves(
 
 
 def _verdict(*, project, request: dict, user: str, capabilities: Capabilities):
-    from jobs.scheduling import impossible_reason_for_request
+    from jobs.scheduler_bridge import impossible_reason_for_request
 
     errors = port_errors(request)
     try:

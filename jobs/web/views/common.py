@@ -3,7 +3,7 @@
 from django.http import Http404
 from django.utils import timezone
 
-from jobs.gpulab_json import job_sanitised_name
+from jobs.api.gpulab_json import job_sanitised_name
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.states import ACTIVE, FINISHED, HOLDS_RESOURCES, PENDING, JobStatus

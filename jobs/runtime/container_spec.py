@@ -14,10 +14,10 @@ from clusters.models import Slave
 from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.models import Job
+from jobs.runtime.storage import ResolvedMount, resolve_mounts
 from jobs.spec.images import image_parse
 from jobs.spec.v2_docker import reserved_env_reason
-from jobs.storage import ResolvedMount, resolve_mounts
-from jobs.submit_checks import slave_roots
+from jobs.submit.checks import slave_roots
 from portal.models import user_urn
 
 GIB = 1024**3

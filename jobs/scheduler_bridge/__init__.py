@@ -6,14 +6,14 @@ compare-and-swap transitions; ``tick()`` wraps both in the lease so that at most
 time and events during a tick cause exactly one follow-up.
 """
 
-from jobs.scheduling.apply import apply, apply_explanations, apply_starts
-from jobs.scheduling.snapshot import (
+from jobs.scheduler_bridge.apply import apply, apply_explanations, apply_starts
+from jobs.scheduler_bridge.snapshot import (
     build_snapshot,
     impossible_reason_for_request,
     scheduler_config,
     slave_state,
 )
-from jobs.scheduling.tick import tick, tick_once
+from jobs.scheduler_bridge.tick import tick, tick_once
 
 __all__ = [
     "apply",

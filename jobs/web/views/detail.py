@@ -11,13 +11,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from clusters.models import Gpu
-from jobs import services
-from jobs.gpulab_json import job_to_gpulab
+from jobs.actions import services
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
-from jobs.views.common import ACTIONS, action_buttons, allowed_actions, present, visible_job
-from jobs.views.log import initial_log
+from jobs.web.views.common import ACTIONS, action_buttons, allowed_actions, present, visible_job
+from jobs.web.views.log import initial_log
 from portal.errors import ServiceError
 
 TIMELINE_LIMIT = 200

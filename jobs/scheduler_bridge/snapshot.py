@@ -357,7 +357,7 @@ def impossible_reason_for_request(
 
     Pass the slaves, or their ``slave_state``s (the submit check keeps those cached).
     """
-    from jobs.request_columns import columns_from_request
+    from jobs.submit.request_columns import columns_from_request
 
     if states is None:
         states = [slave_state(s) for s in slaves or ()]

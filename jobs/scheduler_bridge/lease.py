@@ -67,6 +67,6 @@ def lease_renew(*, holder: str) -> bool:
 
 def lease_heartbeat(*, holder: str):
     """``with lease_heartbeat(holder=...):`` renews the lease in a thread while a tick runs."""
-    from jobs.heartbeat import Heartbeat
+    from jobs.runtime.heartbeat import Heartbeat
 
     return Heartbeat(lambda: lease_renew(holder=holder), settings.PORTAL_TICK_LEASE_S / 5)

@@ -91,7 +91,7 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
 
 
 def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.services import job_halt_by_system
+    from jobs.actions.services import job_halt_by_system
     from portal.errors import Conflict
 
     waiting_infos: dict[str, list[dict]] = defaultdict(list)
@@ -116,8 +116,8 @@ def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> 
 
 
 def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.notifications import job_notify_request
-    from jobs.services import job_cancel_by_system
+    from jobs.actions.services import job_cancel_by_system
+    from jobs.lifecycle.notifications import job_notify_request
     from portal.errors import Conflict
 
     # One guarded bulk transition for all fails (a full queue can fail hundreds at once).

@@ -106,7 +106,7 @@ def openpai_submit(
     Raises SpecError (400) listing every problem; a valid multi-task config gets the refusal
     ``openpai: multi-task jobs are accepted for validation but cannot be run yet``.
     """
-    from jobs.services import job_submit, spec_defaults
+    from jobs.actions.services import job_submit, spec_defaults
 
     defaults = spec_defaults()
     config, errors = openpai_config_check(

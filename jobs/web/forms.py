@@ -13,7 +13,7 @@ import re
 
 from django import forms
 
-from jobs.filters import EVERY_STATE_BUT_DELETED, JobFilter
+from jobs.selectors.filters import EVERY_STATE_BUT_DELETED, JobFilter
 from jobs.spec import SpecError, convert_v1, detect_version, load_json
 from jobs.states import ACTIVE, GROUPS
 

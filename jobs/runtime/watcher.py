@@ -2,7 +2,7 @@
 
 One thread per slave; a container "die" event of a portal container finishes its job (in a
 thread of this process with the django-q2 queue; otherwise through the finish task), within a
-second of the exit. The process also runs the scheduler's wakeup timer (jobs.ticks). Streams that break are reopened with a back-off, resuming from the
+second of the exit. The process also runs the scheduler's wakeup timer (jobs.scheduler_bridge.ticks). Streams that break are reopened with a back-off, resuming from the
 last event seen; reconcile covers whatever is still missed. The slave list is re-read
 periodically, so new slaves are watched without a restart.
 """
@@ -20,10 +20,10 @@ from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
 from jobs import task_names
-from jobs.launch import LABEL_JOB, slave_labels
 from jobs.models import Job
+from jobs.runtime.container_spec import LABEL_JOB, slave_labels
+from jobs.scheduler_bridge.ticks import wakeup_loop
 from jobs.states import ON_SLAVE
-from jobs.ticks import wakeup_loop
 from portal.tasks import fire
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def handle_event(event: dict) -> None:
 
 
 def _finish_here(job_id: int) -> None:
-    from jobs.runtime_services import job_finish_run
+    from jobs.runtime.services import job_finish_run
 
     try:
         job_finish_run(job_id=job_id)

@@ -12,17 +12,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import task_names
+from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
-from jobs.notifications import job_notify_request
-from jobs.request_columns import columns_from_request
+from jobs.scheduler_bridge.ticks import tick_request
 from jobs.selectors import job_can_act
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
 from jobs.spec.document import is_openpai_document
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import DOCUMENT_PATH, JSON_PATH
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
-from jobs.submit_checks import check_time_window, registered_slaves
-from jobs.ticks import tick_request
+from jobs.submit.checks import check_time_window, registered_slaves
+from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
 from portal.errors import Conflict, NotAllowed
 from portal.models import Membership, Project
@@ -78,7 +78,7 @@ def _check_reservations(*, user, project: Project, reservation_ids: list[str]) -
 
 def _job_checks(*, user, project: Project, request: dict, registered=None) -> None:
     """Submit-time checks that need the registered slaves (storage policy, satisfiability)."""
-    from jobs.submit_checks import check_request_against_slaves
+    from jobs.submit.checks import check_request_against_slaves
 
     check_request_against_slaves(
         project=project, request=request, user=user.username, registered=registered
@@ -125,7 +125,7 @@ def _item_error(name: str, index: int, error: FieldError) -> FieldError:
 def job_submit(
     *, user, project: Project, document, hold: bool = False, now: datetime | None = None
 ) -> Job:
-    """Validate a v1 or v2 job document (or an OpenPAI config: jobs/openpai_submit.py) and store
+    """Validate a v1 or v2 job document (or an OpenPAI config: jobs/submit/openpai.py) and store
     it as a QUEUED (or ONHOLD) job.
 
     Raises SpecError (400) for bad input, NotAllowed (403) for a project the user is not in.
@@ -134,7 +134,7 @@ def job_submit(
     now = now or timezone.now()
     _require_member(user, project)
     if is_openpai_document(document):
-        from jobs.openpai_submit import openpai_submit  # it calls back here with a v2 document
+        from jobs.submit.openpai import openpai_submit  # it calls back here with a v2 document
 
         return openpai_submit(user=user, project=project, document=document, hold=hold, now=now)
     prepared = _job_prepare(

@@ -2,7 +2,7 @@
 
 Bursts coalesce twice over: while a tick task waits in the queue (``tick_pending``), further
 requests enqueue nothing (the waiting tick starts later and sees their commits); while a tick
-runs, the lease makes it run exactly one follow-up (see jobs.scheduling.lease).
+runs, the lease makes it run exactly one follow-up (see jobs.scheduler_bridge.lease).
 
 Time-driven ticks (a notBefore passing, a reservation opening, a maxDuration deadline) come from
 the wakeup timer at the end of this module.

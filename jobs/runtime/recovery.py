@@ -73,8 +73,8 @@ def _claims_stale_in() -> float:
 
 
 def recovery_run(*, wait: bool = True) -> None:
-    from jobs.reconcile import reconcile_all
-    from jobs.ticks import SCHEDULER_TICK_TASK
+    from jobs.runtime.reconcile import reconcile_all
+    from jobs.scheduler_bridge.ticks import SCHEDULER_TICK_TASK
     from portal.tasks import fire
 
     # A tick of its own, not tick_request: the killed cluster may have left "a tick is pending".
