@@ -6,6 +6,7 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Here, not at the top: ready() is Django's place for imports that need loaded models.
         from django_q.signals import post_spawn
 
         from jobs.runtime.recovery import recovery_request

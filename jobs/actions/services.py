@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import task_names
+from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.scheduler_bridge.ticks import tick_request
@@ -21,19 +21,21 @@ from jobs.spec.document import is_openpai_document
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import DOCUMENT_PATH, JSON_PATH
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
-from jobs.submit.checks import check_time_window, registered_slaves
+from jobs.submit.checks import (
+    check_request_against_slaves,
+    check_time_window,
+    registered_slaves,
+)
+from jobs.submit.openpai import openpai_single_task, openpai_spec_error
 from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
 from portal.errors import Conflict, NotAllowed
 from portal.models import Membership, Project
 from portal.permissions import may_delete_all_jobs, may_submit_to_any_project
-from portal.tasks import fire
 from portal.timefmt import utc_z
 from reservations.models import Reservation
 
 S = JobStatus
-STOP_TASK = task_names.JOB_STOP
-HALT_TASK = task_names.JOB_HALT
 
 
 def spec_defaults() -> SpecDefaults:
@@ -78,8 +80,6 @@ def _check_reservations(*, user, project: Project, reservation_ids: list[str]) -
 
 def _job_checks(*, user, project: Project, request: dict, registered=None) -> None:
     """Submit-time checks that need the registered slaves (storage policy, satisfiability)."""
-    from jobs.submit.checks import check_request_against_slaves
-
     check_request_against_slaves(
         project=project, request=request, user=user.username, registered=registered
     )
@@ -134,13 +134,25 @@ def job_submit(
     now = now or timezone.now()
     _require_member(user, project)
     if is_openpai_document(document):
-        from jobs.submit.openpai import openpai_submit  # it calls back here with a v2 document
-
-        return openpai_submit(user=user, project=project, document=document, hold=hold, now=now)
+        return _openpai_submit(user=user, project=project, document=document, hold=hold, now=now)
     prepared = _job_prepare(
         user=user, project=project, document=document, registered=registered_slaves(), now=now
     )
     return _jobs_create(user=user, project=project, items=[prepared], hold=hold, now=now)[0]
+
+
+def _openpai_submit(*, user, project: Project, document, hold: bool, now: datetime) -> Job:
+    """An OpenPAI config (docs/openpai.md): its one task is submitted as a v2 job that keeps
+    the config; errors name the OpenPAI fields."""
+    task = openpai_single_task(user=user, document=document, defaults=spec_defaults())
+    try:
+        with transaction.atomic():  # the job and its config, or nothing
+            job = job_submit(user=user, project=project, document=task.v2, hold=hold, now=now)
+            job.openpai_config = task.stored
+            job.save(update_fields=["openpai_config"])
+        return job
+    except SpecError as exc:
+        raise openpai_spec_error(exc, task.config) from None
 
 
 def job_submit_many(
@@ -245,60 +257,12 @@ def job_cancel(*, job: Job, user, reason: str = "", now: datetime | None = None)
     return job_cancel_by_system(job=job, reason=who, now=now)
 
 
-def job_cancel_by_system(*, job: Job, reason: str, now: datetime | None = None) -> Job:
-    """Cancel without a permission check (scheduler: maxDuration; admins' actions)."""
-    if job.status in PENDING:
-        if job_transition(
-            job=job, to=S.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
-        ):
-            tick_request()
-        return job
-    if job.status in HOLDS_RESOURCES and job.status != S.CANCELLING:
-        with transaction.atomic():
-            if job_transition(
-                job=job, to=S.CANCELLING, message=reason, fields={"end_reason": reason}, now=now
-            ):
-                fire(STOP_TASK, job.pk)
-        return job
-    if job.status == S.CANCELLING:
-        return job
-    raise Conflict(f"a job in state {job.status} cannot be cancelled")
-
-
 def job_halt_request(*, job: Job, user, now: datetime | None = None) -> Job:
     """A user asks their running job to halt (GPULab: "User requested fallback manually")."""
     _require_actor(user, job)
     member = Membership.objects.filter(user=user, project_id=job.project_id).exists()
     reason = "User requested fallback manually" if member else "Admin requested fallback"
     return job_halt_by_system(job=job, halt_info={"reason": reason}, now=now)
-
-
-def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None) -> Job:
-    """RUNNING -> MUSTHALT and fire the halt procedure (SIGUSR1, wait for exit 123)."""
-    now = now or timezone.now()
-    if job.status != S.RUNNING:
-        raise Conflict(f"only a RUNNING job can be halted; this one is {job.status}")
-    info = {
-        "reason": "Unknown",
-        "time": utc_z(now),
-        "startedJobUuids": [],
-        "haltedJobUuids": [str(job.uuid)],
-        "slaveName": job.slave.name if job.slave_id else None,
-        "slaveInstance": job.slave.instance_id if job.slave_id else None,
-        "startedJobScores": [],
-        "haltedJobScores": [],
-        **halt_info,
-    }
-    with transaction.atomic():
-        if job_transition(
-            job=job,
-            to=S.MUSTHALT,
-            message=f"halt requested: {info['reason']}",
-            fields={"halt_events": [*job.halt_events, info]},
-            now=now,
-        ):
-            fire(HALT_TASK, job.pk)
-    return job
 
 
 def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:

@@ -25,6 +25,7 @@ from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
 from jobs.ssh.access import ssh_username
 from jobs.states import JobStatus
 from portal.emails import HIDDEN_EMAIL, email_for_gpulab
+from portal.models import user_urn
 from portal.timefmt import utc_z
 
 HIDDEN = "hidden"
@@ -154,8 +155,6 @@ def _owner(job, *, full: bool) -> dict:
             "userUrn": HIDDEN_USER_URN,
             "userEmail": HIDDEN_EMAIL,
         }
-    from portal.models import user_urn
-
     return {
         "projectUrn": job.project.urn,
         "userUrn": user_urn(job.owner.username),

@@ -13,7 +13,7 @@ from django.conf import settings
 from clusters.models import Slave
 from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
-from jobs.models import Job
+from jobs.models import Job, JobPullSecret
 from jobs.runtime.storage import ResolvedMount, resolve_mounts
 from jobs.spec.images import image_parse
 from jobs.spec.v2_docker import reserved_env_reason
@@ -46,8 +46,6 @@ class PullTarget:
 
 def pull_target(job: Job) -> PullTarget:
     """What to pull: the full image (with credentials) comes from the pull secret when any."""
-    from jobs.models import JobPullSecret
-
     secret = JobPullSecret.objects.filter(job=job).first()
     image = secret.image if secret is not None else job.request["docker"]["image"]
     ref = image_parse(image)

@@ -8,6 +8,7 @@ the grace period, fail its jobs ("slave lost") and restart the restartable ones.
 """
 
 import logging
+import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -158,8 +159,6 @@ def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:
 
 
 def _is_uuid(value: str) -> bool:
-    import uuid
-
     try:
         uuid.UUID(value)
         return True

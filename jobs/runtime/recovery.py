@@ -21,6 +21,11 @@ from django.db.models import Max
 from django.utils import timezone
 
 from jobs import task_names
+from jobs.models import Job, SchedulerLease
+from jobs.runtime.reconcile import reconcile_all
+from jobs.scheduler_bridge.ticks import SCHEDULER_TICK_TASK
+from jobs.states import ON_SLAVE
+from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 RECOVER_TASK = task_names.RECOVER
@@ -36,9 +41,6 @@ def recovery_request(**_signal) -> bool:
 
 
 def _request() -> bool:
-    from jobs.models import SchedulerLease
-    from portal.tasks import fire
-
     # Workers are children of the cluster's sentinel: its pid names this cluster.
     cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
     SchedulerLease.objects.get_or_create(id=1)
@@ -55,9 +57,6 @@ def _request() -> bool:
 def _claims_stale_in() -> float:
     """Seconds until every claim taken before now (a worker's heartbeat, the tick lease) is
     stale: those of a killed cluster's workers are re-driven then."""
-    from jobs.models import Job, SchedulerLease
-    from jobs.states import ON_SLAVE
-
     beat = Job.objects.filter(status__in=ON_SLAVE).aggregate(last=Max("runtime_heartbeat"))
     lease = SchedulerLease.objects.exclude(holder="").values_list("acquired_at", flat=True)
     now = timezone.now()
@@ -73,10 +72,6 @@ def _claims_stale_in() -> float:
 
 
 def recovery_run(*, wait: bool = True) -> None:
-    from jobs.runtime.reconcile import reconcile_all
-    from jobs.scheduler_bridge.ticks import SCHEDULER_TICK_TASK
-    from portal.tasks import fire
-
     # A tick of its own, not tick_request: the killed cluster may have left "a tick is pending".
     reconcile_all(unclaimed_ok=True)
     fire(SCHEDULER_TICK_TASK)

@@ -9,7 +9,6 @@ time and events during a tick cause exactly one follow-up.
 from jobs.scheduler_bridge.apply import apply, apply_explanations, apply_starts
 from jobs.scheduler_bridge.snapshot import (
     build_snapshot,
-    impossible_reason_for_request,
     scheduler_config,
     slave_state,
 )
@@ -20,7 +19,6 @@ __all__ = [
     "apply_explanations",
     "apply_starts",
     "build_snapshot",
-    "impossible_reason_for_request",
     "scheduler_config",
     "slave_state",
     "tick",

@@ -1,4 +1,5 @@
-"""Writing a cycle's decisions through the services, with compare-and-swap transitions."""
+"""Writing a cycle's decisions through the lifecycle actions (never the user services), with
+compare-and-swap transitions."""
 
 import logging
 from collections import defaultdict
@@ -9,10 +10,15 @@ from django.db import connection, transaction
 from clusters.models import Slave
 from jobs import task_names
 from jobs.bulk_sql import rows_delete, rows_upsert
+from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
+from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobExplanation
 from jobs.scheduler import model as sm
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from jobs.transitions import TransitionRequest, job_transition_many
+from portal.errors import Conflict
+from portal.faults import crash_point
+from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 S = JobStatus
@@ -39,9 +45,6 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
     that moment means that even two ticks that somehow both run can never hand out the same
     GPU or CPU; the status compare-and-swap means never the same job.
     """
-    from portal.faults import crash_point
-    from portal.tasks import fire
-
     names = {start.slave for start in starts}
     requests: list[TransitionRequest] = []
     with transaction.atomic():
@@ -91,9 +94,6 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
 
 
 def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.actions.services import job_halt_by_system
-    from portal.errors import Conflict
-
     waiting_infos: dict[str, list[dict]] = defaultdict(list)
     for halt in result.halts:
         job = jobs.get(halt.job_id)
@@ -116,10 +116,6 @@ def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> 
 
 
 def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.actions.services import job_cancel_by_system
-    from jobs.lifecycle.notifications import job_notify_request
-    from portal.errors import Conflict
-
     # One guarded bulk transition for all fails (a full queue can fail hundreds at once).
     requests = [
         TransitionRequest(

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from jobs.models import SchedulerLease
+from jobs.runtime.heartbeat import Heartbeat
 
 
 def _row() -> None:
@@ -67,6 +68,4 @@ def lease_renew(*, holder: str) -> bool:
 
 def lease_heartbeat(*, holder: str):
     """``with lease_heartbeat(holder=...):`` renews the lease in a thread while a tick runs."""
-    from jobs.runtime.heartbeat import Heartbeat
-
     return Heartbeat(lambda: lease_renew(holder=holder), settings.PORTAL_TICK_LEASE_S / 5)

@@ -7,14 +7,11 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Count
-from django.utils import timezone
 
 from clusters.models import Cluster, Gpu, Slave
-from jobs.bulk_sql import rows_update
-from jobs.models import Job, UserUsage
+from jobs.models import Job
 from jobs.scheduler import model as sm
-from jobs.scheduler.explain import impossible_reason
-from jobs.scheduler.usage import accrue, decayed, usage_rate
+from jobs.scheduler_bridge.usage import usage_now
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from portal.timefmt import parse_utc_z
 from reservations.models import Reservation
@@ -244,66 +241,6 @@ def reservation_windows(now: datetime) -> list[sm.ReservationWindow]:
     ]
 
 
-def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConfig) -> dict:
-    """Every user's decayed usage at ``now``; rows of users whose jobs hold resources are
-    brought up to date, the others are decayed in memory only (their stored value and time
-    already determine it), so an idle user costs the tick no write.
-
-    Each running job adds what it held over the part of the interval it actually ran.
-    """
-    half_life = config.usage_half_life_s
-    rows = {u.user.username: u for u in UserUsage.objects.select_related("user")}
-    holders = {r["owner__username"] for r in running if r["started_at"] is not None}
-    missing = holders - set(rows)
-    if missing:
-        from django.contrib.auth import get_user_model
-
-        users = list(get_user_model().objects.filter(username__in=missing))
-        UserUsage.objects.bulk_create(
-            [UserUsage(user=user, value=0.0, updated_at=now) for user in users],
-            ignore_conflicts=True,  # a concurrent reader (pages) never writes; be safe anyway
-        )
-        for row in UserUsage.objects.select_related("user").filter(user__in=users):
-            rows[row.user.username] = row
-    usage = {
-        name: decayed(row.value, (now - row.updated_at).total_seconds(), half_life)
-        for name, row in rows.items()
-    }
-    for job in running:
-        if job["started_at"] is None:
-            continue  # ASSIGNED: holds room but runs nothing yet
-        row = rows[job["owner__username"]]
-        ran = (now - max(row.updated_at, job["started_at"])).total_seconds()
-        rate = usage_rate(
-            gpus=job["gpus"],
-            cpus=job["cpus"],
-            memory_gb=job["cpu_memory_gb"] + job["tmpfs_gb"],
-            config=config,
-        )
-        usage[job["owner__username"]] += accrue(0.0, ran, rate=rate, half_life_s=half_life)
-    changed = [rows[name] for name in holders]
-    for row in changed:
-        row.value, row.updated_at = usage[row.user.username], now
-    # One UPDATE ... FROM for all holders (bulk_update's CASE per row cost 0.2 s for 600 users).
-    rows_update(
-        UserUsage,
-        key="id",
-        names=["value", "updated_at"],
-        rows=[[row.pk, row.value, row.updated_at] for row in changed],
-    )
-    return usage
-
-
-def usage_now(*, now: datetime, config: sm.SchedulerConfig) -> dict[str, float]:
-    """Decayed usage per user without writing (for pages and the submit check)."""
-    return {
-        username: decayed(value, (now - updated).total_seconds(), config.usage_half_life_s)
-        for username, value, updated in UserUsage.objects.values_list(
-            "user__username", "value", "updated_at"
-        )
-    }
-
-
 def bucket_counts() -> dict[str, int]:
     rows = (
         Job.objects.filter(status__in=HOLDS_RESOURCES)
@@ -314,15 +251,19 @@ def bucket_counts() -> dict[str, int]:
     return {row["bucket_name"]: row["n"] for row in rows}
 
 
-def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snapshot, list[dict]]:
-    """The snapshot and the queued rows (the latter to compare explanations on apply)."""
+def build_snapshot(
+    now: datetime, *, running: list[dict] | None = None, usage: dict[str, float] | None = None
+) -> tuple[sm.Snapshot, list[dict]]:
+    """The snapshot and the queued rows (the latter to compare explanations on apply).
+
+    Reads only. The tick passes the running rows and the usage it has just accrued
+    (``jobs.scheduler_bridge.usage.usage_accrue``, the one writer of UserUsage); without them
+    the usage is decayed in memory (``usage_now``)."""
     config = scheduler_config()
-    running = running_rows()
-    usage = (
-        usage_accrue(now=now, running=running, config=config)
-        if accrue_usage
-        else usage_now(now=now, config=config)
-    )
+    if running is None:
+        running = running_rows()
+    if usage is None:
+        usage = usage_now(now=now, config=config)
     queued = list(Job.objects.filter(status=S.QUEUED).values(*QUEUED_FIELDS))
     for row in queued:  # what apply compares the new explanations with
         row["queued_explanations"] = row.pop("explanation__lines") or []
@@ -345,31 +286,3 @@ def build_snapshot(now: datetime, *, accrue_usage: bool = True) -> tuple[sm.Snap
         config=config,
     )
     return snapshot, queued
-
-
-# --- submit-time check ---------------------------------------------------------------------
-
-
-def impossible_reason_for_request(
-    *, request: dict, project, slaves: list[Slave] | None = None, states=None
-) -> str | None:
-    """Why no registered slave could ever run this request (None when some could).
-
-    Pass the slaves, or their ``slave_state``s (the submit check keeps those cached).
-    """
-    from jobs.submit.request_columns import columns_from_request
-
-    if states is None:
-        states = [slave_state(s) for s in slaves or ()]
-    if not states:
-        return None  # an empty portal accepts jobs: slaves may be registered later
-    columns = columns_from_request(request)
-    row = {
-        "uuid": "submit-check",
-        "owner__username": "",
-        "project__name": project.name,
-        "created": timezone.now(),
-        "queued_explanations": [],
-        **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
-    }
-    return impossible_reason(queued_job(row), list(states), config=scheduler_config())

@@ -15,8 +15,9 @@ from jobs.scheduler_bridge.lease import (
     lease_heartbeat,
     lease_release_or_continue,
 )
-from jobs.scheduler_bridge.snapshot import build_snapshot
+from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
 from jobs.scheduler_bridge.ticks import tick_started, wakeup_store
+from jobs.scheduler_bridge.usage import usage_accrue
 from portal.faults import crash_point
 
 
@@ -39,7 +40,9 @@ def tick_once(now: datetime | None = None) -> dict:
     now = now or timezone.now()
     with _gc_paused():
         began = time.perf_counter()
-        snapshot, queued = build_snapshot(now)
+        running = running_rows()
+        usage = usage_accrue(now=now, running=running, config=scheduler_config())
+        snapshot, queued = build_snapshot(now, running=running, usage=usage)
         built = time.perf_counter()
         result = run_cycle(snapshot)
         decided = time.perf_counter()

@@ -32,6 +32,9 @@ def tick_request() -> None:
 
 
 def _enqueue_unless_pending() -> None:
+    # Imported when first needed (cost): django_q.tasks loads django-q's models and broker
+    # machinery, which processes that never enqueue (inline and record modes) skip; tests
+    # replace async_task there.
     from django_q.tasks import async_task
 
     # The flag is a database row, not a look at the broker's queue: the same on the ORM broker

@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 
 from jobs.models import Job
 from jobs.states import DELETED
-from portal.models import Membership
+from portal.models import Membership, Project
 from portal.permissions import (
     may_act_on_all_jobs,
     may_delete_all_jobs,
@@ -50,8 +50,6 @@ def job_can_act(user, job: Job, *, delete: bool = False) -> bool:
 
 
 def projects_of(user):
-    from portal.models import Project
-
     if not user or not user.is_authenticated:
         return Project.objects.none()
     return Project.objects.filter(memberships__user=user).order_by("name")

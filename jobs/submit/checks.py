@@ -20,8 +20,11 @@ from django.conf import settings
 
 from clusters.capabilities import capability_stamp
 from clusters.models import Slave
+from clusters.services import site_port_policy
 from jobs.runtime.storage import StorageRefused, default_roots, resolve_mounts
+from jobs.scheduler_bridge.snapshot import slave_state
 from jobs.spec import FieldError, SpecError
+from jobs.submit.feasibility import impossible_reason_for_request
 
 
 def slave_roots(slave) -> dict[str, str]:
@@ -47,8 +50,6 @@ _cache: tuple[str, Capabilities] | None = None
 
 
 def _build_capabilities() -> Capabilities:
-    from jobs.scheduler_bridge.snapshot import slave_state
-
     slaves = list(
         Slave.objects.select_related("cluster").prefetch_related("gpus", "cluster__owner_projects")
     )
@@ -108,8 +109,6 @@ def check_time_window(*, request: dict, now: datetime) -> None:
 def port_errors(request: dict) -> list[FieldError]:
     """Fixed host ports outside the site's range or reserved, host addresses other than the
     allowed ones (the engine refuses them again before creating a container)."""
-    from clusters.services import site_port_policy
-
     policy = site_port_policy()
     errors = []
     for position, mapping in enumerate(request["docker"].get("portMappings") or ()):
@@ -160,8 +159,6 @@ def check_request_against_slaves(
 
 
 def _verdict(*, project, request: dict, user: str, capabilities: Capabilities):
-    from jobs.scheduler_bridge import impossible_reason_for_request
-
     errors = port_errors(request)
     try:
         check_storage(

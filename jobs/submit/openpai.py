@@ -5,15 +5,13 @@ v2 request comes from ``jobs.spec.openpai.expand_tasks``, with the PAI_* variabl
 submit). Any other valid config is answered with a precise refusal: the multi-task runtime (gang
 start, completion and retry policies) is not built yet.
 
-``job_submit`` hands OpenPAI documents here; the REST submit endpoint and the Create Job page
-both go through it.
+``jobs.actions.services.job_submit`` maps an OpenPAI document here and submits the v2 job it
+becomes; the REST submit endpoint and the Create Job page both go through it.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from django.db import transaction
+from dataclasses import dataclass
 
 from clusters.models import Cluster
 from jobs.models import Job
@@ -98,17 +96,21 @@ def _single_task_limits(config: dict) -> list[FieldError]:
     return errors
 
 
-def openpai_submit(
-    *, user, project, document, hold: bool = False, now: datetime | None = None
-) -> Job:
-    """Validate an OpenPAI config; submit a one-role, one-task config as an ordinary job.
+@dataclass(frozen=True)
+class OpenpaiTask:
+    """A checked one-task OpenPAI config as the GPULab job it becomes."""
+
+    v2: dict  # the job document ``job_submit`` stores
+    stored: dict  # the config the job keeps (registry credentials redacted)
+    config: dict  # the normalised config (to name its fields in later errors)
+
+
+def openpai_single_task(*, user, document, defaults) -> OpenpaiTask:
+    """Validate an OpenPAI config and map its one task to a v2 job document.
 
     Raises SpecError (400) listing every problem; a valid multi-task config gets the refusal
     ``openpai: multi-task jobs are accepted for validation but cannot be run yet``.
     """
-    from jobs.actions.services import job_submit, spec_defaults
-
-    defaults = spec_defaults()
     config, errors = openpai_config_check(
         user=user, document=document, allowed_registries=defaults.allowed_private_registries
     )
@@ -131,18 +133,13 @@ def openpai_submit(
         "request": task["request"],
     }
     stored = {**config, "image": redact_image(config["image"], member=True)}
-    try:
-        with transaction.atomic():  # the job and its config, or nothing
-            job = job_submit(user=user, project=project, document=v2, hold=hold, now=now)
-            job.openpai_config = stored
-            job.save(update_fields=["openpai_config"])
-        return job
-    except SpecError as exc:
-        # The checks that need slaves (storage offered, resources satisfiable) speak of the
-        # GPULab request; name the OpenPAI fields the user wrote instead.
-        raise SpecError(
-            FieldError(openpai_path(error.path, config), error.message) for error in exc.errors
-        ) from None
+    return OpenpaiTask(v2=v2, stored=stored, config=config)
+
+
+def openpai_spec_error(error: SpecError, config: dict) -> SpecError:
+    """The checks that need slaves (storage offered, resources satisfiable) speak of the GPULab
+    request; name the OpenPAI fields the user wrote instead."""
+    return SpecError(FieldError(openpai_path(e.path, config), e.message) for e in error.errors)
 
 
 # GPULab request paths of a mapped single-task job -> the OpenPAI field they come from.
