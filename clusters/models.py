@@ -128,7 +128,7 @@ class CapabilityStamp(models.Model):
     """One row whose ``stamp`` changes whenever what slaves can run may have changed.
 
     Submit-time feasibility caches its view of the slaves per process under this stamp
-    (jobs/submit_checks.py): reading it is one indexed query, and since every change of a
+    (jobs/submit/checks.py): reading it is one indexed query, and since every change of a
     Slave, Gpu, Cluster (or an owner project) writes a new random stamp in the same transaction
     (clusters/capabilities.py), a cached view is never used after the data under it changed.
     """

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from clusters.capabilities import capabilities_changed
 from clusters.models import Cluster, Gpu, Slave
-from jobs.ticks import tick_request
+from jobs.scheduler_bridge.ticks import tick_request
 
 log = logging.getLogger(__name__)
 

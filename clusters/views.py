@@ -12,7 +12,7 @@ from clusters.gpulab_json import cluster_infos
 from clusters.models import Cluster, Slave
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
-from jobs.views.common import present
+from jobs.web.views.common import present
 from reservations.models import Reservation
 from reservations.views import entitled_ids
 

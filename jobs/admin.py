@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 
+from jobs.actions.services import job_cancel, job_delete, job_hold, job_release
 from jobs.models import (
     Job,
     JobEvent,
@@ -9,7 +10,6 @@ from jobs.models import (
     SubmitIdempotencyKey,
     UserUsage,
 )
-from jobs.services import job_cancel, job_delete, job_hold, job_release
 from jobs.spec import redact_image
 from portal.errors import ServiceError
 
@@ -50,7 +50,7 @@ class JobAdmin(admin.ModelAdmin):
         "slave",
         "created",
     ]
-    # "Idle GPUs" (jobs/metrics.py): jobs whose GPUs stayed idle over the review window.
+    # "Idle GPUs" (jobs/runtime/metrics.py): jobs whose GPUs stayed idle over the review window.
     list_filter = [
         "status",
         "project",

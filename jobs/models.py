@@ -69,7 +69,7 @@ class Job(models.Model):
         db_index=False,
     )
     gpu_ids = models.JSONField(default=list, blank=True)
-    # When the sampler found the job's GPUs idle for the review window (jobs/metrics.py);
+    # When the sampler found the job's GPUs idle for the review window (jobs/runtime/metrics.py);
     # flagged to the owner and listed for admins, never acted on automatically.
     gpu_idle_flagged_at = models.DateTimeField("idle GPUs flagged", null=True, blank=True)
     cpu_ids = models.JSONField(default=list, blank=True)
@@ -141,7 +141,7 @@ class JobExplanation(models.Model):
     A narrow table of its own, not a column of Job: every tick rewrites thousands of these,
     and a row here carries one index, where a Job row carries a dozen and its request JSON
     (measured on a 10k-queue tick on PostgreSQL: seconds as a Job column, a tenth as rows
-    here). Written by ``jobs.scheduling.apply`` only; a job that starts loses its row.
+    here). Written by ``jobs.scheduler_bridge.apply`` only; a job that starts loses its row.
     """
 
     job = models.OneToOneField(
@@ -178,7 +178,7 @@ class JobEvent(models.Model):
     type = models.CharField(max_length=16, choices=Type.choices)
     new_state = models.CharField(max_length=16, choices=JobStatus.choices, blank=True)
     message = models.TextField(blank=True)
-    # A Tapis stage (jobs/stages.py) when this event records one; empty otherwise.
+    # A Tapis stage (jobs/lifecycle/stages.py) when this event records one; empty otherwise.
     stage = models.CharField(max_length=24, blank=True, default="")
 
     class Meta:
@@ -223,7 +223,7 @@ class SchedulerLease(models.Model):
     recovery_by = models.CharField(max_length=100, blank=True)
     # The next moment a tick could decide differently on its own (a notBefore, a reservation's
     # start, a maxDuration deadline...), written by every tick; the watcher's timer asks for a
-    # tick then (jobs.ticks.wakeup_loop).
+    # tick then (jobs.scheduler_bridge.ticks.wakeup_loop).
     next_wakeup = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
@@ -260,7 +260,7 @@ class SubmitIdempotencyKey(models.Model):
 
 
 class JobSample(models.Model):
-    """One reading of a running job's resource use (jobs/metrics.py): rates since the reading
+    """One reading of a running job's resource use (jobs/runtime/metrics.py): rates since the reading
     before it, and the counters the next rate is computed from."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="samples")

@@ -14,7 +14,7 @@ JOB_STOP = "jobs.tasks.job_stop"
 JOB_HALT = "jobs.tasks.job_halt"
 JOB_NOTIFY = "jobs.tasks.job_notify"
 RECONCILE = "jobs.tasks.reconcile"
-# Fired once when a q cluster starts (jobs/recovery.py): re-drive what a crash left behind.
+# Fired once when a q cluster starts (jobs/runtime/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 
 ALL = (

@@ -12,8 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.bulk_sql import rows_update
+from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
-from jobs.notifications import job_notify_request
 from jobs.states import JobStatus as S
 from jobs.states import is_allowed
 from portal.errors import Conflict

@@ -252,9 +252,9 @@ PORTAL_LAUNCH_TIMEOUT_S = env_int("PORTAL_LAUNCH_TIMEOUT_S", 1800)
 PORTAL_INTERACTIVE_HALT_WAIT_S = env_int("PORTAL_INTERACTIVE_HALT_WAIT_S", PORTAL_HALT_GRACE_S + 45)
 PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
-# Each job's archived outputs (jobs/workdir.py), private to the portal's user.
+# Each job's archived outputs (jobs/runtime/workdir.py), private to the portal's user.
 PORTAL_JOB_ARCHIVE_DIR = Path(os.environ.get("PORTAL_JOB_ARCHIVE_DIR", VAR_DIR / "archive"))
-# Resource samples of running jobs (jobs/metrics.py): how often, how many kept per job, and
+# Resource samples of running jobs (jobs/runtime/metrics.py): how often, how many kept per job, and
 # the idle-GPU review (GPUs below the threshold for the whole window are flagged, never stopped).
 PORTAL_METRICS_INTERVAL_S = env_int("PORTAL_METRICS_INTERVAL_S", 15)
 PORTAL_METRICS_KEEP = env_int("PORTAL_METRICS_KEEP", 2000)
@@ -263,7 +263,7 @@ PORTAL_GPU_IDLE_WINDOW_S = env_int("PORTAL_GPU_IDLE_WINDOW_S", 1800)
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.
-# (Containers started before the id existed carry "gpuportal": see jobs/reconcile.py.)
+# (Containers started before the id existed carry "gpuportal": see jobs/runtime/reconcile.py.)
 PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
     VAR_DIR / "instance-id", installation.new_instance_id
 )

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from clusters.gpulab_json import cluster_infos
 from jobs.models import Job
 from jobs.states import ACTIVE, FINISHED, PENDING
-from jobs.views.common import present
+from jobs.web.views.common import present
 from portal.models import Membership, Profile, user_urn
 from portal.tokens import api_token_of, api_token_rotate
 from portal.usage import fair_share, usage_page_data

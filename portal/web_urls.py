@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from clusters import views as cluster_views
-from jobs import views as job_views
+from jobs.web import views as job_views
 from portal import views
 from reservations import views as reservation_views
 

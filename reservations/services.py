@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import prefetch_related_objects
 
 from clusters.models import Cluster, Gpu, Slave
-from jobs.ticks import tick_request
+from jobs.scheduler_bridge.ticks import tick_request
 from portal.timefmt import utc_z
 from reservations.models import Reservation
 

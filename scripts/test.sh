@@ -13,5 +13,5 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 # Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the in-memory
 # engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
 exec .venv/bin/pytest \
-  --cov=jobs.runtime_services --cov=jobs.reconcile --cov=jobs.watcher \
+  --cov=jobs.runtime.services --cov=jobs.runtime.reconcile --cov=jobs.runtime.watcher \
   --cov=clusters.runtime.engine --cov=clusters.runtime.memory --cov-report=term "$@"

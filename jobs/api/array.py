@@ -14,7 +14,7 @@ from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from jobs import services
+from jobs.actions import services
 from jobs.api.serializers import ErrorSerializer
 from jobs.api.views import PORTAL_TAG, project_named
 from jobs.spec.array import expand_array

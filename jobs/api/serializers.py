@@ -1,4 +1,4 @@
-"""JSON of the job endpoints besides the Job object itself (which ``jobs.gpulab_json`` owns), and
+"""JSON of the job endpoints besides the Job object itself (which ``jobs.api.gpulab_json`` owns), and
 serializers that only describe shapes for the OpenAPI schema."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """GPULab v4.0 job endpoints, as the real ``gpulab-cli`` uses them (docs/gpulab-format.md,
 section 4), and the portal's own job endpoints (convert, explain).
 
-Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.services``
-(their errors become 403/409 in ``portal.api_errors``); the JSON comes from ``jobs.gpulab_json``.
+Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.actions.services``
+(their errors become 403/409 in ``portal.api_errors``); the JSON comes from ``jobs.api.gpulab_json``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from clusters.models import Cluster
-from jobs import idempotency, services
+from jobs.actions import services
 from jobs.api.filters import filter_jobs, sort_jobs
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
     ConvertedJobSerializer,
@@ -33,14 +34,14 @@ from jobs.api.serializers import (
     debug_event,
     explanation,
 )
-from jobs.gpulab_json import job_to_gpulab
-from jobs.logs import job_log_range
-from jobs.metrics import cluster_utilisation_series, job_samples_series
 from jobs.models import Job
+from jobs.runtime.logs import job_log_range
+from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
 from jobs.states import JobStatus
+from jobs.submit import idempotency
 from portal.api.common import (
     PortalAPIView,
     parse_bool,

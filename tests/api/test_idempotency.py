@@ -5,8 +5,8 @@ import threading
 import pytest
 from rest_framework.test import APIClient
 
-from jobs import idempotency
 from jobs.models import Job, SubmitIdempotencyKey
+from jobs.submit import idempotency
 from tests.api.conftest import API
 from tests.conftest import HELLO_WORLD
 
@@ -87,7 +87,7 @@ def test_concurrent_double_submit_creates_one_job(member, project, slave, monkey
         return answer
 
     monkeypatch.setattr(idempotency, "_replay", replay_after_both_checked)
-    from jobs import services
+    from jobs.actions import services
 
     real_submit, submitted = services.job_submit, []
 

@@ -6,8 +6,8 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from jobs.metrics import slave_samples_collect
 from jobs.models import JobSample
+from jobs.runtime.metrics import slave_samples_collect
 from tests.browser.support import login, screenshot, submit_job, wait_for_state
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]

@@ -95,8 +95,8 @@ def job(args) -> dict:
     from django.utils import timezone
 
     from clusters.models import Slave
-    from jobs.logs import job_log_archive
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
+    from jobs.runtime.logs import job_log_archive
     from jobs.transitions import job_transition
 
     user = get_user_model().objects.get(username=args.user)
@@ -124,8 +124,8 @@ def job(args) -> dict:
 
 
 def append_log(args) -> dict:
-    from jobs.logs import archive_path, job_log_archive
     from jobs.models import Job
+    from jobs.runtime.logs import archive_path, job_log_archive
 
     found = Job.objects.get(uuid=args.uuid)
     path = archive_path(found)

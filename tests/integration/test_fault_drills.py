@@ -60,7 +60,7 @@ SETUP = textwrap.dedent(
 
 SUBMIT = textwrap.dedent(
     """
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
     job = job_submit(user=User.objects.get(username="drill"), project=Project.objects.get(),
         document={"name": "drill", "request": {
             "resources": {"gpus": 1, "cpus": 1, "cpuMemoryGb": 1},
@@ -71,7 +71,7 @@ SUBMIT = textwrap.dedent(
 
 HALT = textwrap.dedent(
     """
-    from jobs.services import job_halt_request
+    from jobs.actions.services import job_halt_request
     job = Job.objects.get(uuid=sys.argv[1])
     job_halt_request(job=job, user=job.owner)
     print(json.dumps({"status": Job.objects.get(uuid=sys.argv[1]).status}))

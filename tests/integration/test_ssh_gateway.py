@@ -19,9 +19,9 @@ import pytest
 
 from clusters.models import Cluster
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
-from jobs.gpulab_json import job_to_gpulab
+from jobs.actions.services import job_cancel, job_submit
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
-from jobs.services import job_cancel, job_submit
 from jobs.ssh.gateway import Gateway
 from portal.certs.services import login_certificate_issue, login_certificate_revoke
 from portal.models import Membership, Profile, Project

@@ -37,8 +37,8 @@ WORKER = textwrap.dedent(
     import json, sys, time, django
     django.setup()
     from django.contrib.auth.models import User
-    from jobs import idempotency
-    from jobs.services import job_submit
+    from jobs.submit import idempotency
+    from jobs.actions.services import job_submit
     from portal.models import Project
 
     user, project = User.objects.get(username="alice"), Project.objects.get(name="vision")

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from clusters.runtime.engine import _go_mode_to_posix
-from jobs.gpulab_json import job_to_gpulab
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import JobEvent
 from jobs.ssh.access import (
     ssh_event_record,

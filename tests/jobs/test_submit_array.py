@@ -6,8 +6,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from jobs.actions.services import job_submit_many
 from jobs.models import Job, JobEvent
-from jobs.services import job_submit_many
 from jobs.spec import SpecError
 from portal.errors import NotAllowed
 from tests.conftest import HELLO_WORLD

@@ -12,9 +12,9 @@ from rest_framework.test import APIClient
 
 from clusters.models import Slave
 from clusters.runtime.gpus import parse_nvidia_smi_utilisation
-from jobs import metrics
-from jobs.metrics import job_samples_series, slave_samples_collect
 from jobs.models import JobSample
+from jobs.runtime import metrics
+from jobs.runtime.metrics import job_samples_series, slave_samples_collect
 from tests.support.runtime import job_doc, submit
 
 pytestmark = pytest.mark.django_db

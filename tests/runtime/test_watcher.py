@@ -7,7 +7,7 @@ import pytest
 
 from clusters.runtime import memory
 from jobs.models import Job
-from jobs.watcher import SlaveWatch, handle_event, watch_forever
+from jobs.runtime.watcher import SlaveWatch, handle_event, watch_forever
 from portal import tasks
 from tests.support.runtime import (
     job_doc,

@@ -2,7 +2,8 @@
 
 import pytest
 
-from jobs.forms import (
+from jobs.spec import SpecError
+from jobs.web.forms import (
     apply_fields,
     command_from_field,
     command_warnings,
@@ -10,8 +11,7 @@ from jobs.forms import (
     field_for_path,
     fields_from_document,
 )
-from jobs.spec import SpecError
-from jobs.views.log import complete_utf8_length
+from jobs.web.views.log import complete_utf8_length
 from portal.templatetags.portal_ui import duration, percent, utctime
 
 

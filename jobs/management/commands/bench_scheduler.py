@@ -19,7 +19,7 @@ from clusters.models import Cluster, Gpu, Slave
 from jobs.models import Job, UserUsage
 from jobs.scheduler.core import run_cycle
 from jobs.scheduler.synthetic import build_synthetic_snapshot
-from jobs.scheduling import tick_once
+from jobs.scheduler_bridge import tick_once
 from portal.installation import database_migrate_if_needed
 from portal.models import Membership, Project
 from reservations.models import Reservation

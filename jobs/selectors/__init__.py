@@ -1,0 +1,55 @@
+"""Who may see and act on which jobs. Views, API and admin filter only through these."""
+
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import QuerySet
+
+from jobs.models import Job
+from jobs.states import DELETED
+from portal.models import Membership, Project
+from portal.permissions import (
+    may_act_on_all_jobs,
+    may_delete_all_jobs,
+    may_view_all_jobs,
+)
+from portal.permissions import user_is_admin as user_is_admin  # superusers only; see there
+
+
+def project_ids_of(user) -> set[int]:
+    if not user or not user.is_authenticated:
+        return set()
+    cached = getattr(user, "_portal_project_ids", None)
+    if cached is None:
+        cached = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))
+        user._portal_project_ids = cached
+    return cached
+
+
+def job_list_visible_to(user) -> QuerySet[Job]:
+    """Every job a logged-in user may list (others' projects sanitised when shown)."""
+    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+        return Job.objects.none()
+    return Job.objects.select_related("owner", "project", "slave", "slave__cluster", "explanation")
+
+
+def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
+    return queryset.exclude(status__in=DELETED)
+
+
+def job_sees_full(user, job: Job) -> bool:
+    """Members of the job's project and holders of ``jobs.view_job`` (superusers) see
+    everything; others a sanitised copy."""
+    return job.project_id in project_ids_of(user) or may_view_all_jobs(user)
+
+
+def job_can_act(user, job: Job, *, delete: bool = False) -> bool:
+    """Members of the job's project cancel, halt, hold, release and delete it; anyone else
+    needs ``jobs.change_job`` (``jobs.delete_job`` to delete): ``is_staff`` alone is not enough."""
+    if job.project_id in project_ids_of(user):
+        return True
+    return may_delete_all_jobs(user) if delete else may_act_on_all_jobs(user)
+
+
+def projects_of(user):
+    if not user or not user.is_authenticated:
+        return Project.objects.none()
+    return Project.objects.filter(memberships__user=user).order_by("name")
