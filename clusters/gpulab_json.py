@@ -23,10 +23,10 @@ import re
 from django.conf import settings
 from django.db.models import Count, Sum
 
-from jobs.selectors import project_ids_of
+from accounts.permissions import may_submit_to_any_project
+from accounts.selectors import project_ids_of
+from core.timefmt import utc_z
 from jobs.states import HOLDS_RESOURCES
-from portal.permissions import may_submit_to_any_project
-from portal.timefmt import utc_z
 
 HIDDEN = "hidden"
 _CUDA_FULL_RE = re.compile(r"^([0-9]+)\.[0-9.]+$")

@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 
+from core.errors import ServiceError
 from jobs.models import (
     Job,
     JobEvent,
@@ -11,7 +12,6 @@ from jobs.models import (
 )
 from jobs.services import job_cancel, job_delete, job_hold, job_release
 from jobs.spec import redact_image
-from portal.errors import ServiceError
 
 
 class JobEventInline(admin.TabularInline):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from core.installation import private_dir, private_open, write_private
 from jobs.models import Job
 from jobs.states import ON_SLAVE
-from portal.installation import private_dir, private_open, write_private
 
 NS = 10**9
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
+from core.tasks import fire
 from jobs import task_names
 from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
 from jobs.models import Job, JobEvent
@@ -23,7 +24,6 @@ from jobs.runtime_services import job_finish_run, job_restart_create, runtime_wo
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 S = JobStatus

@@ -36,8 +36,8 @@ def recovery_request(**_signal) -> bool:
 
 
 def _request() -> bool:
+    from core.tasks import fire
     from jobs.models import SchedulerLease
-    from portal.tasks import fire
 
     # Workers are children of the cluster's sentinel: its pid names this cluster.
     cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
@@ -73,9 +73,9 @@ def _claims_stale_in() -> float:
 
 
 def recovery_run(*, wait: bool = True) -> None:
+    from core.tasks import fire
     from jobs.reconcile import reconcile_all
     from jobs.ticks import SCHEDULER_TICK_TASK
-    from portal.tasks import fire
 
     # A tick of its own, not tick_request: the killed cluster may have left "a tick is pending".
     reconcile_all(unclaimed_ok=True)

@@ -11,6 +11,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import Membership, Project
+from accounts.permissions import may_delete_all_jobs, may_submit_to_any_project
+from core.errors import Conflict, NotAllowed
+from core.tasks import fire
+from core.timefmt import utc_z
 from jobs import task_names
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.notifications import job_notify_request
@@ -24,11 +29,6 @@ from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.submit_checks import check_time_window, registered_slaves
 from jobs.ticks import tick_request
 from jobs.transitions import job_event_add, job_transition
-from portal.errors import Conflict, NotAllowed
-from portal.models import Membership, Project
-from portal.permissions import may_delete_all_jobs, may_submit_to_any_project
-from portal.tasks import fire
-from portal.timefmt import utc_z
 from reservations.models import Reservation
 
 S = JobStatus

@@ -14,9 +14,9 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from core.tasks import fire
 from jobs import task_names
 from jobs.models import SchedulerLease
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 

@@ -19,12 +19,12 @@ from django.db import close_old_connections, connections
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
+from core.tasks import fire
 from jobs import task_names
 from jobs.launch import LABEL_JOB, slave_labels
 from jobs.models import Job
 from jobs.states import ON_SLAVE
 from jobs.ticks import wakeup_loop
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 FINISH_TASK = task_names.JOB_FINISH

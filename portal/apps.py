@@ -29,7 +29,7 @@ def _sqlite_file_private(sender, connection, **kwargs):
         return
     from pathlib import Path
 
-    from portal.installation import make_private
+    from core.installation import make_private
 
     name = str(connection.settings_dict["NAME"])
     if name in _private_checked or name.startswith("file:") or ":memory:" in name:

@@ -19,8 +19,8 @@ from django.db import transaction
 from django.db.models import prefetch_related_objects
 
 from clusters.models import Cluster, Gpu, Slave
+from core.timefmt import utc_z
 from jobs.ticks import tick_request
-from portal.timefmt import utc_z
 from reservations.models import Reservation
 
 FIELDS = ("name", "description", "cluster", "slaves", "gpu_count", "start", "end")
@@ -330,7 +330,7 @@ def entitled_reservations(*, user, reservations: Iterable[Reservation]) -> set[i
     projects or by name; the pages and the API show this as "entitled"."""
     if not user or not user.is_authenticated:
         return set()
-    from portal.models import Membership
+    from accounts.models import Membership
 
     projects = getattr(user, "_portal_project_names", None)
     if projects is None:

@@ -10,7 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from clusters.gpulab_json import cluster_infos, slave_infos
-from portal.api.common import PortalAPIView
+from core.api.common import PortalAPIView
 
 TAG = "GPULab v4.0"
 

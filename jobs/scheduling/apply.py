@@ -39,8 +39,8 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
     that moment means that even two ticks that somehow both run can never hand out the same
     GPU or CPU; the status compare-and-swap means never the same job.
     """
-    from portal.faults import crash_point
-    from portal.tasks import fire
+    from core.faults import crash_point
+    from core.tasks import fire
 
     names = {start.slave for start in starts}
     requests: list[TransitionRequest] = []
@@ -91,8 +91,8 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
 
 
 def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    from core.errors import Conflict
     from jobs.services import job_halt_by_system
-    from portal.errors import Conflict
 
     waiting_infos: dict[str, list[dict]] = defaultdict(list)
     for halt in result.halts:
@@ -116,9 +116,9 @@ def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> 
 
 
 def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    from core.errors import Conflict
     from jobs.notifications import job_notify_request
     from jobs.services import job_cancel_by_system
-    from portal.errors import Conflict
 
     # One guarded bulk transition for all fails (a full queue can fail hundreds at once).
     requests = [

@@ -10,13 +10,13 @@ from django.db.models import Count
 from django.utils import timezone
 
 from clusters.models import Cluster, Gpu, Slave
+from core.timefmt import parse_utc_z
 from jobs.bulk_sql import rows_update
 from jobs.models import Job, UserUsage
 from jobs.scheduler import model as sm
 from jobs.scheduler.explain import impossible_reason
 from jobs.scheduler.usage import accrue, decayed, usage_rate
 from jobs.states import HOLDS_RESOURCES, JobStatus
-from portal.timefmt import parse_utc_z
 from reservations.models import Reservation
 
 log = logging.getLogger(__name__)

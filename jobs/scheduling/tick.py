@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core.faults import crash_point
 from jobs.scheduler.core import run_cycle
 from jobs.scheduling.apply import apply
 from jobs.scheduling.lease import (
@@ -17,7 +18,6 @@ from jobs.scheduling.lease import (
 )
 from jobs.scheduling.snapshot import build_snapshot
 from jobs.ticks import tick_started, wakeup_store
-from portal.faults import crash_point
 
 
 @contextmanager

@@ -37,7 +37,7 @@ PRELUDE = textwrap.dedent(
     django.setup()
     from django.contrib.auth.models import User
     from jobs.models import Job
-    from portal.models import Project
+    from accounts.models import Project
     """
 )
 
@@ -46,7 +46,7 @@ SETUP = textwrap.dedent(
     from django.core.management import call_command
     call_command("migrate", verbosity=0)
     from clusters.services import cluster_ensure, slave_declare_gpus, slave_probe, slave_register
-    from portal.models import Membership
+    from accounts.models import Membership
     user = User.objects.create_user("drill")
     project = Project.objects.create(name="drill", gid=4567)
     Membership.objects.create(user=user, project=project)

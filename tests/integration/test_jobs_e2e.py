@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
 from jobs.logs import job_log_bytes
@@ -25,7 +26,6 @@ from jobs.reconcile import reconcile_all
 from jobs.services import job_cancel, job_halt_request, job_submit
 from jobs.spec import SpecError
 from jobs.watcher import SlaveWatch
-from portal.models import Membership, Project
 from tests.integration.docker_support import (
     TEST_IMAGE,
     docker_url,

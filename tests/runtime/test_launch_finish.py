@@ -7,12 +7,12 @@ import pytest
 
 from clusters.runtime.memory import MemoryEngine
 from clusters.runtime.spec import ContainerSpec
+from core import tasks
 from jobs.launch import LABEL_JOB, container_spec
 from jobs.models import Job
 from jobs.runtime_services import job_finish_run, job_launch_run
 from jobs.scheduling import tick
 from jobs.services import job_cancel
-from portal import tasks
 from tests.support.runtime import containers_of, job_doc, log_text, submit
 
 pytestmark = pytest.mark.django_db

@@ -2,6 +2,7 @@
 
 import pytest
 
+from core.templatetags.portal_ui import duration, percent, utctime
 from jobs.forms import (
     apply_fields,
     command_from_field,
@@ -12,7 +13,6 @@ from jobs.forms import (
 )
 from jobs.spec import SpecError
 from jobs.views.log import complete_utf8_length
-from portal.templatetags.portal_ui import duration, percent, utctime
 
 
 @pytest.mark.parametrize(

@@ -236,14 +236,14 @@ def seed(*, jobs: int, users: int, keys_file: str) -> None:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
+    from accounts.models import Membership, Project
+    from accounts.tokens import api_token_rotate
     from clusters.models import Cluster, Gpu, Slave
+    from core.api.bench import create_floor_table
     from jobs.models import Job
     from jobs.request_columns import columns_from_request
     from jobs.services import spec_defaults
     from jobs.spec import parse_job_document
-    from portal.api.bench import create_floor_table
-    from portal.models import Membership, Project
-    from portal.tokens import api_token_rotate
 
     create_floor_table()
     cluster = Cluster.objects.create(id=1, comment="bench_api")

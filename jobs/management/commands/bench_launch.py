@@ -36,13 +36,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
 from jobs.models import Job
 from jobs.services import job_submit
 from jobs.watcher import SlaveWatch
-from portal.models import Membership, Project
 
 BENCH_CLUSTER = 999
 

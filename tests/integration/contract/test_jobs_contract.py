@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for
@@ -25,7 +26,6 @@ from jobs.reconcile import reconcile_all
 from jobs.scheduling import tick
 from jobs.services import job_cancel, job_halt_request
 from jobs.watcher import SlaveWatch
-from portal.models import Membership, Project
 from tests.support.runtime import (
     HALTABLE,
     TEST_IMAGE,

@@ -1,0 +1,34 @@
+"""Job routes of the API: GPULab v4.0 jobs, and the portal's job endpoints beside them."""
+
+from django.urls import re_path
+
+from core.api.urls import GPULAB, PORTAL
+from jobs.api.array import JobArrayView
+from jobs.api.views import (
+    ConvertView,
+    JobDebugView,
+    JobDetailView,
+    JobExplainView,
+    JobListView,
+    JobLogView,
+    JobOpenPaiView,
+    JobStatusView,
+)
+
+ID = r"(?P<job_id>[^/]+)"
+
+urlpatterns = [
+    # GPULab v4.0 (docs/gpulab-format.md, section 4).
+    re_path(GPULAB + r"jobs/?$", JobListView.as_view(), name="gpulab-jobs"),
+    re_path(GPULAB + rf"jobs/{ID}/?$", JobDetailView.as_view(), name="gpulab-job-detail"),
+    re_path(
+        GPULAB + rf"jobs/{ID}/state/status/?$", JobStatusView.as_view(), name="gpulab-job-status"
+    ),
+    re_path(GPULAB + rf"jobs/{ID}/log/?$", JobLogView.as_view(), name="gpulab-job-log"),
+    re_path(GPULAB + rf"jobs/{ID}/debug/?$", JobDebugView.as_view(), name="gpulab-job-debug"),
+    # Portal endpoints (never inside GPULab's objects).
+    re_path(PORTAL + r"convert/?$", ConvertView.as_view(), name="api-convert"),
+    re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
+    re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
+    re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
+]
