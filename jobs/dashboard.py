@@ -5,7 +5,7 @@ from django.db.models import Count, Q
 from django.shortcuts import render
 from django.utils import timezone
 
-from clusters.gpulab_json import cluster_infos
+from jobs.cluster_json import cluster_infos
 from jobs.models import Job
 from jobs.states import ACTIVE, FINISHED, PENDING
 from jobs.usage import fair_share, usage_page_data

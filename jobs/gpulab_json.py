@@ -18,6 +18,7 @@ import copy
 from django.conf import settings
 
 from accounts.emails import HIDDEN_EMAIL, email_for_gpulab
+from accounts.models import user_urn
 from core.timefmt import utc_z
 from jobs.selectors import job_sees_full
 from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
@@ -154,7 +155,6 @@ def _owner(job, *, full: bool) -> dict:
             "userUrn": HIDDEN_USER_URN,
             "userEmail": HIDDEN_EMAIL,
         }
-    from accounts.models import user_urn
 
     return {
         "projectUrn": job.project.urn,

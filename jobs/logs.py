@@ -16,6 +16,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from clusters.runtime.errors import RuntimeFailure
+from clusters.services import engine_for
 from core.installation import private_dir, private_open, write_private
 from jobs.models import Job
 from jobs.states import ON_SLAVE
@@ -74,9 +76,6 @@ def new_entries(data: bytes, last_ns: int, taken_at_last: int) -> tuple[bytes, i
 
 
 def _spool_refresh(job: Job) -> None:
-    from clusters.runtime.errors import RuntimeFailure
-    from clusters.services import engine_for
-
     path = spool_path(job)
     private_dir(path.parent)
     state_path = path.with_suffix(".state")

@@ -20,6 +20,7 @@ from django.conf import settings
 
 from clusters.capabilities import capability_stamp
 from clusters.models import Slave
+from clusters.services import site_port_policy
 from jobs.spec import FieldError, SpecError
 from jobs.storage import StorageRefused, default_roots, resolve_mounts
 
@@ -108,8 +109,6 @@ def check_time_window(*, request: dict, now: datetime) -> None:
 def port_errors(request: dict) -> list[FieldError]:
     """Fixed host ports outside the site's range or reserved, host addresses other than the
     allowed ones (the engine refuses them again before creating a container)."""
-    from clusters.services import site_port_policy
-
     policy = site_port_policy()
     errors = []
     for position, mapping in enumerate(request["docker"].get("portMappings") or ()):

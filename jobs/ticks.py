@@ -31,6 +31,12 @@ def tick_request() -> None:
     transaction.on_commit(_enqueue_unless_pending)
 
 
+def tick_on_capacity_change(sender, **kwargs) -> None:
+    """Receiver of core.signals.capacity_changed (sent by clusters and reservations, which may
+    not import jobs): a slave or a reservation changed, so the scheduler looks again."""
+    tick_request()
+
+
 def _enqueue_unless_pending() -> None:
     from django_q.tasks import async_task
 

@@ -1,8 +1,8 @@
-"""Job pages, the dashboard (home) and the usage page."""
+"""Job pages, the dashboard (home), the usage page and the Live pages."""
 
 from django.urls import include, path
 
-from jobs import dashboard
+from jobs import dashboard, live
 from jobs import views as job_views
 
 ACTIONS = "cancel|halt|hold|release|delete"
@@ -21,8 +21,15 @@ job_patterns = [
     ],
 ]
 
+# Live pages: clusters and slaves with their jobs and reservations (jobs/live.py).
+live_patterns = [
+    path("clusters/", live.cluster_list, name="clusters"),
+    path("slaves/", live.slave_list, name="slaves"),
+]
+
 urlpatterns = [
     path("", dashboard.home, name="home"),
     path("usage/", dashboard.usage, name="usage"),
     path("jobs/", include((job_patterns, "jobs"))),
+    path("live/", include((live_patterns, "live"))),
 ]

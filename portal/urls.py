@@ -10,7 +10,6 @@ api_patterns = [
     # GPULab v4.0 endpoints and the portal's own beside them (never inside GPULab's objects).
     path("", include("core.api.urls")),
     path("", include("jobs.api.urls")),
-    path("", include("clusters.api.urls")),
     path("", include("reservations.api.urls")),
     path("", include("accounts.api.urls")),
     # OpenAPI schema and Swagger UI (served from drf-spectacular-sidecar, no CDN). No Redoc:
@@ -27,7 +26,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("jobs.urls")),
-    path("", include("clusters.urls")),
     path("", include("reservations.urls")),
     path("", include("accounts.urls")),
 ]

@@ -1,9 +1,11 @@
-"""Job routes of the API: GPULab v4.0 jobs, and the portal's job endpoints beside them."""
+"""Job routes of the API: GPULab v4.0 jobs, clusters and slaves (with what the jobs use), and
+the portal's job endpoints beside them."""
 
 from django.urls import re_path
 
 from core.api.urls import GPULAB, PORTAL
 from jobs.api.array import JobArrayView
+from jobs.api.clusters import ClusterListView, SlaveListView
 from jobs.api.views import (
     ConvertView,
     JobDebugView,
@@ -26,6 +28,9 @@ urlpatterns = [
     ),
     re_path(GPULAB + rf"jobs/{ID}/log/?$", JobLogView.as_view(), name="gpulab-job-log"),
     re_path(GPULAB + rf"jobs/{ID}/debug/?$", JobDebugView.as_view(), name="gpulab-job-debug"),
+    # Clusters and slaves with what their jobs use (jobs/cluster_json.py).
+    re_path(GPULAB + r"clusters/?$", ClusterListView.as_view(), name="gpulab-clusters"),
+    re_path(GPULAB + r"slaves/?$", SlaveListView.as_view(), name="gpulab-slaves"),
     # Portal endpoints (never inside GPULab's objects).
     re_path(PORTAL + r"convert/?$", ConvertView.as_view(), name="api-convert"),
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),

@@ -8,8 +8,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
-from clusters.gpulab_json import cluster_infos
 from clusters.models import Cluster, Slave
+from jobs.cluster_json import cluster_infos
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 from jobs.views.common import present

@@ -1,7 +1,7 @@
 """GPULab v4.0 ``GET clusters`` and ``GET slaves``: open to anonymous callers (sanitised).
 
 The serializers below only describe the shapes for the OpenAPI schema; the JSON itself comes
-from ``clusters.gpulab_json``.
+from ``jobs.cluster_json``.
 """
 
 from drf_spectacular.utils import extend_schema
@@ -9,8 +9,8 @@ from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from clusters.gpulab_json import cluster_infos, slave_infos
 from core.api.common import PortalAPIView
+from jobs.cluster_json import cluster_infos, slave_infos
 
 TAG = "GPULab v4.0"
 

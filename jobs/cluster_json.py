@@ -25,7 +25,9 @@ from django.db.models import Count, Sum
 
 from accounts.permissions import may_submit_to_any_project
 from accounts.selectors import project_ids_of
+from clusters.models import Cluster, Slave
 from core.timefmt import utc_z
+from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 
 HIDDEN = "hidden"
@@ -65,8 +67,6 @@ ZERO = {"systemTotal": 0, "acquired": 0, "used": 0, "available": 0}
 
 def _usage_by_slave() -> dict[int, dict]:
     """Per slave id: jobs, gpus, cpus and memory (MB, tmpfs included) held by its jobs. 1 query."""
-    from jobs.models import Job
-
     rows = (
         Job.objects.filter(status__in=HOLDS_RESOURCES, slave__isnull=False)
         .order_by()
@@ -91,8 +91,6 @@ def _usage_by_slave() -> dict[int, dict]:
 
 
 def _active_job_uuids_by_slave() -> dict[int, list[str]]:
-    from jobs.models import Job
-
     result: dict[int, list[str]] = {}
     rows = (
         Job.objects.filter(status__in=HOLDS_RESOURCES, slave__isnull=False)
@@ -105,8 +103,6 @@ def _active_job_uuids_by_slave() -> dict[int, list[str]]:
 
 
 def _slaves():
-    from clusters.models import Slave
-
     return (
         Slave.objects.select_related("cluster")
         .prefetch_related("gpus")
@@ -176,7 +172,6 @@ def slave_infos(*, viewer) -> list[dict]:
 
 def cluster_infos(*, viewer) -> list[dict]:
     """Every cluster as a ClusterInfo object. Resources and GPU models sum up its online slaves."""
-    from clusters.models import Cluster
 
     logged_in = _logged_in(viewer)
     admin = None  # asked only for a private cluster (a permission lookup costs queries)
