@@ -19,7 +19,7 @@ class Cluster(models.Model):
         help_text="Owner projects have absolute priority; others only run here as guests.",
     )
     owner_projects = models.ManyToManyField(
-        "portal.Project", blank=True, related_name="owned_clusters"
+        "accounts.Project", blank=True, related_name="owned_clusters"
     )
     deployment_environment = models.CharField(max_length=32, default="production")
 

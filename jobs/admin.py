@@ -1,17 +1,18 @@
 from django.contrib import admin, messages
 
+from core.errors import ServiceError
 from jobs.actions.services import job_cancel, job_delete, job_hold, job_release
 from jobs.models import (
     Job,
     JobEvent,
     JobExplanation,
     JobPullSecret,
+    JobSample,
     SchedulerLease,
     SubmitIdempotencyKey,
     UserUsage,
 )
 from jobs.spec import redact_image
-from portal.errors import ServiceError
 
 
 class JobEventInline(admin.TabularInline):
@@ -163,6 +164,22 @@ class JobExplanationAdmin(admin.ModelAdmin):
     list_select_related = ["job"]
     search_fields = ["job__uuid", "job__name"]
     readonly_fields = ["job", "lines"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(JobSample)
+class JobSampleAdmin(admin.ModelAdmin):
+    """Read-only: resource samples of running jobs (jobs/runtime/metrics.py)."""
+
+    list_display = ["time", "job", "cpu_percent", "memory_mb", "net_rx_kbps", "net_tx_kbps"]
+    list_select_related = ["job"]
+    search_fields = ["job__uuid", "job__name"]
+    readonly_fields = [f.name for f in JobSample._meta.fields]
 
     def has_add_permission(self, request):
         return False

@@ -22,7 +22,7 @@ class Job(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
     project = models.ForeignKey(
-        "portal.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
+        "accounts.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
     deployment_environment = models.CharField(max_length=32, default="production")
     # The canonical v2 request; a registry password in the image is stored as XXXX here and

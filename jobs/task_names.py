@@ -3,7 +3,7 @@
 django-q2 stores these strings in its queue and schedules, so a task keeps its path across
 releases: rename a function in ``jobs.tasks`` only together with its constant here (and a
 migration of stored schedules). Code that fires or schedules a task imports the constant;
-``portal.tasks.fire`` resolves the path when it is fired, and a test resolves every one, so a
+``core.tasks.fire`` resolves the path when it is fired, and a test resolves every one, so a
 typo fails the fast tests instead of a worker in production.
 """
 

@@ -10,6 +10,8 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 .venv/bin/ruff format --check .
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
+# The import contract: floors run one way, no cycles, a pure scheduler (pyproject.toml).
+.venv/bin/lint-imports
 # Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the in-memory
 # engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
 exec .venv/bin/pytest \

@@ -11,6 +11,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import Membership, Project
+from accounts.permissions import may_delete_all_jobs, may_submit_to_any_project
+from core.errors import Conflict, NotAllowed
+from core.timefmt import utc_z
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
@@ -29,10 +33,6 @@ from jobs.submit.checks import (
 from jobs.submit.openpai import openpai_single_task, openpai_spec_error
 from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
-from portal.errors import Conflict, NotAllowed
-from portal.models import Membership, Project
-from portal.permissions import may_delete_all_jobs, may_submit_to_any_project
-from portal.timefmt import utc_z
 from reservations.models import Reservation
 
 S = JobStatus

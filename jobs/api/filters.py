@@ -24,10 +24,10 @@ import uuid
 from django.conf import settings
 from django.db.models import QuerySet
 
+from core.api.common import parse_bool
+from core.api_errors import BadRequest
 from jobs.selectors.filters import JobFilter
 from jobs.states import DELETED, GROUPS, JobStatus
-from portal.api.common import parse_bool
-from portal.api_errors import BadRequest
 
 # sort key -> model field
 SORT_FIELDS = {

@@ -17,6 +17,9 @@ import copy
 
 from django.conf import settings
 
+from accounts.emails import HIDDEN_EMAIL, email_for_gpulab
+from accounts.models import user_urn
+from core.timefmt import utc_z
 from jobs.selectors import job_sees_full
 from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
 from jobs.spec.v2 import EXTRA_FIELDS
@@ -24,9 +27,6 @@ from jobs.spec.v2_resources import RESOURCE_FIELDS
 from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
 from jobs.ssh.access import ssh_username
 from jobs.states import JobStatus
-from portal.emails import HIDDEN_EMAIL, email_for_gpulab
-from portal.models import user_urn
-from portal.timefmt import utc_z
 
 HIDDEN = "hidden"
 HIDDEN_USER_URN = "urn:publicid:IDN+hidden+user+hidden"
@@ -155,6 +155,7 @@ def _owner(job, *, full: bool) -> dict:
             "userUrn": HIDDEN_USER_URN,
             "userEmail": HIDDEN_EMAIL,
         }
+
     return {
         "projectUrn": job.project.urn,
         "userUrn": user_urn(job.owner.username),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.timefmt import utc_z
+from core.timefmt import utc_z
 
 
 def debug_event(event, *, job_uuid: str) -> dict:

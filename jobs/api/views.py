@@ -2,7 +2,7 @@
 section 4), and the portal's own job endpoints (convert, explain).
 
 Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.actions.services``
-(their errors become 403/409 in ``portal.api_errors``); the JSON comes from ``jobs.api.gpulab_json``.
+(their errors become 403/409 in ``core.api_errors``); the JSON comes from ``jobs.api.gpulab_json``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,19 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from accounts.models import Project
+from accounts.permissions import may_delete_all_jobs
 from clusters.models import Cluster
+from core.api.common import (
+    PortalAPIView,
+    parse_bool,
+    parse_uuid_or_404,
+    read_body,
+    read_json_object,
+    read_text,
+)
+from core.api_errors import BadRequest
+from core.errors import NotAllowed
 from jobs.actions import services
 from jobs.api.filters import filter_jobs, sort_jobs
 from jobs.api.gpulab_json import job_to_gpulab
@@ -42,18 +54,6 @@ from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
 from jobs.states import JobStatus
 from jobs.submit import idempotency
-from portal.api.common import (
-    PortalAPIView,
-    parse_bool,
-    parse_uuid_or_404,
-    read_body,
-    read_json_object,
-    read_text,
-)
-from portal.api_errors import BadRequest
-from portal.errors import NotAllowed
-from portal.models import Project
-from portal.permissions import may_delete_all_jobs
 
 S = JobStatus
 TAG = "GPULab v4.0"

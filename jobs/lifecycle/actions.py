@@ -7,14 +7,14 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import Conflict
+from core.tasks import fire
+from core.timefmt import utc_z
 from jobs import task_names
 from jobs.models import Job
 from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.transitions import job_transition
-from portal.errors import Conflict
-from portal.tasks import fire
-from portal.timefmt import utc_z
 
 S = JobStatus
 STOP_TASK = task_names.JOB_STOP

@@ -8,11 +8,11 @@ backend is Django's (console by default: set PORTAL_EMAIL_BACKEND and the SMTP s
 from django.conf import settings
 from django.core.mail import send_mail
 
+from accounts.emails import HIDDEN_EMAIL
+from core.tasks import fire
 from jobs import task_names
 from jobs.models import Job
 from jobs.states import JobStatus
-from portal.emails import HIDDEN_EMAIL
-from portal.tasks import fire
 
 S = JobStatus
 NOTIFY_TASK = task_names.JOB_NOTIFY

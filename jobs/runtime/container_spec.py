@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from accounts.models import user_urn
 from clusters.models import Slave
 from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
@@ -18,7 +19,6 @@ from jobs.runtime.storage import ResolvedMount, resolve_mounts
 from jobs.spec.images import image_parse
 from jobs.spec.v2_docker import reserved_env_reason
 from jobs.submit.checks import slave_roots
-from portal.models import user_urn
 
 GIB = 1024**3
 LABEL_JOB = "gpuportal.job"

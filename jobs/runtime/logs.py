@@ -18,9 +18,9 @@ from django.conf import settings
 
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
+from core.installation import private_dir, private_open, write_private
 from jobs.models import Job
 from jobs.states import ON_SLAVE
-from portal.installation import private_dir, private_open, write_private
 
 NS = 10**9
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
+from core.tasks import fire
 from jobs import task_names
 from jobs.models import Job, JobEvent
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
@@ -24,7 +25,6 @@ from jobs.runtime.services import job_finish_run, job_restart_create, runtime_wo
 from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.transitions import job_event_add, job_transition
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 S = JobStatus

@@ -20,12 +20,12 @@ from django.conf import settings
 from django.db.models import Max
 from django.utils import timezone
 
+from core.tasks import fire
 from jobs import task_names
 from jobs.models import Job, SchedulerLease
 from jobs.runtime.reconcile import reconcile_all
 from jobs.scheduler_bridge.ticks import SCHEDULER_TICK_TASK
 from jobs.states import ON_SLAVE
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 RECOVER_TASK = task_names.RECOVER
@@ -41,6 +41,8 @@ def recovery_request(**_signal) -> bool:
 
 
 def _request() -> bool:
+    from jobs.models import SchedulerLease
+
     # Workers are children of the cluster's sentinel: its pid names this cluster.
     cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
     SchedulerLease.objects.get_or_create(id=1)
@@ -72,6 +74,7 @@ def _claims_stale_in() -> float:
 
 
 def recovery_run(*, wait: bool = True) -> None:
+
     # A tick of its own, not tick_request: the killed cluster may have left "a tick is pending".
     reconcile_all(unclaimed_ok=True)
     fire(SCHEDULER_TICK_TASK)

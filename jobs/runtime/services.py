@@ -18,6 +18,9 @@ from django.utils import timezone
 
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
+from core.faults import crash_point
+from core.tasks import fire
+from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
@@ -30,9 +33,6 @@ from jobs.scheduler_bridge.ticks import tick_request
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.transitions import job_event_add, job_transition
-from portal.faults import crash_point
-from portal.tasks import fire
-from portal.timefmt import utc_z
 
 log = logging.getLogger(__name__)
 S = JobStatus

@@ -19,6 +19,7 @@ from django.db import close_old_connections, connections
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
+from core.tasks import fire
 from jobs import task_names
 from jobs.models import Job
 from jobs.runtime import services as runtime_services
@@ -26,7 +27,6 @@ from jobs.runtime.container_spec import LABEL_JOB, slave_labels
 from jobs.runtime.metrics import metrics_sampler_loop
 from jobs.scheduler_bridge.ticks import wakeup_loop
 from jobs.states import ON_SLAVE
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 FINISH_TASK = task_names.JOB_FINISH

@@ -8,17 +8,16 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from clusters.models import Slave
+from core.errors import Conflict
+from core.faults import crash_point
+from core.tasks import fire
 from jobs import task_names
 from jobs.bulk_sql import rows_delete, rows_upsert
-from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobExplanation
 from jobs.scheduler import model as sm
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from jobs.transitions import TransitionRequest, job_transition_many
-from portal.errors import Conflict
-from portal.faults import crash_point
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 S = JobStatus
@@ -45,6 +44,7 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
     that moment means that even two ticks that somehow both run can never hand out the same
     GPU or CPU; the status compare-and-swap means never the same job.
     """
+
     names = {start.slave for start in starts}
     requests: list[TransitionRequest] = []
     with transaction.atomic():
@@ -94,6 +94,8 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
 
 
 def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    from jobs.actions.services import job_halt_by_system
+
     waiting_infos: dict[str, list[dict]] = defaultdict(list)
     for halt in result.halts:
         job = jobs.get(halt.job_id)
@@ -116,6 +118,8 @@ def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> 
 
 
 def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    from jobs.actions.services import job_cancel_by_system
+
     # One guarded bulk transition for all fails (a full queue can fail hundreds at once).
     requests = [
         TransitionRequest(

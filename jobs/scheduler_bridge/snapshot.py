@@ -9,11 +9,11 @@ from django.conf import settings
 from django.db.models import Count
 
 from clusters.models import Cluster, Gpu, Slave
+from core.timefmt import parse_utc_z
 from jobs.models import Job
 from jobs.scheduler import model as sm
 from jobs.scheduler_bridge.usage import usage_now
 from jobs.states import HOLDS_RESOURCES, JobStatus
-from portal.timefmt import parse_utc_z
 from reservations.models import Reservation
 
 log = logging.getLogger(__name__)

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core.faults import crash_point
 from jobs.scheduler.core import run_cycle
 from jobs.scheduler_bridge.apply import apply
 from jobs.scheduler_bridge.lease import (
@@ -18,7 +19,6 @@ from jobs.scheduler_bridge.lease import (
 from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
 from jobs.scheduler_bridge.ticks import tick_started, wakeup_store
 from jobs.scheduler_bridge.usage import usage_accrue
-from portal.faults import crash_point
 
 
 @contextmanager

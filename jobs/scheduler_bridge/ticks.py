@@ -14,9 +14,9 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from core.tasks import fire
 from jobs import task_names
 from jobs.models import SchedulerLease
-from portal.tasks import fire
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,12 @@ def tick_request() -> None:
         fire(SCHEDULER_TICK_TASK)  # inline and record modes: every request is visible
         return
     transaction.on_commit(_enqueue_unless_pending)
+
+
+def tick_on_capacity_change(sender, **kwargs) -> None:
+    """Receiver of core.signals.capacity_changed (sent by clusters and reservations, which may
+    not import jobs): a slave or a reservation changed, so the scheduler looks again."""
+    tick_request()
 
 
 def _enqueue_unless_pending() -> None:

@@ -3,25 +3,16 @@
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 
-from jobs.models import Job
-from jobs.states import DELETED
-from portal.models import Membership, Project
-from portal.permissions import (
+from accounts.permissions import (
     may_act_on_all_jobs,
     may_delete_all_jobs,
     may_view_all_jobs,
 )
-from portal.permissions import user_is_admin as user_is_admin  # superusers only; see there
-
-
-def project_ids_of(user) -> set[int]:
-    if not user or not user.is_authenticated:
-        return set()
-    cached = getattr(user, "_portal_project_ids", None)
-    if cached is None:
-        cached = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))
-        user._portal_project_ids = cached
-    return cached
+from accounts.permissions import user_is_admin as user_is_admin  # superusers only; see there
+from accounts.selectors import project_ids_of as project_ids_of  # re-exported for jobs
+from accounts.selectors import projects_of as projects_of
+from jobs.models import Job
+from jobs.states import DELETED
 
 
 def job_list_visible_to(user) -> QuerySet[Job]:
@@ -47,9 +38,3 @@ def job_can_act(user, job: Job, *, delete: bool = False) -> bool:
     if job.project_id in project_ids_of(user):
         return True
     return may_delete_all_jobs(user) if delete else may_act_on_all_jobs(user)
-
-
-def projects_of(user):
-    if not user or not user.is_authenticated:
-        return Project.objects.none()
-    return Project.objects.filter(memberships__user=user).order_by("name")

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from jobs.selectors import project_ids_of
+from accounts.permissions import may_view_all_jobs
+from accounts.selectors import project_ids_of
 from jobs.states import DELETED, RUNNING, JobStatus
-from portal.permissions import may_view_all_jobs
 
 EVERY_STATE_BUT_DELETED = frozenset(s.value for s in JobStatus) - DELETED
 

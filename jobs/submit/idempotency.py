@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from core.api_errors import BadRequest
+from core.errors import ServiceError
 from jobs.models import Job, SubmitIdempotencyKey
-from portal.api_errors import BadRequest
-from portal.errors import ServiceError
 
 HEADER = "Idempotency-Key"
 # Printable ASCII without spaces at the ends; UUIDs and the like fit easily.

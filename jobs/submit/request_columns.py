@@ -1,7 +1,7 @@
 """The indexed Job columns derived from a canonical v2 request."""
 
+from core.timefmt import parse_utc_z
 from jobs.spec import duration_seconds, tmpfs_gb
-from portal.timefmt import parse_utc_z
 
 
 def columns_from_request(request: dict) -> dict:

@@ -72,7 +72,7 @@ def test_a_refused_submission_keeps_no_key(submit_api):
 def test_concurrent_double_submit_creates_one_job(member, project, slave, monkeypatch):
     """Both requests pass the "key unknown" check before either commits: the unique constraint
     lets one commit and the other rolls back whole and answers the winner's answer."""
-    from portal.tokens import api_token_rotate
+    from accounts.tokens import api_token_rotate
 
     _, key = api_token_rotate(user=member)
     both_checked = threading.Barrier(2, timeout=10)

@@ -66,7 +66,7 @@ def browser():
 
 @pytest.fixture
 def portal(browser, live_server, settings, django_user_model):
-    from portal.models import Membership, Project
+    from accounts.models import Membership, Project
 
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # (the browser fixture restores it)
     settings.PORTAL_TASK_MODE = "inline"

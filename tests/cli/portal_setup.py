@@ -32,8 +32,8 @@ def setup(args) -> dict:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
+    from accounts.models import Membership, Project
     from clusters.models import Cluster, Gpu, Slave
-    from portal.models import Membership, Project
 
     user_model = get_user_model()
     vision = Project.objects.create(name="vision", gid=6001)
@@ -139,7 +139,7 @@ def user(args) -> dict:
     address rule, or straight in the database)."""
     from django.contrib.auth import get_user_model
 
-    from portal.models import Membership, Project
+    from accounts.models import Membership, Project
 
     made = get_user_model().objects.create_user(username=args.name, email=args.email)
     Membership.objects.create(user=made, project=Project.objects.get(name=args.project))

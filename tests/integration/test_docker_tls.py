@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.errors import RuntimeFailure
@@ -36,7 +37,6 @@ from jobs.models import Job
 from jobs.runtime.logs import job_log_bytes
 from jobs.runtime.reconcile import reconcile_all
 from jobs.runtime.watcher import SlaveWatch
-from portal.models import Membership, Project
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

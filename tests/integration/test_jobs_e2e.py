@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
 from jobs.actions.services import job_cancel, job_halt_request, job_submit
@@ -25,7 +26,6 @@ from jobs.runtime.logs import job_log_bytes
 from jobs.runtime.reconcile import reconcile_all
 from jobs.runtime.watcher import SlaveWatch
 from jobs.spec import SpecError
-from portal.models import Membership, Project
 from tests.integration.docker_support import (
     TEST_IMAGE,
     docker_url,

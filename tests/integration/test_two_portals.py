@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.spec import ContainerSpec
@@ -27,7 +28,6 @@ from jobs.actions.services import job_submit
 from jobs.models import Job
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
 from jobs.runtime.reconcile import reconcile_all
-from portal.models import Membership, Project
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

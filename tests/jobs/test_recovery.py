@@ -367,7 +367,7 @@ def test_recovery_redrives_at_once_and_asks_for_a_tick(
 
 
 def test_queue_retries_sooner_than_before_and_after_the_timeout(settings):
-    from portal.tasks import task_timeout
+    from core.tasks import task_timeout
 
     q = settings.Q_CLUSTER
     assert q["timeout"] < q["retry"] <= 90

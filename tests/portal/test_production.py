@@ -159,9 +159,9 @@ def test_schedules_exist_after_migrate_without_run_portal():
 
 
 def test_files_with_secrets_are_private_to_the_portal_user(tmp_path, settings, submit):
+    from accounts.certs.ca import CERT_FILE, ca_get_or_create
+    from core.installation import private_dir
     from portal.bootstrap import _admin_password
-    from portal.certs.ca import CERT_FILE, ca_get_or_create
-    from portal.installation import private_dir
 
     var_dir = private_dir(tmp_path / "var")
     settings.PORTAL_LOG_ARCHIVE_DIR = var_dir / "logs"

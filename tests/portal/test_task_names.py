@@ -2,8 +2,9 @@
 
 import pytest
 
+from core import tasks
 from jobs import task_names
-from portal import schedules, tasks
+from portal import schedules
 
 
 def test_every_task_name_resolves_to_a_function():

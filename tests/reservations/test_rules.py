@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
+from accounts.models import Project
 from clusters.models import Cluster, Gpu, Slave
 from jobs.scheduler import run_cycle
 from jobs.scheduler_bridge.snapshot import build_snapshot, reservation_windows, slave_state
-from portal.models import Project
 from reservations.models import Reservation
 from reservations.services import ReservationInvalid, reservation_create, reservation_validate
 from tests.api.conftest import PORTAL

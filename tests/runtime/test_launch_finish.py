@@ -7,12 +7,12 @@ import pytest
 
 from clusters.runtime.memory import MemoryEngine
 from clusters.runtime.spec import ContainerSpec
+from core import tasks
 from jobs.actions.services import job_cancel
 from jobs.models import Job
 from jobs.runtime.container_spec import LABEL_JOB, container_spec
 from jobs.runtime.services import job_finish_run, job_launch_run
 from jobs.scheduler_bridge import tick
-from portal import tasks
 from tests.support.runtime import containers_of, job_doc, log_text, submit
 
 pytestmark = pytest.mark.django_db

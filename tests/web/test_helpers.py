@@ -2,6 +2,7 @@
 
 import pytest
 
+from core.templatetags.portal_ui import duration, percent, utctime
 from jobs.spec import SpecError
 from jobs.web.forms import (
     apply_fields,
@@ -12,7 +13,6 @@ from jobs.web.forms import (
     fields_from_document,
 )
 from jobs.web.views.log import complete_utf8_length
-from portal.templatetags.portal_ui import duration, percent, utctime
 
 
 @pytest.mark.parametrize(

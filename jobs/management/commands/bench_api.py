@@ -48,14 +48,14 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.utils import timezone
 
+from accounts.models import Membership, Project
+from accounts.tokens import api_token_rotate
 from clusters.models import Cluster, Gpu, Slave
+from core.api.bench import create_floor_table
 from jobs.actions.services import spec_defaults
 from jobs.models import Job
 from jobs.spec import parse_job_document
 from jobs.submit.request_columns import columns_from_request
-from portal.api.bench import create_floor_table
-from portal.models import Membership, Project
-from portal.tokens import api_token_rotate
 
 API = "/api/gpulab/v4.0/"
 FLOOR = "/api/portal/bench/floor"
@@ -245,6 +245,9 @@ def drive(*, port, tokens, seconds, pick, clients, think_s=0.0, on_tick=None) ->
 
 
 def seed(*, jobs: int, users: int, keys_file: str) -> None:
+
+    from jobs.models import Job
+
     create_floor_table()
     cluster = Cluster.objects.create(id=1, comment="bench_api")
     for n in range(4):

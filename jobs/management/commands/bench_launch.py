@@ -37,13 +37,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
 from jobs.actions.services import job_submit
 from jobs.models import Job, JobEvent
 from jobs.runtime.watcher import SlaveWatch
-from portal.models import Membership, Project
 
 BENCH_CLUSTER = 999
 

@@ -12,7 +12,10 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts.models import Project
+from accounts.permissions import may_submit_to_any_project
 from clusters.models import Cluster
+from core.errors import NotAllowed, ServiceError
 from jobs.actions import services
 from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.spec import OPENPAI, SpecError, detect_version, normalize_job, normalize_openpai
@@ -30,9 +33,6 @@ from jobs.web.forms import (
     pretty,
     template_document,
 )
-from portal.errors import NotAllowed, ServiceError
-from portal.models import Project
-from portal.permissions import may_submit_to_any_project
 
 
 def _projects(user):

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from clusters.models import Gpu
+from core.errors import ServiceError
 from jobs.actions import services
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
@@ -18,7 +19,6 @@ from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.web.views.common import ACTIONS, action_buttons, allowed_actions, present, visible_job
 from jobs.web.views.log import initial_log
-from portal.errors import ServiceError
 
 TIMELINE_LIMIT = 200
 CHAIN_LIMIT = 50

@@ -8,12 +8,12 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
+from accounts.models import Project
+from accounts.permissions import may_view_all_jobs
 from clusters.models import Cluster
 from jobs.selectors import job_list_visible_to, project_ids_of
 from jobs.web.forms import JobFilterForm
 from jobs.web.views.common import present
-from portal.models import Project
-from portal.permissions import may_view_all_jobs
 
 PAGE_SIZE = 25
 

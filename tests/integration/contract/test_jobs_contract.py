@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for
@@ -25,7 +26,6 @@ from jobs.runtime.logs import job_log_bytes, job_log_range
 from jobs.runtime.reconcile import reconcile_all
 from jobs.runtime.watcher import SlaveWatch
 from jobs.scheduler_bridge import tick
-from portal.models import Membership, Project
 from tests.support.runtime import (
     HALTABLE,
     TEST_IMAGE,
