@@ -4,11 +4,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from clusters import views as cluster_views
+from jobs.actions.registry import ACTIONS as JOB_ACTIONS
 from jobs.web import views as job_views
 from portal import views
 from reservations import views as reservation_views
-
-ACTIONS = "cancel|halt|hold|release|delete"
 
 job_patterns = [
     path("", job_views.job_list, name="list"),
@@ -20,7 +19,7 @@ job_patterns = [
     path("<uuid:uuid>/log.txt", job_views.job_log_raw, name="log-raw"),
     *[
         path(f"<uuid:uuid>/{name}/", job_views.job_action, {"action": name}, name=name)
-        for name in ACTIONS.split("|")
+        for name in JOB_ACTIONS
     ],
 ]
 

@@ -17,6 +17,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from jobs.actions import services
+from jobs.actions.registry import ACTION_BY_API_STATUS
 from jobs.api.filters import filter_jobs, sort_jobs
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.api.pagination import paginate
@@ -35,7 +36,6 @@ from jobs.runtime.logs import job_log_range
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
-from jobs.states import JobStatus
 from jobs.submit import idempotency
 from portal.api.common import (
     PortalAPIView,
@@ -50,7 +50,6 @@ from portal.errors import NotAllowed
 from portal.models import Project
 from portal.permissions import may_delete_all_jobs
 
-S = JobStatus
 TAG = "GPULab v4.0"
 PORTAL_TAG = "portal"
 _ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
@@ -237,14 +236,6 @@ class JobDetailView(PortalAPIView):
         return Response(status=204)
 
 
-STATUS_ACTIONS = {
-    S.CANCELLED: services.job_cancel,
-    S.MUSTHALT: services.job_halt_request,
-    S.ONHOLD: services.job_hold,
-    S.QUEUED: services.job_release,
-}
-
-
 class JobStatusView(PortalAPIView):
     permission_classes = [IsAuthenticated]
 
@@ -258,14 +249,12 @@ class JobStatusView(PortalAPIView):
     def put(self, request, job_id: str):
         text = read_text(request).strip().strip('"').strip().upper()
         job = get_visible_job(request, job_id)
-        action = STATUS_ACTIONS.get(text)
+        action = ACTION_BY_API_STATUS.get(text)
         if action is None:
             shown = text[:40] or "(empty)"
-            raise BadRequest(
-                "invalid status",
-                [f"(body): must be one of CANCELLED, MUSTHALT, ONHOLD, QUEUED, not {shown}"],
-            )
-        action(job=job, user=request.user)
+            known = ", ".join(ACTION_BY_API_STATUS)
+            raise BadRequest("invalid status", [f"(body): must be one of {known}, not {shown}"])
+        action.run(job=job, user=request.user)
         job.refresh_from_db()
         return Response(job_to_gpulab(job, viewer=request.user))
 
