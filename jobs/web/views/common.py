@@ -7,7 +7,7 @@ from jobs.actions.registry import actions_allowed
 from jobs.api.gpulab_json import job_sanitised_name
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.states import ACTIVE, HOLDS_RESOURCES, JobStatus
+from jobs.states import ACTIVE, JobStatus
 
 S = JobStatus
 HIDDEN = "hidden"
@@ -36,21 +36,8 @@ def present(job: Job, user, *, now=None) -> Job:
     image = ((job.request or {}).get("docker") or {}).get("image") or ""
     job.ui_image = image if full else HIDDEN
     job.ui_active = job.status in ACTIVE
-    job.ui_run_seconds = run_seconds(job, now=now)
+    job.ui_run_seconds = job.run_seconds(now or timezone.now())
     return job
-
-
-def run_seconds(job: Job, *, now=None) -> int | None:
-    """How long this job (not its restart chain) has run, or None when it never started."""
-    if job.started_at is None:
-        return None
-    end = job.ended_at
-    if end is None:
-        if job.status in HOLDS_RESOURCES:
-            end = now or timezone.now()
-        else:
-            end = job.status_updated
-    return max(0, int((end - job.started_at).total_seconds()))
 
 
 def action_buttons(job: Job, user) -> list[dict]:
