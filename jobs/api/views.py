@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from jobs.actions import services
 from jobs.actions.registry import ACTION_BY_API_STATUS
-from jobs.api.filters import filter_jobs, sort_jobs
+from jobs.api.filters import job_filter_from_query, sort_jobs
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
@@ -141,7 +141,8 @@ class JobListView(PortalAPIView):
     def get(self, request):
         params = request.query_params
         queryset = job_list_visible_to(request.user).prefetch_related("slave__gpus")
-        queryset = sort_jobs(filter_jobs(queryset, params, user=request.user), params)
+        queryset = job_filter_from_query(params).apply(queryset, viewer=request.user)
+        queryset = sort_jobs(queryset, params)
         rows, paging = paginate(queryset, params)
         items = [job_to_gpulab(job, viewer=request.user) for job in rows]
         return Response({"items": items, **paging})
