@@ -75,8 +75,7 @@ def _usage_by_slave() -> dict[int, dict]:
             jobs=Count("id"),
             gpus=Sum("gpus"),
             cpus=Sum("cpus"),
-            mem_gb=Sum("cpu_memory_gb"),
-            tmpfs_gb=Sum("tmpfs_gb"),
+            held_memory_gb=Sum(Job.held_memory_gb_sql()),
         )
     )
     return {
@@ -84,7 +83,7 @@ def _usage_by_slave() -> dict[int, dict]:
             "jobs": row["jobs"] or 0,
             "gpus": row["gpus"] or 0,
             "cpus": row["cpus"] or 0,
-            "memory_mb": ((row["mem_gb"] or 0) + (row["tmpfs_gb"] or 0)) * 1024,
+            "memory_mb": (row["held_memory_gb"] or 0) * 1024,
         }
         for row in rows
     }

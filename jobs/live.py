@@ -122,7 +122,7 @@ def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
                         break
             cells.append(cell)
         cpus_used = sum(j.cpus for j in slave_jobs)
-        memory_used_mb = sum((j.cpu_memory_gb + j.tmpfs_gb) * 1024 for j in slave_jobs)
+        memory_used_mb = sum(j.held_memory_gb * 1024 for j in slave_jobs)
         rows.append(
             {
                 "slave": slave,

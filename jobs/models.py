@@ -5,7 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from jobs.states import JobStatus
+from jobs.states import HOLDS_RESOURCES, JobStatus
 
 
 class Job(models.Model):
@@ -124,6 +124,44 @@ class Job(models.Model):
     @property
     def initial_uuid(self) -> str:
         return str(self.initial_job_uuid or self.uuid)
+
+    # --- figures shown and used in several places: each is computed here only ---------------
+
+    @staticmethod
+    def held_memory_of(cpu_memory_gb: int, tmpfs_gb: int) -> int:
+        """The memory (GB) a job holds on its slave: cpuMemoryGb plus its tmpfs, whose pages are
+        charged to the container's memory (the container's limit includes them). For rows
+        read with ``values()``; ``held_memory_gb`` for a Job, ``held_memory_gb_sql`` in SQL."""
+        return cpu_memory_gb + tmpfs_gb
+
+    @staticmethod
+    def held_memory_gb_sql() -> models.Expression:
+        """``held_memory_of`` as a query expression (for aggregates over jobs)."""
+        return models.F("cpu_memory_gb") + models.F("tmpfs_gb")
+
+    @property
+    def held_memory_gb(self) -> int:
+        return self.held_memory_of(self.cpu_memory_gb, self.tmpfs_gb)
+
+    @staticmethod
+    def run_end_of(*, status: str, ended_at, status_updated, now):
+        """When a run ended: the container's finish time when known; ``now`` while the job
+        still holds its room; else its last status change. For rows; ``run_end`` for a Job."""
+        if ended_at is not None:
+            return ended_at
+        return now if status in HOLDS_RESOURCES else status_updated
+
+    def run_end(self, now):
+        return self.run_end_of(
+            status=self.status, ended_at=self.ended_at, status_updated=self.status_updated, now=now
+        )
+
+    def run_seconds(self, now) -> int | None:
+        """How long this job (not its restart chain: ``run_seconds_before``) has run by
+        ``now``; None when it never started."""
+        if self.started_at is None:
+            return None
+        return max(0, int((self.run_end(now) - self.started_at).total_seconds()))
 
     @property
     def queued_explanations(self) -> list:

@@ -3,8 +3,8 @@
 from django.urls import include, path
 
 from jobs import dashboard, live
+from jobs.actions.registry import ACTIONS as JOB_ACTIONS
 from jobs.web import views as job_views
-ACTIONS = "cancel|halt|hold|release|delete"
 
 job_patterns = [
     path("", job_views.job_list, name="list"),
@@ -16,7 +16,7 @@ job_patterns = [
     path("<uuid:uuid>/log.txt", job_views.job_log_raw, name="log-raw"),
     *[
         path(f"<uuid:uuid>/{name}/", job_views.job_action, {"action": name}, name=name)
-        for name in ACTIONS.split("|")
+        for name in JOB_ACTIONS
     ],
 ]
 

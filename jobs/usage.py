@@ -15,7 +15,6 @@ from accounts.models import Project
 from accounts.selectors import project_ids_of
 from jobs.models import Job, UserUsage
 from jobs.spec import format_duration
-from jobs.states import HOLDS_RESOURCES
 
 DAYS = 30
 TOP_JOBS = 10
@@ -31,12 +30,6 @@ class Series:
     total: float = 0.0
     bars: list[dict] = field(default_factory=list)
     max_value: float = 0.0
-
-
-def _end_of(status: str, ended_at, status_updated, now):
-    if ended_at is not None:
-        return ended_at
-    return now if status in HOLDS_RESOURCES else status_updated
 
 
 def _split(start: datetime, end: datetime, days: list[datetime], per_day: list[float], gpus: int):
@@ -103,7 +96,10 @@ def usage_page_data(user, *, now: datetime) -> dict:
     per_project = {p.pk: [0.0] * DAYS for p in projects}
     heaviest = []
     for uuid, name, owner_id, project_id, gpus, status, started, ended, updated in rows:
-        end = min(_end_of(status, ended, updated, now) or now, now)
+        end = min(
+            Job.run_end_of(status=status, ended_at=ended, status_updated=updated, now=now) or now,
+            now,
+        )
         start = max(started, since)
         if end <= start or not gpus:
             continue

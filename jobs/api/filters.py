@@ -163,11 +163,6 @@ def job_filter_from_query(params) -> JobFilter:
     )
 
 
-def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
-    """Apply the list filters of ``params`` (a QueryDict) to ``queryset``."""
-    return job_filter_from_query(params).apply(queryset, viewer=user)
-
-
 def sort_jobs(queryset: QuerySet, params) -> QuerySet:
     fields = comma_list(params, "sort")
     if fields is None:

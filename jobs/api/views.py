@@ -33,7 +33,8 @@ from core.api.common import (
 from core.api_errors import BadRequest
 from core.errors import NotAllowed
 from jobs.actions import services
-from jobs.api.filters import filter_jobs, sort_jobs
+from jobs.actions.registry import ACTION_BY_API_STATUS
+from jobs.api.filters import job_filter_from_query, sort_jobs
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
@@ -52,10 +53,8 @@ from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
-from jobs.states import JobStatus
 from jobs.submit import idempotency
 
-S = JobStatus
 TAG = "GPULab v4.0"
 PORTAL_TAG = "portal"
 _ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
@@ -147,7 +146,8 @@ class JobListView(PortalAPIView):
     def get(self, request):
         params = request.query_params
         queryset = job_list_visible_to(request.user).prefetch_related("slave__gpus")
-        queryset = sort_jobs(filter_jobs(queryset, params, user=request.user), params)
+        queryset = job_filter_from_query(params).apply(queryset, viewer=request.user)
+        queryset = sort_jobs(queryset, params)
         rows, paging = paginate(queryset, params)
         items = [job_to_gpulab(job, viewer=request.user) for job in rows]
         return Response({"items": items, **paging})
@@ -242,14 +242,6 @@ class JobDetailView(PortalAPIView):
         return Response(status=204)
 
 
-STATUS_ACTIONS = {
-    S.CANCELLED: services.job_cancel,
-    S.MUSTHALT: services.job_halt_request,
-    S.ONHOLD: services.job_hold,
-    S.QUEUED: services.job_release,
-}
-
-
 class JobStatusView(PortalAPIView):
     permission_classes = [IsAuthenticated]
 
@@ -263,14 +255,12 @@ class JobStatusView(PortalAPIView):
     def put(self, request, job_id: str):
         text = read_text(request).strip().strip('"').strip().upper()
         job = get_visible_job(request, job_id)
-        action = STATUS_ACTIONS.get(text)
+        action = ACTION_BY_API_STATUS.get(text)
         if action is None:
             shown = text[:40] or "(empty)"
-            raise BadRequest(
-                "invalid status",
-                [f"(body): must be one of CANCELLED, MUSTHALT, ONHOLD, QUEUED, not {shown}"],
-            )
-        action(job=job, user=request.user)
+            known = ", ".join(ACTION_BY_API_STATUS)
+            raise BadRequest("invalid status", [f"(body): must be one of {known}, not {shown}"])
+        action.run(job=job, user=request.user)
         job.refresh_from_db()
         return Response(job_to_gpulab(job, viewer=request.user))
 

@@ -148,7 +148,7 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         labels=job_labels(job, slave),
         cpuset_cpus=",".join(str(c) for c in job.cpu_ids) or None,
         # tmpfs pages are charged to the container's memory: the limit includes them.
-        mem_limit_bytes=(job.cpu_memory_gb + job.tmpfs_gb) * GIB,
+        mem_limit_bytes=job.held_memory_gb * GIB,
         binds=tuple(Mount(m.host_path, m.container_path.rstrip("/") or "/") for m in mounts),
         tmpfs=tmpfs,
         gpu_device_ids=gpu_device_ids(job, slave),

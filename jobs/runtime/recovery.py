@@ -41,8 +41,6 @@ def recovery_request(**_signal) -> bool:
 
 
 def _request() -> bool:
-    from jobs.models import SchedulerLease
-
     # Workers are children of the cluster's sentinel: its pid names this cluster.
     cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
     SchedulerLease.objects.get_or_create(id=1)

@@ -333,15 +333,9 @@ def _remove_container(job: Job) -> None:
         log.warning("could not remove container of %s: %s", job.uuid, failure)
 
 
-def job_run_seconds(job: Job) -> int:
-    if not job.started_at:
-        return 0
-    return max(0, int(((job.ended_at or timezone.now()) - job.started_at).total_seconds()))
-
-
 def job_restart_create(*, job: Job) -> Job | None:
     """The continuation of a HALTED restartable job: same request, maxDuration reduced."""
-    ran = job_run_seconds(job)
+    ran = job.run_seconds(timezone.now()) or 0
     remaining = job.max_duration_s - ran
     if remaining < 60:
         job_event_add(job=job, message="not restarted: less than a minute of maxDuration left")

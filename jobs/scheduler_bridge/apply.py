@@ -13,6 +13,7 @@ from core.faults import crash_point
 from core.tasks import fire
 from jobs import task_names
 from jobs.bulk_sql import rows_delete, rows_upsert
+from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobExplanation
 from jobs.scheduler import model as sm
@@ -94,8 +95,6 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
 
 
 def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.actions.services import job_halt_by_system
-
     waiting_infos: dict[str, list[dict]] = defaultdict(list)
     for halt in result.halts:
         job = jobs.get(halt.job_id)
@@ -118,8 +117,6 @@ def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> 
 
 
 def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
-    from jobs.actions.services import job_cancel_by_system
-
     # One guarded bulk transition for all fails (a full queue can fail hundreds at once).
     requests = [
         TransitionRequest(

@@ -179,7 +179,7 @@ def running_job(row: dict, now: datetime) -> sm.RunningJob:
         slave=row["slave__name"],
         gpu_ids=tuple(row["gpu_ids"]),
         cpu_ids=tuple(row["cpu_ids"]),
-        memory_gb=float(row["cpu_memory_gb"] + row["tmpfs_gb"]),
+        memory_gb=float(Job.held_memory_of(row["cpu_memory_gb"], row["tmpfs_gb"])),
         # ASSIGNED jobs have not started: their minDuration clock has not begun either.
         started_at=row["started_at"] or now,
         # A restarted job's maxDuration is already reduced by the earlier runs.
@@ -202,7 +202,7 @@ def queued_job(row: dict) -> sm.QueuedJob:
         submitted_at=row["created"],
         gpus=row["gpus"],
         cpus=row["cpus"],
-        memory_gb=float(row["cpu_memory_gb"] + row["tmpfs_gb"]),
+        memory_gb=float(Job.held_memory_of(row["cpu_memory_gb"], row["tmpfs_gb"])),
         gpu_models=tuple(row["gpu_models"]),
         features=frozenset(row["features"]),
         min_cuda=row["min_cuda_version"],

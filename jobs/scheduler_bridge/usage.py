@@ -9,7 +9,7 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 
 from jobs.bulk_sql import rows_update
-from jobs.models import UserUsage
+from jobs.models import Job, UserUsage
 from jobs.scheduler import model as sm
 from jobs.scheduler.usage import accrue, decayed, usage_rate
 
@@ -45,7 +45,7 @@ def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConf
         rate = usage_rate(
             gpus=job["gpus"],
             cpus=job["cpus"],
-            memory_gb=job["cpu_memory_gb"] + job["tmpfs_gb"],
+            memory_gb=Job.held_memory_of(job["cpu_memory_gb"], job["tmpfs_gb"]),
             config=config,
         )
         usage[job["owner__username"]] += accrue(0.0, ran, rate=rate, half_life_s=half_life)

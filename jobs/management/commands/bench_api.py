@@ -246,8 +246,6 @@ def drive(*, port, tokens, seconds, pick, clients, think_s=0.0, on_tick=None) ->
 
 def seed(*, jobs: int, users: int, keys_file: str) -> None:
 
-    from jobs.models import Job
-
     create_floor_table()
     cluster = Cluster.objects.create(id=1, comment="bench_api")
     for n in range(4):

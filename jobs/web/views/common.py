@@ -3,10 +3,11 @@
 from django.http import Http404
 from django.utils import timezone
 
+from jobs.actions.registry import actions_allowed
 from jobs.api.gpulab_json import job_sanitised_name
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.states import ACTIVE, FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
+from jobs.states import ACTIVE, JobStatus
 
 S = JobStatus
 HIDDEN = "hidden"
@@ -35,86 +36,18 @@ def present(job: Job, user, *, now=None) -> Job:
     image = ((job.request or {}).get("docker") or {}).get("image") or ""
     job.ui_image = image if full else HIDDEN
     job.ui_active = job.status in ACTIVE
-    job.ui_run_seconds = run_seconds(job, now=now)
+    job.ui_run_seconds = job.run_seconds(now or timezone.now())
     return job
 
 
-def run_seconds(job: Job, *, now=None) -> int | None:
-    """How long this job (not its restart chain) has run, or None when it never started."""
-    if job.started_at is None:
-        return None
-    end = job.ended_at
-    if end is None:
-        if job.status in HOLDS_RESOURCES:
-            end = now or timezone.now()
-        else:
-            end = job.status_updated
-    return max(0, int((end - job.started_at).total_seconds()))
-
-
-# Actions a member can take, per state: name -> (label, button style, question, done message).
-ACTIONS = {
-    "cancel": (
-        "Cancel",
-        "outline-danger",
-        "Cancel job {name}? A job on a slave is stopped; this cannot be undone.",
-        "Job {name} is being cancelled.",
-    ),
-    "halt": (
-        "Halt",
-        "outline-dark",
-        "Halt job {name}? It gets SIGUSR1 and must exit with status 123 within the grace "
-        "period (a restartable job is queued again).",
-        "Halt requested for job {name}.",
-    ),
-    "hold": (
-        "Hold",
-        "outline-secondary",
-        "Put job {name} on hold? It stays in the queue but is not started until released.",
-        "Job {name} is on hold.",
-    ),
-    "release": (
-        "Release",
-        "outline-primary",
-        "Release job {name}? It goes back to the queue.",
-        "Job {name} was released to the queue.",
-    ),
-    "delete": (
-        "Delete",
-        "outline-danger",
-        "Delete job {name}? It disappears from the job list (its history is kept).",
-        "Job {name} was deleted.",
-    ),
-}
-
-
-def allowed_actions(job: Job) -> list[str]:
-    """The actions the job's state allows now (permission is checked separately)."""
-    status = job.status
-    names = []
-    if status in PENDING or (status in HOLDS_RESOURCES and status != S.CANCELLING):
-        names.append("cancel")
-    if status == S.RUNNING:
-        names.append("halt")
-    if status == S.QUEUED:
-        names.append("hold")
-    if status == S.ONHOLD:
-        names.append("release")
-    if status in FINISHED:
-        names.append("delete")
-    return names
-
-
-def action_buttons(job: Job) -> list[dict]:
-    result = []
-    for name in allowed_actions(job):
-        label, style, question, _done = ACTIONS[name]
-        result.append(
-            {
-                "name": name,
-                "label": label,
-                "style": style,
-                "question": question.format(name=job.name),
-            }
-        )
-    return result
+def action_buttons(job: Job, user) -> list[dict]:
+    """The job page's buttons: the registry's actions ``user`` may take on ``job`` now."""
+    return [
+        {
+            "name": action.name,
+            "label": action.label,
+            "style": action.style,
+            "question": action.question.format(name=job.name),
+        }
+        for action in actions_allowed(job, user)
+    ]

@@ -12,12 +12,12 @@ from django.views.decorators.http import require_http_methods
 
 from clusters.models import Gpu
 from core.errors import ServiceError
-from jobs.actions import services
+from jobs.actions.registry import ACTIONS
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
-from jobs.web.views.common import ACTIONS, action_buttons, allowed_actions, present, visible_job
+from jobs.web.views.common import action_buttons, present, visible_job
 from jobs.web.views.log import initial_log
 
 TIMELINE_LIMIT = 200
@@ -81,7 +81,7 @@ def _live_context(request, job: Job) -> dict:
         "job": job,
         "full": full,
         "can_act": can_act,
-        "actions": action_buttons(job) if can_act else [],
+        "actions": action_buttons(job, user),
         "events": events,
         "hidden_events": max(0, total_events - len(events)),
         "gpus": gpus,
@@ -142,26 +142,21 @@ def job_action(request, uuid, action):
     """
     job = visible_job(request.user, uuid, related=("owner", "project", "slave"))
     present(job, request.user)
-    label, _style, question, done = ACTIONS[action]
-    if request.method == "POST" and request.POST.get("confirmed") == "1":
-        service = {
-            "cancel": lambda: services.job_cancel(job=job, user=request.user),
-            "halt": lambda: services.job_halt_request(job=job, user=request.user),
-            "hold": lambda: services.job_hold(job=job, user=request.user),
-            "release": lambda: services.job_release(job=job, user=request.user),
-            "delete": lambda: services.job_delete(job=job, user=request.user, finished=True),
-        }[action]
+    entry = ACTIONS[action]
+    label = entry.label
+    confirmed = request.POST.get("confirmed") == "1" or not entry.needs_confirmation
+    if request.method == "POST" and confirmed:
         try:
-            service()
+            entry.run(job=job, user=request.user)
         except ServiceError as error:
             messages.error(request, f"{label} failed: {error}")
             return redirect("jobs:detail", uuid=job.uuid)
-        messages.success(request, done.format(name=job.ui_name))
-        if action == "delete":
+        messages.success(request, entry.done.format(name=job.ui_name))
+        if entry.deletes:
             return redirect("jobs:list")
         return redirect("jobs:detail", uuid=job.uuid)
 
-    if not job_can_act(request.user, job):
+    if not job_can_act(request.user, job, delete=entry.deletes):
         return render(
             request,
             "jobs/confirm.html",
@@ -175,7 +170,7 @@ def job_action(request, uuid, action):
             "job": job,
             "action": action,
             "label": label,
-            "question": question.format(name=job.ui_name),
-            "allowed": action in allowed_actions(job),
+            "question": entry.question.format(name=job.ui_name),
+            "allowed": entry.state_allows(job),
         },
     )

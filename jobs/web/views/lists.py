@@ -18,12 +18,6 @@ from jobs.web.views.common import present
 PAGE_SIZE = 25
 
 
-def filter_jobs(queryset, form: JobFilterForm, user):
-    """Apply the list filters (``JobFilter``, which also holds the privacy rule: name, user and
-    project filters only reach jobs the viewer sees in full)."""
-    return form.job_filter().apply(queryset, viewer=user).order_by("-created", "-id")
-
-
 @login_required
 @vary_on_headers("HX-Request")
 def job_list(request):
@@ -32,7 +26,11 @@ def job_list(request):
     projects = list(Project.objects.order_by("name") if admin else _my_projects(user))
     clusters = list(Cluster.objects.order_by("id"))
     form = JobFilterForm(request.GET or None, projects=projects, clusters=clusters)
-    queryset = filter_jobs(job_list_visible_to(user), form, user)
+    # JobFilter (shared with the API) holds the privacy rule: name, user and project filters
+    # only reach jobs the viewer sees in full.
+    queryset = (
+        form.job_filter().apply(job_list_visible_to(user), viewer=user).order_by("-created", "-id")
+    )
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     now = timezone.now()
     jobs = [present(job, user, now=now) for job in page.object_list]
