@@ -5,15 +5,15 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
-from jobs import scheduler_bridge
 from jobs.lifecycle import notifications
 from jobs.runtime import reconcile as runtime_reconcile
 from jobs.runtime import recovery
 from jobs.runtime import services as runtime_services
+from jobs.scheduler_bridge import tick as tick_module
 
 
 def scheduler_tick() -> None:
-    scheduler_bridge.tick()
+    tick_module.tick()
 
 
 def job_launch(job_id: int) -> None:

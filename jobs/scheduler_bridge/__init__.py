@@ -1,26 +1,12 @@
 """The only bridge between the database and the pure scheduler in ``jobs/scheduler/``.
 
-``build_snapshot(now)`` reads everything one cycle needs with a fixed number of queries (not one
-per job or slave); ``apply(result, now)`` writes decisions through the services, with
-compare-and-swap transitions; ``tick()`` wraps both in the lease so that at most one tick runs at a
-time and events during a tick cause exactly one follow-up.
+``snapshot.build_snapshot(now)`` reads everything one cycle needs with a fixed number of
+queries (not one per job or slave); ``apply.apply(result, now)`` writes decisions through the
+lifecycle actions, with compare-and-swap transitions; ``tick.tick()`` wraps both in the lease
+so that at most one tick runs at a time and events during a tick cause exactly one follow-up;
+``ticks`` asks for ticks and runs the wakeup timer.
+
+The package imports none of its modules: ``jobs.lifecycle.actions`` asks for a tick through
+``ticks`` while ``apply`` calls the lifecycle actions, and a package that imported ``apply``
+on the way to ``ticks`` would close that loop.
 """
-
-from jobs.scheduler_bridge.apply import apply, apply_explanations, apply_starts
-from jobs.scheduler_bridge.snapshot import (
-    build_snapshot,
-    scheduler_config,
-    slave_state,
-)
-from jobs.scheduler_bridge.tick import tick, tick_once
-
-__all__ = [
-    "apply",
-    "apply_explanations",
-    "apply_starts",
-    "build_snapshot",
-    "scheduler_config",
-    "slave_state",
-    "tick",
-    "tick_once",
-]

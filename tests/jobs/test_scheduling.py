@@ -9,8 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Job, UserUsage
-from jobs.scheduler_bridge import build_snapshot, tick
-from jobs.scheduler_bridge.snapshot import running_rows, scheduler_config
+from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
+from jobs.scheduler_bridge.tick import tick
 from jobs.scheduler_bridge.usage import usage_accrue
 from jobs.spec import SpecError
 
@@ -138,7 +138,7 @@ def test_max_duration_cancels_a_running_job(
 def test_stale_start_on_a_held_gpu_is_skipped(submit, hello_world, slave):
     """A decision made on an old snapshot must never hand out a GPU another job holds now."""
     from jobs.scheduler.model import Start
-    from jobs.scheduler_bridge import apply_starts
+    from jobs.scheduler_bridge.apply import apply_starts
 
     holder, late = submit(job_doc(hello_world)), submit(job_doc(hello_world))
     Job.objects.filter(pk=holder.pk).update(status="RUNNING", slave=slave, gpu_ids=[0], cpu_ids=[0])

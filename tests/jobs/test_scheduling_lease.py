@@ -53,7 +53,7 @@ def test_a_long_tick_keeps_its_lease_and_a_killed_holder_is_noticed_in_seconds(
     import importlib
     import time
 
-    from jobs.scheduler_bridge import tick
+    from jobs.scheduler_bridge.tick import tick
 
     settings.PORTAL_TICK_LEASE_S = 1
     seen = []

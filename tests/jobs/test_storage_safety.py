@@ -328,7 +328,7 @@ def engine(monkeypatch):
 def launch(submit, hello_world, storage):
     from jobs.models import Job
     from jobs.runtime.services import job_launch_run
-    from jobs.scheduler_bridge import tick
+    from jobs.scheduler_bridge.tick import tick
 
     hello_world["request"]["docker"]["storage"] = storage
     job = submit(hello_world)

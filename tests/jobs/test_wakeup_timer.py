@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job, SchedulerLease
-from jobs.scheduler_bridge import tick
+from jobs.scheduler_bridge.tick import tick
 from jobs.scheduler_bridge.ticks import wakeup_fire_if_due, wakeup_loop, wakeup_store
 
 

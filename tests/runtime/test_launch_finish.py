@@ -12,7 +12,7 @@ from jobs.actions.services import job_cancel
 from jobs.models import Job
 from jobs.runtime.container_spec import LABEL_JOB, container_spec
 from jobs.runtime.services import job_finish_run, job_launch_run
-from jobs.scheduler_bridge import tick
+from jobs.scheduler_bridge.tick import tick
 from tests.support.runtime import containers_of, job_doc, log_text, submit
 
 pytestmark = pytest.mark.django_db

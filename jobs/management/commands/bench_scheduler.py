@@ -21,7 +21,7 @@ from core.installation import database_migrate_if_needed
 from jobs.models import Job, UserUsage
 from jobs.scheduler.core import run_cycle
 from jobs.scheduler.synthetic import build_synthetic_snapshot
-from jobs.scheduler_bridge import tick_once
+from jobs.scheduler_bridge.tick import tick_once
 from reservations.models import Reservation
 
 GB = 1

@@ -25,7 +25,7 @@ from jobs.runtime.container_spec import LABEL_JOB, slave_labels
 from jobs.runtime.logs import job_log_bytes, job_log_range
 from jobs.runtime.reconcile import reconcile_all
 from jobs.runtime.watcher import SlaveWatch
-from jobs.scheduler_bridge import tick
+from jobs.scheduler_bridge.tick import tick
 from tests.support.runtime import (
     HALTABLE,
     TEST_IMAGE,
