@@ -113,5 +113,5 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return False
 
 
-# Login certificates for gpulab-cli (portal/certs/admin.py).
+# Login certificates for gpulab-cli (accounts/certs/admin.py).
 import accounts.certs.admin  # noqa: E402, F401

@@ -112,7 +112,7 @@ DATABASES = {
     )
 }
 # A busy database (SQLite lock wait or PostgreSQL pool wait ran out) answers 503 with this
-# Retry-After (seconds), never 500: portal/dbbusy.py (DRF's handler covers the API).
+# Retry-After (seconds), never 500: core/dbbusy.py (DRF's handler covers the API).
 PORTAL_DB_BUSY_RETRY_AFTER_S = env_int("PORTAL_DB_BUSY_RETRY_AFTER_S", 2)
 MIDDLEWARE.append("core.dbbusy.DatabaseBusyMiddleware")
 # Routes manage.py bench_api's floor endpoint (a bare DRF insert); only bench_api sets it.
@@ -153,10 +153,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("PORTAL_MAX_BODY_BYTES", 1024 * 1024)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        # Authorization: Token <key>, looked up by its SHA-256 (portal/tokens.py).
+        # Authorization: Token <key>, looked up by its SHA-256 (accounts/tokens.py).
         "accounts.tokens.ApiTokenAuthentication",
         # gpulab-cli's login certificate, handed over by the TLS front end. Last on purpose:
-        # see portal/certs/authentication.py.
+        # see accounts/certs/authentication.py.
         "accounts.certs.authentication.ClientCertificateAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

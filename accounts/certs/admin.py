@@ -1,4 +1,4 @@
-"""Admin for login certificates (registered from portal/admin.py): list, search, revoke."""
+"""Admin for login certificates (registered from accounts/admin.py): list, search, revoke."""
 
 from django.contrib import admin, messages
 from django.utils import timezone

@@ -2,7 +2,7 @@
 
 Each drill runs ``manage.py qcluster`` (ORM broker, a temporary SQLite database, the local Docker
 engine as slave ``local``) with ``PORTAL_TEST_CRASH_AT`` set, so that the whole process group
-dies by SIGKILL at that point (portal/faults.py). A fresh cluster is started, and the job must
+dies by SIGKILL at that point (core/faults.py). A fresh cluster is started, and the job must
 reach its true state within 30 s of the restart, with exactly one container ever created for it.
 Defaults as shipped (PORTAL_RECOVERY_GRACE_S and PORTAL_TICK_LEASE_S 15 s).
 """
