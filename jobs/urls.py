@@ -2,8 +2,8 @@
 
 from django.urls import include, path
 
-from jobs import dashboard, live
 from jobs.actions.registry import ACTIONS as JOB_ACTIONS
+from jobs.web import dashboard, live
 from jobs.web import views as job_views
 
 job_patterns = [
@@ -20,7 +20,7 @@ job_patterns = [
     ],
 ]
 
-# Live pages: clusters and slaves with their jobs and reservations (jobs/live.py).
+# Live pages: clusters and slaves with their jobs and reservations (jobs/web/live.py).
 live_patterns = [
     path("clusters/", live.cluster_list, name="clusters"),
     path("slaves/", live.slave_list, name="slaves"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grimp
 
-APPS = ["core", "accounts", "portal", "clusters", "reservations", "jobs"]
+APPS = ["core", "accounts", "clusters", "reservations", "jobs", "portal"]  # floor order
 
 
 def main() -> None:

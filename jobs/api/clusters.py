@@ -1,7 +1,7 @@
 """GPULab v4.0 ``GET clusters`` and ``GET slaves``: open to anonymous callers (sanitised).
 
 The serializers below only describe the shapes for the OpenAPI schema; the JSON itself comes
-from ``jobs.cluster_json``.
+from ``jobs.api.cluster_json``.
 """
 
 from drf_spectacular.utils import extend_schema
@@ -10,7 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from core.api.common import PortalAPIView
-from jobs.cluster_json import cluster_infos, slave_infos
+from jobs.api.cluster_json import cluster_infos, slave_infos
 
 TAG = "GPULab v4.0"
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db.models import Sum
 
-from jobs.cluster_json import _usage_by_slave
+from jobs.api.cluster_json import _usage_by_slave
 from jobs.models import Job
 from jobs.runtime.container_spec import GIB, container_spec
 from tests.web.factories import make_job

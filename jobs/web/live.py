@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
 from clusters.models import Cluster, Slave
-from jobs.cluster_json import cluster_infos
+from jobs.api.cluster_json import cluster_infos
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 from jobs.web.views.common import present

@@ -5,10 +5,10 @@ from django.db.models import Count, Q
 from django.shortcuts import render
 from django.utils import timezone
 
-from jobs.cluster_json import cluster_infos
+from jobs.api.cluster_json import cluster_infos
 from jobs.models import Job
 from jobs.states import ACTIVE, FINISHED, PENDING
-from jobs.usage import fair_share, usage_page_data
+from jobs.web.usage import fair_share, usage_page_data
 from jobs.web.views.common import present
 
 DASHBOARD_ACTIVE_LIMIT = 50
