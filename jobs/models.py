@@ -254,3 +254,58 @@ class SubmitIdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return f"idempotency key {self.key[:16]} of {self.user}"
+
+
+class JobShare(models.Model):
+    """A job shared read-only with one user or one project (jobs/shares.py): the grantee sees
+    it in full (request, history, log, outputs) and cannot act on it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="shares")
+    grantee_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="job_shares_received",
+    )
+    grantee_project = models.ForeignKey(
+        "portal.Project",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="job_shares_received",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="job_shares_made"
+    )
+    created = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(grantee_user__isnull=False, grantee_project__isnull=True)
+                    | models.Q(grantee_user__isnull=True, grantee_project__isnull=False)
+                ),
+                name="job_share_one_grantee",
+            ),
+            models.UniqueConstraint(
+                fields=["job", "grantee_user"],
+                condition=models.Q(grantee_user__isnull=False),
+                name="job_share_unique_user",
+            ),
+            models.UniqueConstraint(
+                fields=["job", "grantee_project"],
+                condition=models.Q(grantee_project__isnull=False),
+                name="job_share_unique_project",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["grantee_user", "job"], name="job_share_by_user"),
+            models.Index(fields=["grantee_project", "job"], name="job_share_by_project"),
+        ]
+
+    def __str__(self) -> str:
+        grantee = self.grantee_user or self.grantee_project
+        return f"job {self.job_id} shared with {grantee}"

@@ -24,6 +24,7 @@ from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.logs import job_log_archive
 from jobs.models import Job, JobPullSecret
 from jobs.notifications import RESTART, job_notify_request
+from jobs.outputs import job_outputs_archive
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.storage import StorageRefused
@@ -291,6 +292,8 @@ def job_finish_run(*, job_id: int) -> None:
             if state.running:
                 return  # a spurious event: still running
             job_log_archive(job=job, data=engine.logs(job.container_id))
+            # Before the container is removed (in _end): its output folder, into the archive.
+            job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
     except ContainerNotFound:
         job.refresh_from_db()
         if job.status in ON_SLAVE:

@@ -16,6 +16,7 @@ JOB_NOTIFY = "jobs.tasks.job_notify"
 RECONCILE = "jobs.tasks.reconcile"
 # Fired once when a q cluster starts (jobs/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
+OUTPUTS_PURGE = "jobs.tasks.outputs_purge"
 
 ALL = (
     SCHEDULER_TICK,
@@ -26,4 +27,5 @@ ALL = (
     JOB_NOTIFY,
     RECONCILE,
     RECOVER,
+    OUTPUTS_PURGE,
 )

@@ -50,3 +50,9 @@ def recover() -> None:
     from jobs.recovery import recovery_run
 
     recovery_run()
+
+
+def outputs_purge() -> None:
+    from jobs.outputs import job_outputs_purge
+
+    job_outputs_purge()

@@ -9,6 +9,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from clusters.api.views import ClusterListView, SlaveListView
 from jobs.api.array import JobArrayView
+from jobs.api.outputs import (
+    JobOutputDownloadView,
+    JobOutputListView,
+    JobShareDetailView,
+    JobShareListView,
+)
 from jobs.api.views import (
     ConvertView,
     JobDebugView,
@@ -43,6 +49,18 @@ urlpatterns = [
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
     re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
+    re_path(PORTAL + rf"jobs/{ID}/outputs/?$", JobOutputListView.as_view(), name="api-job-outputs"),
+    re_path(
+        PORTAL + rf"jobs/{ID}/outputs/download/?$",
+        JobOutputDownloadView.as_view(),
+        name="api-job-outputs-download",
+    ),
+    re_path(PORTAL + rf"jobs/{ID}/shares/?$", JobShareListView.as_view(), name="api-job-shares"),
+    re_path(
+        PORTAL + rf"jobs/{ID}/shares/(?P<share_id>[^/]+)/?$",
+        JobShareDetailView.as_view(),
+        name="api-job-share-detail",
+    ),
     re_path(PORTAL + r"reservations/?$", ReservationListView.as_view(), name="api-reservations"),
     re_path(
         PORTAL + r"reservations/(?P<reservation_id>[^/]+)/?$",

@@ -254,6 +254,14 @@ PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
 # Each job's archived outputs (jobs/workdir.py), private to the portal's user.
 PORTAL_JOB_ARCHIVE_DIR = Path(os.environ.get("PORTAL_JOB_ARCHIVE_DIR", VAR_DIR / "archive"))
+# A job's output folder as copied into the archive when it ends (jobs/outputs.py): at most this
+# many bytes and entries (the copy stops there, with a warning on the job); downloads (one
+# file or a zip) above PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES are refused; outputs are removed this
+# many days after the job ended (0: kept).
+PORTAL_OUTPUT_MAX_BYTES = env_int("PORTAL_OUTPUT_MAX_BYTES", 1024**3)
+PORTAL_OUTPUT_MAX_FILES = env_int("PORTAL_OUTPUT_MAX_FILES", 10000)
+PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES = env_int("PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES", 1024**3)
+PORTAL_OUTPUT_RETENTION_DAYS = env_int("PORTAL_OUTPUT_RETENTION_DAYS", 30)
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.

@@ -30,6 +30,7 @@ from clusters.runtime.errors import (
     is_permanent,
     redact,
 )
+from clusters.runtime.folders import folders_tar
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -296,6 +297,8 @@ class DockerEngine:
             created = self.api.create_container(**self._create_kwargs(spec))
         container_id = created["Id"]
         try:
+            if spec.folders:
+                self.archive_put(container_id, "/", folders_tar(spec.folders))
             self.start(container_id)
         except RuntimeFailure:
             try:
@@ -587,6 +590,11 @@ class DockerEngine:
         with self._translated("copy from", container=container_id):
             stream, _stat = self.api.get_archive(container_id, path)
         return stream
+
+    def get_archive(self, container_id: str, path: str) -> Iterator[bytes]:
+        """The protocol's name for ``archive_get``: a tar stream of ``path`` (a running or
+        an exited container; the job's outputs are read after it ended)."""
+        return self.archive_get(container_id, path)
 
     def archive_put(self, container_id: str, directory: str, data) -> None:
         """Unpack the tar ``data`` (bytes or a file) into ``directory`` inside the container

@@ -18,6 +18,7 @@ from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.views.common import ACTIONS, action_buttons, allowed_actions, present, visible_job
 from jobs.views.log import initial_log
+from jobs.views.outputs import outputs_context
 from portal.errors import ServiceError
 
 TIMELINE_LIMIT = 200
@@ -122,6 +123,7 @@ def job_detail(request, uuid):
     }
     context["document_json"] = json.dumps(document, indent=2, ensure_ascii=False)
     context["log"] = initial_log(job) if context["full"] else None
+    context.update(outputs_context(request, job))
     return render(request, "jobs/detail.html", context)
 
 
