@@ -145,10 +145,16 @@ def outputs_extract(
             if member.isfile() and result.bytes + member.size > max_bytes:
                 result.stopped = f"more than {max_bytes} bytes (PORTAL_OUTPUT_MAX_BYTES)"
                 break
+            changes = {"name": relative, "deep": False}
+            if member.islnk():  # hard links name another entry of the archive: top/...
+                if not member.linkname.startswith(top + "/"):
+                    result.refused.append(f"{name}: hard link to something outside")
+                    continue
+                changes["linkname"] = member.linkname[len(top) + 1 :]
             try:
                 # The standard library's "data" filter: no absolute names, nothing outside
                 # dest (after resolving links already on disk), no links out, no devices.
-                member = tarfile.data_filter(member.replace(name=relative, deep=False), root)
+                member = tarfile.data_filter(member.replace(**changes), root)
                 _extract_one(tar, member, dest, root, result)
             except (tarfile.FilterError, ValueError, OSError) as error:
                 result.refused.append(f"{name}: {error}")
@@ -274,10 +280,12 @@ def _resolve(job: Job, path: str) -> tuple[Path, Path]:
         raise NotFound("this job has no outputs (none were written, or they were purged)")
     real_root = os.path.realpath(root)
     target = root.joinpath(*parts)
-    if not os.path.lexists(target):
-        raise NotFound(f"path: {path} does not exist")
+    # Containment first: a path through a link pointing out is refused whether or not
+    # something exists there (no probing of the portal's disk).
     if not _inside(real_root, os.path.realpath(target)):
         raise NotAllowed("path: leads outside the job's output folder")
+    if not os.path.lexists(target):
+        raise NotFound(f"path: {path} does not exist")
     return root, target
 
 
