@@ -30,7 +30,7 @@ from clusters.runtime.errors import (
     is_permanent,
     redact,
 )
-from clusters.runtime.folders import folders_tar
+from clusters.runtime.folders import folders_tar, numeric_owner
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -298,7 +298,7 @@ class DockerEngine:
         container_id = created["Id"]
         try:
             if spec.folders:
-                self.archive_put(container_id, "/", folders_tar(spec.folders))
+                self._folders_make(container_id, spec)
             self.start(container_id)
         except RuntimeFailure:
             try:
@@ -364,6 +364,19 @@ class DockerEngine:
             # Never copy the portal host's ~/.docker/config.json proxies into jobs.
             "use_config_proxy": False,
         }
+
+    def _folders_make(self, container_id: str, spec: ContainerSpec) -> None:
+        """Unpack ``spec.folders`` into the created container, owned by its user."""
+        owner = numeric_owner(spec.user)
+        data = folders_tar(spec.folders, owner=owner or (0, 0))
+        with self._translated("copy to", container=container_id):
+            response = self.api._put(
+                self.api._url("/containers/{0}/archive", container_id),
+                # A user name: Docker resolves it in the image and owns the entries to it.
+                params={"path": "/", "copyUIDGID": "false" if owner else "true"},
+                data=data,
+            )
+            self.api._raise_for_status(response)
 
     def start(self, container_id: str) -> None:
         """Start a created (or stopped) container, e.g. one a crash left created only."""
