@@ -309,3 +309,33 @@ class JobShare(models.Model):
     def __str__(self) -> str:
         grantee = self.grantee_user or self.grantee_project
         return f"job {self.job_id} shared with {grantee}"
+
+
+class JobDelivery(models.Model):
+    """One attempt to deliver a job event to a subscription's target (jobs/subscriptions.py):
+    what was sent where, and how it went. Attempts of one delivery share ``delivery_id``."""
+
+    class Method(models.TextChoices):
+        EMAIL = "EMAIL"
+        WEBHOOK = "WEBHOOK"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="deliveries")
+    delivery_id = models.UUIDField()
+    event = models.CharField(max_length=16)
+    method = models.CharField(max_length=8, choices=Method.choices)
+    address = models.CharField(max_length=2000)
+    attempt = models.PositiveSmallIntegerField()
+    time = models.DateTimeField()
+    ok = models.BooleanField(default=False)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=1000, blank=True)
+    # Seconds until the next attempt, when one is scheduled after this failed one.
+    retry_in_s = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["job", "time"], name="job_delivery_by_job")]
+
+    def __str__(self) -> str:
+        result = "ok" if self.ok else (self.error or f"HTTP {self.status_code}")
+        return f"{self.event} to {self.method} #{self.attempt}: {result}"

@@ -17,6 +17,8 @@ RECONCILE = "jobs.tasks.reconcile"
 # Fired once when a q cluster starts (jobs/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 OUTPUTS_PURGE = "jobs.tasks.outputs_purge"
+# One attempt of a subscription's delivery (jobs/subscriptions.py); retries re-schedule it.
+JOB_DELIVER = "jobs.tasks.job_deliver"
 
 ALL = (
     SCHEDULER_TICK,
@@ -28,4 +30,5 @@ ALL = (
     RECONCILE,
     RECOVER,
     OUTPUTS_PURGE,
+    JOB_DELIVER,
 )

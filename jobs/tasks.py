@@ -56,3 +56,18 @@ def outputs_purge() -> None:
     from jobs.outputs import job_outputs_purge
 
     job_outputs_purge()
+
+
+def job_deliver(
+    job_id: int, event: str, s_index: int, t_index: int, delivery_id: str, attempt: int
+):
+    from jobs.subscriptions import subscription_deliver
+
+    subscription_deliver(
+        job_id=job_id,
+        event=event,
+        s_index=s_index,
+        t_index=t_index,
+        delivery_id=delivery_id,
+        attempt=attempt,
+    )

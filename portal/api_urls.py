@@ -14,6 +14,7 @@ from jobs.api.outputs import (
     JobOutputListView,
     JobShareDetailView,
     JobShareListView,
+    JobSubscriptionsView,
 )
 from jobs.api.views import (
     ConvertView,
@@ -56,6 +57,11 @@ urlpatterns = [
         name="api-job-outputs-download",
     ),
     re_path(PORTAL + rf"jobs/{ID}/shares/?$", JobShareListView.as_view(), name="api-job-shares"),
+    re_path(
+        PORTAL + rf"jobs/{ID}/subscriptions/?$",
+        JobSubscriptionsView.as_view(),
+        name="api-job-subscriptions",
+    ),
     re_path(
         PORTAL + rf"jobs/{ID}/shares/(?P<share_id>[^/]+)/?$",
         JobShareDetailView.as_view(),

@@ -1,5 +1,6 @@
-"""Portal API of a job's outputs and shares (docs/api.md): thin views over ``jobs.outputs``
-and ``jobs.shares``, which hold the rules (who reads, path escapes, sizes, who shares)."""
+"""Portal API of a job's outputs, shares and subscriptions (docs/api.md): thin views over
+``jobs.outputs``, ``jobs.shares`` and ``jobs.subscriptions``, which hold the rules (who reads,
+path escapes, sizes, who shares, who sees the webhook secret)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ from jobs.shares import (
     job_shares_list,
     share_as_json,
     share_grantee_from,
+)
+from jobs.subscriptions import (
+    SIGNATURE_HEADER,
+    delivery_as_json,
+    job_deliveries_list,
+    job_webhook_secret_for,
 )
 from portal.api.common import PortalAPIView, parse_bool, read_json_object
 from portal.api_errors import BadRequest
@@ -126,3 +133,27 @@ class JobShareDetailView(PortalAPIView):
             raise Http404("no such share")
         job_share_revoke(share=share, user=request.user)
         return Response(status=204)
+
+
+class JobSubscriptionsView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_subscriptions",
+        tags=[PORTAL_TAG],
+        summary="The job's subscriptions, its webhook secret (the job's project only) and "
+        "every delivery attempt",
+        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        deliveries = job_deliveries_list(job=job, user=request.user)
+        notifications = (job.request or {}).get("notifications") or {}
+        return Response(
+            {
+                "subscriptions": notifications.get("subscriptions") or [],
+                "webhookSecret": job_webhook_secret_for(job=job, user=request.user),
+                "signatureHeader": SIGNATURE_HEADER,
+                "deliveries": [delivery_as_json(d) for d in deliveries],
+            }
+        )

@@ -1,5 +1,5 @@
-"""The job page's outputs table and share form (templates/jobs/_job_outputs.html and
-_job_shares.html), with their download and share/revoke routes. Rules live in
+"""The job page's outputs table, share form and subscriptions (templates/jobs/_job_outputs.html,
+_job_shares.html, _job_deliveries.html), with their download and share/revoke routes. Rules live in
 ``jobs.outputs`` and ``jobs.shares``; these views only call them."""
 
 from django.contrib import messages
@@ -12,23 +12,38 @@ from jobs.models import Job, JobShare
 from jobs.outputs import job_output_response, job_outputs_list
 from jobs.selectors import job_sees_full
 from jobs.shares import job_share_create, job_share_revoke, job_shares_list, share_grantee_from
+from jobs.subscriptions import SIGNATURE_HEADER, job_deliveries_list, job_webhook_secret_for
 from jobs.views.common import visible_job
 from portal.errors import NotAllowed, ServiceError
 
 OUTPUT_ROWS = 200
+DELIVERY_ROWS = 50
 
 
 def outputs_context(request, job: Job) -> dict:
     """What the two include templates show: the output files (readers only) and the shares
     (the job's project and admins; the owner gets the form)."""
     user = request.user
-    context = {"outputs": None, "outputs_note": "", "shares": None, "may_share": False}
+    context = {
+        "outputs": None,
+        "outputs_note": "",
+        "shares": None,
+        "may_share": False,
+        "signature_header": SIGNATURE_HEADER,
+    }
     if job_sees_full(user, job):
         try:
             rows = job_outputs_list(job=job, user=user, recursive=True)
             context["outputs"] = [r for r in rows if r["type"] != "dir"][:OUTPUT_ROWS]
         except ServiceError as error:
             context["outputs_note"] = str(error)
+    context["subscriptions"] = ((job.request or {}).get("notifications") or {}).get(
+        "subscriptions"
+    ) or []
+    context["deliveries"] = None
+    context["webhook_secret"] = job_webhook_secret_for(job=job, user=user)
+    if job_sees_full(user, job):
+        context["deliveries"] = job_deliveries_list(job=job, user=user, limit=DELIVERY_ROWS)
     try:
         context["shares"] = job_shares_list(job=job, user=user)
         context["may_share"] = user.pk == job.owner_id
