@@ -212,3 +212,13 @@ def test_the_job_page_has_the_share_form_for_the_owner_only(job, member, outside
     assert JobShare.objects.filter(pk=share.pk).exists()  # refused: bob is not the owner
     client.post(f"/jobs/{job.uuid}/shares/{share.pk}/revoke/")
     assert not JobShare.objects.exists()
+
+
+def test_an_admin_revokes_in_the_admin_through_the_service(job, member, outsider, admin_user):
+    share = job_share_create(job=job, user=member, grantee_user=outsider)
+    client = Client()
+    client.force_login(admin_user)
+    url = f"/admin/jobs/jobshare/{share.pk}/delete/"
+    assert client.post(url, {"post": "yes"}).status_code == 302
+    assert not JobShare.objects.exists()
+    assert job.events.filter(message="share with user bob revoked by root").exists()
