@@ -9,7 +9,9 @@ on each matching status change, deliver to e-mail or to a signed webhook, with r
   Redirects are not followed (they could lead anywhere).
 - The site's allow-list (PORTAL_WEBHOOK_ALLOWED_HOSTS) is checked at submit and again at each
   delivery, after resolving the host: a name that resolves to a private, loopback or
-  link-local address is refused unless that host is listed by itself.
+  link-local address is refused unless that host is listed by itself. The request then goes to
+  the very address that was checked (TLS still verifies the host name), so a name that
+  resolves differently a moment later (DNS rebinding) cannot lead it elsewhere.
 - A failed attempt (connection error, timeout, non-2xx answer, mail error) is retried after
   each of PORTAL_WEBHOOK_RETRY_DELAYS_S (10 s, 60 s, 300 s: django-q2 one-off schedules); an
   allow-list refusal is final. Every attempt is a ``JobDelivery`` row (status code, error,
@@ -25,8 +27,10 @@ import logging
 import socket
 import uuid
 from datetime import timedelta
+from urllib.parse import urlsplit
 
-import requests
+import certifi
+import urllib3
 from django.conf import settings
 from django.core.mail import send_mail
 from django.utils import timezone
@@ -112,47 +116,72 @@ def _body(job: Job, event: str, delivery_id: str) -> bytes:
     return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
 
 
-def _check_resolved(url: str) -> None:
-    """The allow-list again, now with the addresses the name resolves to."""
+def _check_resolved(url: str) -> str:
+    """The allow-list again, now with the addresses the name resolves to; returns the address
+    to connect to."""
     allowed = settings.PORTAL_WEBHOOK_ALLOWED_HOSTS
     why = webhook_refusal(url, allowed)
     if why is not None:
         raise Refused(f"refused: {why}")
     host, port = host_port(url)
-    if listed_exactly(host, port, allowed):
-        return
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, proto=socket.IPPROTO_TCP)
     except OSError as error:
         raise ConnectionError(f"cannot resolve {host}: {error}") from None
-    for info in infos:
-        address = info[4][0]
-        if is_private_address(address):
-            raise Refused(
-                f"refused: {host} resolves to the private address {address}; allowed only "
-                "when the host is listed by itself in PORTAL_WEBHOOK_ALLOWED_HOSTS"
-            )
+    addresses = [info[4][0] for info in infos]
+    if not listed_exactly(host, port, allowed):
+        for address in addresses:
+            if is_private_address(address):
+                raise Refused(
+                    f"refused: {host} resolves to the private address {address}; allowed only "
+                    "when the host is listed by itself in PORTAL_WEBHOOK_ALLOWED_HOSTS"
+                )
+    # IPv4 first: what most receivers listen on.
+    return sorted(addresses, key=lambda a: ":" in a)[0]
 
 
 def _post(job: Job, url: str, event: str, delivery_id: str, attempt: int) -> int:
-    _check_resolved(url)
+    address = _check_resolved(url)
     body = _body(job, event, delivery_id)
-    response = requests.post(
-        url,
-        data=body,
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-            "X-Portal-Event": event,
-            "X-Portal-Delivery": delivery_id,
-            "X-Portal-Delivery-Attempt": str(attempt),
-            SIGNATURE_HEADER: signature(job_webhook_secret(job), body),
-        },
-        timeout=settings.PORTAL_WEBHOOK_TIMEOUT_S,
-        allow_redirects=False,
-    )
-    response.close()
-    return response.status_code
+    parts = urlsplit(url)
+    host, port = host_port(url)
+    timeout = urllib3.Timeout(total=settings.PORTAL_WEBHOOK_TIMEOUT_S)
+    if parts.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            address,
+            port,
+            timeout=timeout,
+            retries=False,
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=certifi.where(),
+            server_hostname=host,
+            assert_hostname=host,
+        )
+    else:
+        pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        response = pool.urlopen(
+            "POST",
+            target,
+            body=body,
+            headers={
+                "Host": parts.netloc.rpartition("@")[2],
+                "Content-Type": "application/json",
+                "User-Agent": USER_AGENT,
+                "X-Portal-Event": event,
+                "X-Portal-Delivery": delivery_id,
+                "X-Portal-Delivery-Attempt": str(attempt),
+                SIGNATURE_HEADER: signature(job_webhook_secret(job), body),
+            },
+            redirect=False,
+            retries=False,
+            preload_content=False,
+        )
+        response.drain_conn()
+        return response.status
+    finally:
+        pool.close()
 
 
 def _mail(job: Job, address: str, event: str) -> None:

@@ -292,7 +292,7 @@ def test_an_unreachable_receiver_is_retried_too(submit, inline, settings, slave)
     inline(lambda: run_through(job, "ASSIGNED", "STARTING", "RUNNING"))
     rows = list(JobDelivery.objects.filter(job=job).order_by("attempt"))
     assert [r.attempt for r in rows] == [1, 2, 3, 4]
-    assert all(not r.ok and r.status_code is None and "ConnectionError" in r.error for r in rows)
+    assert all(not r.ok and r.status_code is None and "refused" in r.error.lower() for r in rows)
 
 
 def test_a_name_resolving_to_a_private_address_is_refused_at_delivery(
@@ -366,3 +366,33 @@ def test_deliveries_and_the_secret_over_the_api_and_the_page(
     page.force_login(outsider)
     html = page.get(f"/jobs/{job.uuid}/").content.decode()
     assert 'id="deliveries-table"' in html and job_webhook_secret(job) not in html
+
+
+def test_the_request_goes_to_the_address_that_was_checked(
+    submit, receiver, inline, settings, slave, monkeypatch
+):
+    """One name lookup, checked, then connected to: a second lookup (DNS rebinding) never
+    happens. The name below exists only in this patched resolver."""
+    import socket
+
+    host = "hooks.portal-test.invalid"
+    settings.PORTAL_WEBHOOK_ALLOWED_HOSTS = [f"{host}:{receiver.port}"]
+    lookups = []
+    real = socket.getaddrinfo
+
+    def resolve(name, *args, **kwargs):
+        if name == host:
+            lookups.append(name)
+            return real("127.0.0.1", *args, **kwargs)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    url = f"http://{host}:{receiver.port}/hook?x=1"
+    job = submit(document(("WEBHOOK", url), events=["RUNNING"]))
+    inline(lambda: run_through(job, "ASSIGNED", "STARTING", "RUNNING"))
+    (row,) = JobDelivery.objects.filter(job=job)
+    assert row.ok, row.error
+    assert lookups == [host]
+    ((headers, body),) = receiver.requests
+    assert headers["Host"] == f"{host}:{receiver.port}"
+    verify(job, headers, body)
