@@ -79,3 +79,16 @@ def test_over_limit_outputs_stop_with_a_warning_event(people, slave, engine, set
     warning = job.events.get(type=JobEvent.Type.WARNING)
     assert "copy stopped at 2 entries" in warning.message
     assert "PORTAL_OUTPUT_MAX_FILES" in warning.message
+
+
+def test_a_mount_at_or_above_a_folder_replaces_it():
+    from jobs.launch import workdir_folders
+    from jobs.storage import ResolvedMount
+
+    def mount(path):
+        return ResolvedMount(host_path="/srv/x", container_path=path, root_host_path="/srv")
+
+    assert workdir_folders([], {}) == ("/job/inputs", "/job/outputs")
+    assert workdir_folders([mount("/job/outputs/")], {}) == ("/job/inputs",)
+    assert workdir_folders([mount("/job")], {}) == ()
+    assert workdir_folders([mount("/jobs")], {"/job/inputs": 1}) == ("/job/outputs",)
