@@ -264,7 +264,7 @@ def _retry_later(delay_s: int, args: tuple) -> None:
             func=DELIVER_TASK,
             args=repr(args),
             schedule_type=Schedule.ONCE,
-            repeats=1,
+            repeats=-1,  # django-q2 deletes a ONCE schedule with negative repeats after it ran
             next_run=timezone.now() + timedelta(seconds=delay_s),
             name=f"delivery {args[4]} attempt {args[5]}",
         )

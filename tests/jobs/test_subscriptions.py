@@ -280,7 +280,7 @@ def test_a_retry_is_a_one_off_schedule_after_the_delay(submit, receiver, setting
     )
     assert delivery.retry_in_s == 60 and not delivery.ok
     (schedule,) = Schedule.objects.filter(func="jobs.tasks.job_deliver")
-    assert schedule.schedule_type == Schedule.ONCE
+    assert schedule.schedule_type == Schedule.ONCE and schedule.repeats == -1  # then deleted
     assert ast.literal_eval(schedule.args) == (job.pk, "QUEUED", 0, 0, DELIVERY, 3)
     wait = schedule.next_run - before
     assert timedelta(seconds=59) < wait < timedelta(seconds=62)
