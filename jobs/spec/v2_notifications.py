@@ -8,8 +8,8 @@ GPULab's ``request.extra.emailOn*`` lists, in the shape of Tapis v3 job subscrip
                              {"deliveryMethod": "EMAIL", "deliveryAddress": "me@example.org"}]}
     ]}
 
-Event types are the portal's job states (a subscription fires when the job enters one); "ALL"
-stands for every state. A webhook's host must be on the site's allow-list
+Event types are the portal's job states but ASSIGNED (a subscription fires when the job enters
+one); "ALL" stands for every state. A webhook's host must be on the site's allow-list
 (PORTAL_WEBHOOK_ALLOWED_HOSTS: "host", "host:port", "*.domain" or "*"); a literal private,
 loopback or link-local address only when listed by itself (never through a wildcard). The
 delivery checks the list again, after resolving the name (jobs/subscriptions.py).
@@ -31,10 +31,11 @@ SUBSCRIPTION_FIELDS = ("description", "enabled", "eventTypes", "deliveryTargets"
 TARGET_FIELDS = ("deliveryMethod", "deliveryAddress")
 METHODS = ("EMAIL", "WEBHOOK")
 ALL = "ALL"
-# The portal's job states (jobs.states.JobStatus; a test keeps the two equal: this package
-# stays free of Django).
+# The portal's job states (jobs.states.JobStatus; a test keeps the two in step: this package
+# stays free of Django) but ASSIGNED: the scheduler assigns jobs in bulk, without per-job
+# notifications (STARTING follows within moments).
 EVENT_TYPES = (
-    "ONHOLD", "QUEUED", "ASSIGNED", "STARTING", "RUNNING", "CANCELLING", "CANCELLED",
+    "ONHOLD", "QUEUED", "STARTING", "RUNNING", "CANCELLING", "CANCELLED",
     "FINISHED", "DELETED", "FAILED", "MUSTHALT", "HALTING", "HALTED",
 )  # fmt: skip
 MAX_SUBSCRIPTIONS = 10
