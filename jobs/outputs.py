@@ -1,6 +1,6 @@
 """A job's outputs: copied out of its container when it ends, listed and downloaded afterwards.
 
-Every job's container has ``/job/outputs`` (``jobs.workdir``). When the container has stopped
+Every job's container has ``/job/outputs`` (``jobs.runtime.workdir``). When the container has stopped
 and before it is removed, ``job_outputs_archive`` reads that folder through the engine
 (``get_archive``: works for remote engines and exited containers alike) and unpacks it into
 the job's archive folder on the portal's side, safely: names that are absolute or hold ``..``,
@@ -36,12 +36,12 @@ from django.conf import settings
 from django.http import FileResponse, StreamingHttpResponse
 from django.utils import timezone
 
+from core.errors import NotAllowed, NotFound, ServiceError
+from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job, JobEvent
+from jobs.runtime.workdir import CONTAINER_OUTPUT_DIR, job_archive_outputs_dir
 from jobs.selectors import job_sees_full
-from jobs.stages import Stage, job_stage_record
 from jobs.transitions import job_event_add
-from jobs.workdir import CONTAINER_OUTPUT_DIR, job_archive_outputs_dir
-from portal.errors import NotAllowed, NotFound, ServiceError
 
 log = logging.getLogger(__name__)
 FILE_MODE = 0o600

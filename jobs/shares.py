@@ -16,12 +16,12 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.models import Project
+from accounts.permissions import may_act_on_all_jobs, may_view_all_jobs
+from core.errors import Conflict, NotAllowed, ServiceError
 from jobs.models import Job, JobShare
 from jobs.selectors import project_ids_of
 from jobs.transitions import job_event_add
-from portal.errors import Conflict, NotAllowed, ServiceError
-from portal.models import Project
-from portal.permissions import may_act_on_all_jobs, may_view_all_jobs
 
 
 def share_refusal(*, owner, user, grantee_user=None, grantee_project=None) -> str | None:

@@ -1,7 +1,7 @@
 """Subscriptions of a job (``request.notifications.subscriptions``, jobs/spec/v2_notifications.py):
 on each matching status change, deliver to e-mail or to a signed webhook, with retries.
 
-- Fired with GPULab's e-mails (``jobs.notifications.job_notify_request`` calls
+- Fired with GPULab's e-mails (``jobs.lifecycle.notifications.job_notify_request`` calls
   ``subscriptions_request``): one background task per target, after commit.
 - A webhook gets a JSON body and ``X-Portal-Signature-256: sha256=<hex>``, the HMAC-SHA256 of
   the exact body under the job's webhook secret (``job_webhook_secret``: shown to the job's
@@ -35,6 +35,10 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.utils import timezone
 
+from accounts.permissions import may_view_all_jobs
+from core import tasks
+from core.errors import NotAllowed
+from core.timefmt import utc_z
 from jobs import task_names
 from jobs.models import Job, JobDelivery
 from jobs.selectors import job_sees_full, project_ids_of
@@ -45,10 +49,6 @@ from jobs.spec.v2_notifications import (
     listed_exactly,
     webhook_refusal,
 )
-from portal import tasks
-from portal.errors import NotAllowed
-from portal.permissions import may_view_all_jobs
-from portal.timefmt import utc_z
 
 log = logging.getLogger(__name__)
 DELIVER_TASK = task_names.JOB_DELIVER

@@ -54,6 +54,7 @@ from clusters.runtime.errors import (
     redact,
 )
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
+from clusters.runtime.stats import ContainerStats
 
 NS = 10**9
 KILLED = 137  # 128 + SIGKILL
@@ -132,6 +133,8 @@ class _Container:
         parts = posixpath.normpath(path).strip("/").split("/")
         for depth in range(1, len(parts) + 1):
             self.files.setdefault("/" + "/".join(parts[:depth]), None)
+
+    stats: ContainerStats = field(default_factory=lambda: ContainerStats(0, 0, None, 0, 0))
 
     @property
     def running(self) -> bool:
@@ -625,6 +628,12 @@ class MemoryEngine:
                 if ns >= floor
             )
 
+    def stats(self, container_id: str) -> ContainerStats:
+        with self._daemon.cond:
+            container = self._enter("stats").find(container_id, "stats")
+            # As Docker: a stopped container reads as all zeros.
+            return container.stats if container.running else ContainerStats(0, 0, None, 0, 0)
+
     def events(
         self,
         *,
@@ -710,6 +719,14 @@ class MemoryEngine:
             container.files[posixpath.normpath(path)] = (
                 data.encode() if isinstance(data, str) else data
             )
+
+    def set_stats(self, container_id: str, **fields) -> None:
+        """What the next ``stats`` readings of the container say (counters are cumulative)."""
+        from dataclasses import replace
+
+        with self._daemon.cond:
+            container = self._daemon.find(container_id, "set_stats")
+            container.stats = replace(container.stats, **fields)
 
     def write_log(self, container_id: str, data: bytes | str) -> None:
         with self._daemon.cond:

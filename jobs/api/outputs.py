@@ -10,6 +10,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from core.api.common import PortalAPIView, parse_bool, read_json_object
+from core.api_errors import BadRequest
 from jobs.api.serializers import ErrorSerializer
 from jobs.api.views import PORTAL_TAG, get_visible_job
 from jobs.models import JobShare
@@ -27,8 +29,6 @@ from jobs.subscriptions import (
     job_deliveries_list,
     job_webhook_secret_for,
 )
-from portal.api.common import PortalAPIView, parse_bool, read_json_object
-from portal.api_errors import BadRequest
 
 _ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 _PATH = OpenApiParameter("path", OpenApiTypes.STR, description="relative to the output folder")

@@ -8,11 +8,11 @@ import json
 import pytest
 from django.test import Client
 
+from accounts.models import Membership, Project
+from core.errors import NotAllowed, ServiceError
 from jobs.models import JobShare
+from jobs.runtime.workdir import job_archive_outputs_dir
 from jobs.shares import job_share_create, job_share_revoke, share_refusal
-from jobs.workdir import job_archive_outputs_dir
-from portal.errors import NotAllowed, ServiceError
-from portal.models import Membership, Project
 from tests.api.conftest import API, PORTAL, _client
 
 pytestmark = pytest.mark.django_db

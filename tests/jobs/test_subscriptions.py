@@ -18,8 +18,8 @@ from django.core import mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from jobs.actions.services import job_submit
 from jobs.models import Job, JobDelivery, JobEvent
-from jobs.services import job_submit
 from jobs.shares import job_share_create
 from jobs.spec import SpecDefaults, SpecError
 from jobs.spec.v2 import normalize_job

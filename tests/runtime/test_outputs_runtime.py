@@ -8,8 +8,8 @@ import pytest
 
 from jobs.models import JobEvent
 from jobs.outputs import job_output_response, job_outputs_list
-from jobs.runtime_services import job_finish_run
-from jobs.workdir import WORKDIR_ENV, job_archive_outputs_dir
+from jobs.runtime.services import job_finish_run
+from jobs.runtime.workdir import WORKDIR_ENV, job_archive_outputs_dir
 from tests.support.runtime import containers_of, job_doc, submit
 
 pytestmark = pytest.mark.django_db
@@ -82,8 +82,8 @@ def test_over_limit_outputs_stop_with_a_warning_event(people, slave, engine, set
 
 
 def test_a_mount_at_or_above_a_folder_replaces_it():
-    from jobs.launch import workdir_folders
-    from jobs.storage import ResolvedMount
+    from jobs.runtime.container_spec import workdir_folders
+    from jobs.runtime.storage import ResolvedMount
 
     def mount(path):
         return ResolvedMount(host_path="/srv/x", container_path=path, root_host_path="/srv")
