@@ -30,6 +30,7 @@ from clusters.runtime.errors import (
     is_permanent,
     redact,
 )
+from clusters.runtime.folders import folders_tar, numeric_owner
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
 from clusters.runtime.stats import ContainerStats, parse_docker_stats
 
@@ -297,6 +298,8 @@ class DockerEngine:
             created = self.api.create_container(**self._create_kwargs(spec))
         container_id = created["Id"]
         try:
+            if spec.folders:
+                self._folders_make(container_id, spec)
             self.start(container_id)
         except RuntimeFailure:
             try:
@@ -362,6 +365,19 @@ class DockerEngine:
             # Never copy the portal host's ~/.docker/config.json proxies into jobs.
             "use_config_proxy": False,
         }
+
+    def _folders_make(self, container_id: str, spec: ContainerSpec) -> None:
+        """Unpack ``spec.folders`` into the created container, owned by its user."""
+        owner = numeric_owner(spec.user)
+        data = folders_tar(spec.folders, owner=owner or (0, 0))
+        with self._translated("copy to", container=container_id):
+            response = self.api._put(
+                self.api._url("/containers/{0}/archive", container_id),
+                # A user name: Docker resolves it in the image and owns the entries to it.
+                params={"path": "/", "copyUIDGID": "false" if owner else "true"},
+                data=data,
+            )
+            self.api._raise_for_status(response)
 
     def start(self, container_id: str) -> None:
         """Start a created (or stopped) container, e.g. one a crash left created only."""
@@ -594,6 +610,11 @@ class DockerEngine:
         with self._translated("copy from", container=container_id):
             stream, _stat = self.api.get_archive(container_id, path)
         return stream
+
+    def get_archive(self, container_id: str, path: str) -> Iterator[bytes]:
+        """The protocol's name for ``archive_get``: a tar stream of ``path`` (a running or
+        an exited container; the job's outputs are read after it ended)."""
+        return self.archive_get(container_id, path)
 
     def archive_put(self, container_id: str, directory: str, data) -> None:
         """Unpack the tar ``data`` (bytes or a file) into ``directory`` inside the container

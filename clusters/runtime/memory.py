@@ -16,6 +16,9 @@ For fast tests and demos without Docker (``PORTAL_ENGINE=memory`` or a slave URL
   its time comes, observed by whichever call looks next (no threads of its own).
 - Signals as Docker's PID 1 gets them: a trapped signal runs its action, any other signal but
   SIGKILL is ignored; ``stop`` sends SIGTERM and kills (exit 137) after the timeout.
+- Containers have files: ``spec.folders`` (made between create and start, as Docker's engine
+  does), ``>``/``>>`` redirections to a path, ``mkdir`` and ``write_file``; ``get_archive``
+  returns a tar of a path as Docker names it (the folder's basename first).
 - Tests steer it with ``finish`` (the container exits now, optionally OOM-killed),
   ``write_log``, ``fail_next`` (the next call of an operation raises a permanent or transient
   RuntimeFailure), ``set_unreachable`` (every call fails as an unreachable daemon does) and
@@ -27,9 +30,12 @@ For fast tests and demos without Docker (``PORTAL_ENGINE=memory`` or a slave URL
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import itertools
 import os
+import posixpath
+import tarfile
 import threading
 import time
 import uuid
@@ -108,6 +114,26 @@ class _Container:
     wake_at: float | None = None  # seconds since the epoch; None: blocked forever
     handlers: dict[str, str] = field(default_factory=dict)
     last_status: int = 0  # $? of the model shell
+    # The container's own files (what get_archive reads): absolute path -> bytes, None for a
+    # folder. Written by spec.folders, ``>``/``>>`` redirections, ``mkdir`` and write_file.
+    files: dict[str, bytes | None] = field(default_factory=dict)
+
+    def file_write(self, path: str, data: bytes, *, append: bool = False) -> bool:
+        """Write a file as ``sh`` would: False when its folder does not exist."""
+        path = posixpath.normpath(path)
+        parent = posixpath.dirname(path)
+        if parent != "/" and self.files.get(parent, b"") is not None:
+            return False
+        if self.files.get(path, b"") is None:
+            return False
+        self.files[path] = (self.files.get(path) or b"") + data if append else data
+        return True
+
+    def folder_make(self, path: str) -> None:
+        parts = posixpath.normpath(path).strip("/").split("/")
+        for depth in range(1, len(parts) + 1):
+            self.files.setdefault("/" + "/".join(parts[:depth]), None)
+
     stats: ContainerStats = field(default_factory=lambda: ContainerStats(0, 0, None, 0, 0))
 
     @property
@@ -455,6 +481,9 @@ class MemoryEngine:
     def run(self, spec: ContainerSpec) -> str:
         container_id = self.create(spec)
         try:
+            with self._daemon.cond:  # as DockerEngine: made between create and start
+                for folder in spec.folders:
+                    self._daemon.find(container_id, "copy to").folder_make(folder)
             self.start(container_id)
         except RuntimeFailure:
             try:
@@ -653,6 +682,43 @@ class MemoryEngine:
             if not container.running:
                 raise ContainerNotRunning(f"finish: container {container_id} is not running")
             daemon.exit(container, exit_code, oom=oom_killed)
+
+    def get_archive(self, container_id: str, path: str) -> Iterator[bytes]:
+        """A tar of ``path`` and what lies below it, named from its basename as Docker does."""
+        with self._daemon.cond:
+            container = self._enter("copy from").find(container_id, "copy from")
+            path = posixpath.normpath(path)
+            if path not in container.files:
+                raise RuntimeFailure(
+                    f"copy from: Could not find the file {path} in container {container_id}",
+                    permanent=True,
+                    status_code=404,
+                )
+            below = sorted(p for p in container.files if p == path or p.startswith(path + "/"))
+            entries = [(p, container.files[p]) for p in below]
+        base = posixpath.dirname(path)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, data in entries:
+                info = tarfile.TarInfo(posixpath.relpath(name, base))
+                info.mtime = int(time.time())
+                if data is None:
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                else:
+                    info.size, info.mode = len(data), 0o644
+                    tar.addfile(info, io.BytesIO(data))
+        data = buffer.getvalue()
+        return iter([data[i : i + 65536] for i in range(0, len(data), 65536)])
+
+    def write_file(self, container_id: str, path: str, data: bytes | str) -> None:
+        """Steering: the container writes ``data`` to ``path`` (its folders made too)."""
+        with self._daemon.cond:
+            container = self._daemon.find(container_id, "write_file")
+            container.folder_make(posixpath.dirname(path))
+            container.files[posixpath.normpath(path)] = (
+                data.encode() if isinstance(data, str) else data
+            )
 
     def set_stats(self, container_id: str, **fields) -> None:
         """What the next ``stats`` readings of the container say (counters are cumulative)."""
@@ -854,7 +920,7 @@ def _tokens(script: str) -> list[_Word | str]:
 @dataclass
 class _Simple:
     words: list[_Word]
-    stdout: str = "out"  # out | err | null
+    stdout: str | tuple = "out"  # out | err | null | ("file", word, append)
     stderr: str = "err"
 
 
@@ -973,7 +1039,11 @@ class _Parser:
             elif token.startswith("2"):
                 command.stderr = "null"
             elif token.startswith(("1", ">")):
-                command.stdout = "null"
+                append = token.endswith(">>")
+                if isinstance(target, _Word) and target_text != "/dev/null":
+                    command.stdout = ("file", target, append)
+                else:
+                    command.stdout = "null"
         return command
 
 
@@ -1077,6 +1147,23 @@ class _Shell:
             return 0
         stdout = sink if command.stdout == "out" else None
         out_stream = "err" if command.stdout == "err" else command.stdout
+        if isinstance(command.stdout, tuple):  # > FILE, >> FILE
+            _, word, append = command.stdout
+            path = self.expand(word)
+            if not path.startswith("/"):
+                path = posixpath.join(self.container.spec.working_dir or "/", path)
+            if not self.container.file_write(path, b"", append=True):
+                self.emit(f"sh: can't create {path}: nonexistent directory\n", "err", None)
+                return 1
+            if not append:
+                self.container.files[posixpath.normpath(path)] = b""
+
+            def out(text):
+                self.container.file_write(path, text.encode(), append=True)
+
+            return (
+                yield from self.builtin(argv, out, lambda text: self.emit(text, "err", None), stdin)
+            )
 
         def out(text):
             self.emit(text, out_stream, stdout)
@@ -1156,6 +1243,12 @@ class _Shell:
             if name == "cat" and args:
                 err(f"cat: can't open '{args[0]}': No such file or directory\n")
                 return 1
+            return 0
+        if name == "mkdir":
+            for folder in (a for a in args if not a.startswith("-")):
+                if not folder.startswith("/"):
+                    folder = posixpath.join(spec.working_dir or "/", folder)
+                self.container.folder_make(folder)
             return 0
         if name in _SERVERS:
             yield None

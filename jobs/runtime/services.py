@@ -24,6 +24,7 @@ from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
+from jobs.outputs import job_outputs_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.runtime.heartbeat import Heartbeat
 from jobs.runtime.logs import job_log_archive
@@ -291,6 +292,8 @@ def job_finish_run(*, job_id: int) -> None:
             if state.running:
                 return  # a spurious event: still running
             job_log_archive(job=job, data=engine.logs(job.container_id))
+            # Before the container is removed (in _end): its output folder, into the archive.
+            job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
     except ContainerNotFound:
         job.refresh_from_db()
         if job.status in ON_SLAVE:
