@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 
 from core.errors import ServiceError
 from jobs.actions.registry import ACTIONS, JobAction
+from jobs.actions.shares import job_share_revoke
 from jobs.models import (
     Job,
     JobDelivery,
@@ -14,7 +15,6 @@ from jobs.models import (
     SubmitIdempotencyKey,
     UserUsage,
 )
-from jobs.shares import job_share_revoke
 from jobs.spec import redact_image
 
 

@@ -298,7 +298,7 @@ class SubmitIdempotencyKey(models.Model):
 
 
 class JobShare(models.Model):
-    """A job shared read-only with one user or one project (jobs/shares.py): the grantee sees
+    """A job shared read-only with one user or one project (jobs/actions/shares.py): the grantee sees
     it in full (request, history, log, outputs) and cannot act on it."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="shares")
@@ -353,7 +353,7 @@ class JobShare(models.Model):
 
 
 class JobDelivery(models.Model):
-    """One attempt to deliver a job event to a subscription's target (jobs/subscriptions.py):
+    """One attempt to deliver a job event to a subscription's target (jobs/lifecycle/subscriptions.py):
     what was sent where, and how it went. Attempts of one delivery share ``delivery_id``."""
 
     class Method(models.TextChoices):

@@ -262,7 +262,7 @@ PORTAL_METRICS_INTERVAL_S = env_int("PORTAL_METRICS_INTERVAL_S", 15)
 PORTAL_METRICS_KEEP = env_int("PORTAL_METRICS_KEEP", 2000)
 PORTAL_GPU_IDLE_PERCENT = env_int("PORTAL_GPU_IDLE_PERCENT", 5)
 PORTAL_GPU_IDLE_WINDOW_S = env_int("PORTAL_GPU_IDLE_WINDOW_S", 1800)
-# A job's output folder as copied into the archive when it ends (jobs/outputs.py): at most this
+# A job's output folder as copied into the archive when it ends (jobs/runtime/outputs.py): at most this
 # many bytes and entries (the copy stops there, with a warning on the job); downloads (one
 # file or a zip) above PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES are refused; outputs are removed this
 # many days after the job ended (0: kept).

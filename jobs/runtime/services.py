@@ -24,10 +24,10 @@ from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
-from jobs.outputs import job_outputs_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.runtime.heartbeat import Heartbeat
 from jobs.runtime.logs import job_log_archive
+from jobs.runtime.outputs import job_outputs_archive
 from jobs.runtime.storage import StorageRefused
 from jobs.runtime.storage_prepare import storage_prepare
 from jobs.scheduler_bridge.ticks import tick_request
