@@ -240,6 +240,8 @@ PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S = env_int("PORTAL_PRIVATE_GUEST_MAX_MIN_
 PORTAL_USER_MAX_RUNNING_JOBS = env_int("PORTAL_USER_MAX_RUNNING_JOBS", 0) or None
 PORTAL_USER_MAX_GPUS = env_int("PORTAL_USER_MAX_GPUS", 0) or None
 PORTAL_TICK_INTERVAL_S = env_int("PORTAL_TICK_INTERVAL_S", 60)
+# A queued job's start estimate (and advice) is recomputed when older than this (jobs/estimates.py).
+PORTAL_ESTIMATE_TTL_S = env_int("PORTAL_ESTIMATE_TTL_S", 60)
 # A tick lease whose holder has not renewed it for this long (the holder beats every fifth of
 # it) belongs to a killed worker and is taken over.
 PORTAL_TICK_LEASE_S = env_int("PORTAL_TICK_LEASE_S", 15)

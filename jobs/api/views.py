@@ -29,6 +29,7 @@ from jobs.api.serializers import (
     debug_event,
     explanation,
 )
+from jobs.estimates import start_estimate_json
 from jobs.gpulab_json import job_to_gpulab
 from jobs.logs import job_log_range
 from jobs.models import Job
@@ -356,8 +357,10 @@ class JobExplainView(PortalAPIView):
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
         body = explanation(job)
-        if not job_sees_full(request.user, job):
+        full = job_sees_full(request.user, job)
+        if not full:
             body["end_reason"] = None
+        body["start_estimate"] = start_estimate_json(job=job, full=full)
         return Response(body)
 
 
