@@ -4,10 +4,10 @@ After the Kubernetes scheduling framework: ``PIPELINE`` lists every filter once,
 :class:`Pipeline` groups them by stage and holds the walks that both users share:
 
 * placement (``placement.Placer``) takes the classes that :meth:`Pipeline.identity` lets
-  through, keeps those :meth:`Pipeline.class_rejection` finds nothing against (runtime, then
-  dynamic filters) and searches their members with the room filters (``fits``);
+  through, keeps those that no runtime, then no dynamic filter rejects (:meth:`Pipeline.passing`)
+  and searches their members with the room filters (``fits``);
 * explanations (``explain.shape_reasons``) run the same :meth:`Pipeline.identity`, put each
-  class under the filter :meth:`Pipeline.class_rejection` names first, walk the room filters in
+  class under the first runtime or dynamic filter that rejects it, walk the room filters in
   order over the rest, and let every filter summarize what it rejected
   (:meth:`Pipeline.explain`).
 
@@ -146,15 +146,6 @@ class Pipeline:
 
     # --- runtime and dynamic -----------------------------------------------------------------
 
-    def class_rejection(
-        self, shape: Shape, cls: SlaveClass, env: Env, group: tuple[Filter, ...] | None = None
-    ) -> Filter | None:
-        """The first filter of ``group`` (default: runtime, then dynamic) rejecting the class."""
-        for plugin in self.relevant(shape, self.class_filters if group is None else group, env):
-            if plugin.rejects(shape, cls, env) is not None:
-                return plugin
-        return None
-
     def passing(
         self, shape: Shape, classes: Sequence[SlaveClass], env: Env, group: tuple[Filter, ...]
     ) -> list[SlaveClass]:
@@ -163,15 +154,6 @@ class Pipeline:
         if not active:
             return list(classes)
         return [cls for cls in classes if all(f.rejects(shape, cls, env) is None for f in active)]
-
-    # --- room --------------------------------------------------------------------------------
-
-    def room_rejection(self, shape: Shape, slave: SlaveRuntime, env: Env) -> Filter | None:
-        """The first room filter rejecting the slave."""
-        for plugin in self.relevant(shape, self.room, env):
-            if not plugin.fits(shape, slave):
-                return plugin
-        return None
 
     # --- the whole walk, for one slave and for an explanation --------------------------------
 
