@@ -38,7 +38,8 @@ HORIZON_S = 30 * 24 * 3600
 LEAVE_S = 60
 # maxDuration advice is given only down to this (shorter jobs are rarely what the user wants).
 MIN_ADVISED_DURATION_S = 10 * 60
-MAX_VARIANTS = 8
+MAX_PER_KIND = 3
+MAX_VARIANTS = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +77,17 @@ def simulate(
     *,
     max_events: int = MAX_EVENTS,
     horizon_s: int = HORIZON_S,
+    before: datetime | None = None,
 ) -> dict[str, Estimate]:
-    """Estimated starts of the ``targets`` (queued job ids) in one simulation."""
+    """Estimated starts of the ``targets`` (queued job ids) in one simulation.
+
+    ``before``: only starts earlier than this matter (what-if variants); the simulation stops
+    there.
+    """
     now = snapshot.now
     horizon = now + timedelta(seconds=horizon_s)
+    if before is not None:
+        horizon = min(horizon, before - timedelta(microseconds=1))
     left = set(targets)
     found: dict[str, Estimate] = {}
     queued = list(head_of_queue(snapshot, left))
@@ -96,7 +104,10 @@ def simulate(
             reason = f"not started within {plural(max_events, 'simulated scheduling round')}"
             break
         running = [job for job in running if max_end(job) > t and gone_at.get(job.id, horizon) > t]
-        state = replace(snapshot, now=t, running=tuple(running), queued=tuple(queued))
+        # Bucket counts come from the simulated running jobs (the snapshot's are of now).
+        state = replace(
+            snapshot, now=t, running=tuple(running), queued=tuple(queued), bucket_counts={}
+        )
         result = run_cycle(state)
         cycles += 1
         by_id = {job.id: job for job in queued}
@@ -123,7 +134,7 @@ def simulate(
             break
         nxt = _next_event(t, running, queued, snapshot, gone_at)
         if nxt is None or nxt > horizon:
-            reason = f"not started within {format_duration(horizon_s)}"
+            reason = f"not started within {format_duration((horizon - now).total_seconds())}"
             break
         t = nxt
     for job_id in left:
@@ -192,13 +203,16 @@ def advise(
         return []
     if baseline is None:
         baseline = estimate(snapshot, job_id, **kw)
+    if baseline.start is not None and baseline.start <= snapshot.now:
+        return []  # it starts now: nothing starts sooner
     variants = list(_variants(snapshot, job, usable_clusters))[:max_variants]
     found: dict[str, Advice] = {}  # best per kind
     for kind, change, value, variant in variants:
         if kind in found and kind == "gpus":
             continue  # the largest GPU count that helps is the smallest change
         others = tuple(variant if j.id == job_id else j for j in snapshot.queued)
-        result = estimate(replace(snapshot, queued=others), job_id, **kw)
+        # Only a start before the baseline's matters: the variant's simulation stops there.
+        result = estimate(replace(snapshot, queued=others), job_id, before=baseline.start, **kw)
         if result.start is None or not _sooner(result.start, baseline.start):
             continue
         best = found.get(kind)
@@ -213,7 +227,8 @@ def _sooner(start: datetime, baseline: datetime | None) -> bool:
 
 def _variants(snapshot: Snapshot, job: QueuedJob, usable_clusters):
     """(kind, change, new value, variant job), fewest changes first."""
-    for gpus in range(job.gpus - 1, 0, -1):
+    # At most three smaller GPU counts, largest first: one less, half, one.
+    for gpus in sorted({n for n in (job.gpus - 1, job.gpus // 2, 1) if 0 < n < job.gpus})[::-1]:
         yield (
             "gpus",
             f"{plural(gpus, 'GPU')} instead of {job.gpus}",
@@ -229,7 +244,7 @@ def _variants(snapshot: Snapshot, job: QueuedJob, usable_clusters):
         }
     usable = set(usable_clusters)
     if job.cluster_id is not None and job.slave_name is None:
-        for cluster_id in sorted(usable - {job.cluster_id}):
+        for cluster_id in sorted(usable - {job.cluster_id})[:MAX_PER_KIND]:
             yield (
                 "cluster",
                 f"cluster {cluster_id} instead of cluster {job.cluster_id}",
@@ -248,9 +263,8 @@ def _variants(snapshot: Snapshot, job: QueuedJob, usable_clusters):
             }
         )
         asked = " or ".join(job.gpu_models)
-        for model in models:
-            if any(w in model.lower() for w in wanted):
-                continue  # already accepted
+        others = [m for m in models if not any(w in m.lower() for w in wanted)]
+        for model in others[:MAX_PER_KIND]:
             yield (
                 "gpu_model",
                 f"GPU model {model} instead of {asked}",
@@ -258,10 +272,9 @@ def _variants(snapshot: Snapshot, job: QueuedJob, usable_clusters):
                 replace(job, gpu_models=(model,)),
             )
     now = snapshot.now
-    for window in sorted(snapshot.reservations, key=lambda w: w.start):
-        if window.start <= now or window.admits(
-            user=job.user, project=job.project, reservation_ids=job.reservation_ids
-        ):
+    upcoming = [w for w in snapshot.reservations if w.start > now]
+    for window in sorted(upcoming, key=lambda w: w.start)[:MAX_PER_KIND]:
+        if window.admits(user=job.user, project=job.project, reservation_ids=job.reservation_ids):
             continue
         fits = int((window.start - now).total_seconds()) // 60 * 60
         if MIN_ADVISED_DURATION_S <= fits < job.max_duration_s:

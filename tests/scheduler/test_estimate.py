@@ -159,3 +159,27 @@ def test_the_estimate_is_bounded_by_the_event_budget():
     assert found.cycles == 5
     assert found.reason == "not started within 5 simulated scheduling rounds"
     assert estimate(snap, "q9").start == later(60 + 9 * 600)
+
+
+def test_gpu_advice_is_the_largest_count_that_helps():
+    # 8 GPUs, 4 busy for 2 more hours: 8 wait 2 h; 7 would too; 4 start now (tries 7, 4, 1).
+    busy = running("r", "s1", gpu_ids=(0, 1, 2, 3), started=ago(HOUR), max_s=3 * HOUR)
+    snap = snapshot(slaves=[slave("s1", gpus=8)], running=[busy], queued=[queued("j", gpus=8)])
+    assert [(a.change, a.start) for a in advise(snap, "j")] == [("4 GPUs instead of 8", NOW)]
+
+
+def test_no_advice_for_a_job_that_starts_now():
+    snap = snapshot(slaves=[slave("s1", gpus=2)], queued=[queued("j", gpus=2)])
+    assert advise(snap, "j") == []
+
+
+def test_bucket_counts_follow_the_simulated_jobs():
+    """The snapshot counts one active job in bucket b (max 1); when it ends, the job starts."""
+    busy = running("r", "s1", gpu_ids=(0,), started=ago(HOUR), max_s=2 * HOUR, bucket="b")
+    snap = snapshot(
+        slaves=[slave("s1", gpus=2)],
+        running=[busy],
+        queued=[queued("j", gpus=1, bucket=("b", 1))],
+        bucket_counts={"b": 1},
+    )
+    assert estimate(snap, "j").start == later(HOUR)
