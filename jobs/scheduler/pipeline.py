@@ -153,7 +153,17 @@ class Pipeline:
         active = self.relevant(shape, group, env)
         if not active:
             return list(classes)
-        return [cls for cls in classes if all(f.rejects(shape, cls, env) is None for f in active)]
+        if len(active) == 1:  # the common case, as a plain comprehension (runs per class)
+            rejects = active[0].rejects
+            return [cls for cls in classes if rejects(shape, cls, env) is None]
+        found = []
+        for cls in classes:
+            for plugin in active:
+                if plugin.rejects(shape, cls, env) is not None:
+                    break
+            else:
+                found.append(cls)
+        return found
 
     # --- the whole walk, for one slave and for an explanation --------------------------------
 

@@ -119,9 +119,14 @@ class Placer:
             return [cls for cls in candidates if rejects(shape, cls, env) is None]
         if not active:
             return candidates
-        return [
-            cls for cls in candidates if all(f.rejects(shape, cls, env) is None for f in active)
-        ]
+        found = []
+        for cls in candidates:
+            for plugin in active:
+                if plugin.rejects(shape, cls, env) is not None:
+                    break
+            else:
+                found.append(cls)
+        return found
 
     def invalidate(self) -> None:
         """Forget failed shapes (room opened for them: a private cluster's owners are served)."""
@@ -134,8 +139,9 @@ class Placer:
         best: SlaveRuntime | None = None
         best_key: tuple | None = None
         score = self.scoring.total
+        room = self._room.get(shape) or self._room_filters(shape)
         for cls in self.open_classes(shape):
-            hit = self._find(shape, cls)
+            hit = self._find(shape, cls, room)
             if hit is None:
                 continue
             slave, free, total = hit
@@ -153,10 +159,15 @@ class Placer:
         found = self._room[shape] = (room, tuple(f for f in room if f is not pipeline.indexed))
         return found
 
-    def _find(self, shape: Shape, cls: SlaveClass) -> tuple[SlaveRuntime, int, int] | None:
-        """Best-packed member of the class with room: (slave, its free GPUs, its GPUs)."""
+    def _find(
+        self, shape: Shape, cls: SlaveClass, filters: tuple[tuple, tuple]
+    ) -> tuple[SlaveRuntime, int, int] | None:
+        """Best-packed member of the class with room: (slave, its free GPUs, its GPUs).
+
+        ``filters``: :meth:`_room_filters` of the shape.
+        """
         wanted = shape.gpu_models
-        room, unindexed = self._room.get(shape) or self._room_filters(shape)
+        room, unindexed = filters
         if cls.single or not self._indexed or cls.match_mode(wanted) != "all":
             # Pinned slave, or a class where only some GPU models match: look at each member.
             best = None
