@@ -40,6 +40,10 @@ LEAVE_S = 60
 MIN_ADVISED_DURATION_S = 10 * 60
 MAX_PER_KIND = 3
 MAX_VARIANTS = 12
+# Simulated cycles for all the what-if variants of one job together.
+MAX_ADVICE_CYCLES = 64
+# Jobs further back in the queue get no estimate: every simulated cycle carries the jobs ahead.
+MAX_QUEUE_POSITION = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +67,15 @@ class Advice:
     value: object  # the new value of the field (for clients)
 
 
-def head_of_queue(snapshot: Snapshot, targets: Iterable[str]) -> tuple[QueuedJob, ...]:
-    """The queued jobs up to the last target in queue order (the others cannot go first)."""
+def head_of_queue(
+    snapshot: Snapshot, targets: Iterable[str], limit: int | None = None
+) -> tuple[QueuedJob, ...]:
+    """The queued jobs up to the last target in queue order (the others cannot go first), at
+    most ``limit`` of them."""
     wanted = set(targets)
     ordered = order_queue(snapshot.queued, snapshot.usage)
+    if limit is not None:
+        ordered = ordered[:limit]
     last = max((i for i, job in enumerate(ordered) if job.id in wanted), default=-1)
     return tuple(ordered[: last + 1])
 
@@ -78,6 +87,7 @@ def simulate(
     max_events: int = MAX_EVENTS,
     horizon_s: int = HORIZON_S,
     before: datetime | None = None,
+    max_position: int = MAX_QUEUE_POSITION,
 ) -> dict[str, Estimate]:
     """Estimated starts of the ``targets`` (queued job ids) in one simulation.
 
@@ -90,10 +100,16 @@ def simulate(
         horizon = min(horizon, before - timedelta(microseconds=1))
     left = set(targets)
     found: dict[str, Estimate] = {}
-    queued = list(head_of_queue(snapshot, left))
+    queued = list(head_of_queue(snapshot, left, max_position))
     left &= {job.id for job in queued}
+    queued_ids = {job.id for job in snapshot.queued}
     for job_id in set(targets) - left:
-        found[job_id] = Estimate(job_id, None, 0, "not queued")
+        reason = (
+            f"at least {max_position} jobs are ahead of it in the queue"
+            if job_id in queued_ids
+            else "not queued"
+        )
+        found[job_id] = Estimate(job_id, None, 0, reason)
     running = list(snapshot.running)
     gone_at: dict[str, datetime] = {}  # halted or cancelled in the simulation
     t = now
@@ -191,12 +207,14 @@ def advise(
     baseline: Estimate | None = None,
     usable_clusters: Iterable[int] | None = None,
     max_variants: int = MAX_VARIANTS,
+    max_cycles: int = MAX_ADVICE_CYCLES,
     **kw,
 ) -> list[Advice]:
     """Changes to the job's request that the simulation says start it sooner, best first.
 
     ``usable_clusters``: the clusters the job's project may ask for (default: the public ones
-    and the private ones it owns, from the snapshot's slaves).
+    and the private ones it owns, from the snapshot's slaves). At most ``max_variants`` changes
+    are tried, with ``max_cycles`` simulated cycles for all of them together.
     """
     job = next((j for j in snapshot.queued if j.id == job_id), None)
     if job is None:
@@ -205,14 +223,26 @@ def advise(
         baseline = estimate(snapshot, job_id, **kw)
     if baseline.start is not None and baseline.start <= snapshot.now:
         return []  # it starts now: nothing starts sooner
+    if baseline.start is None and baseline.cycles == 0:
+        return []  # not simulated at all (too far back in the queue)
     variants = list(_variants(snapshot, job, usable_clusters))[:max_variants]
     found: dict[str, Advice] = {}  # best per kind
+    budget = max_cycles
     for kind, change, value, variant in variants:
+        if budget <= 0:
+            break
         if kind in found and kind == "gpus":
             continue  # the largest GPU count that helps is the smallest change
         others = tuple(variant if j.id == job_id else j for j in snapshot.queued)
         # Only a start before the baseline's matters: the variant's simulation stops there.
-        result = estimate(replace(snapshot, queued=others), job_id, before=baseline.start, **kw)
+        result = estimate(
+            replace(snapshot, queued=others),
+            job_id,
+            before=baseline.start,
+            max_events=min(budget, kw.get("max_events", MAX_EVENTS)),
+            **{k: v for k, v in kw.items() if k != "max_events"},
+        )
+        budget -= result.cycles
         if result.start is None or not _sooner(result.start, baseline.start):
             continue
         best = found.get(kind)

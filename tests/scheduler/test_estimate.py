@@ -183,3 +183,13 @@ def test_bucket_counts_follow_the_simulated_jobs():
         bucket_counts={"b": 1},
     )
     assert estimate(snap, "j").start == later(HOUR)
+
+
+def test_jobs_too_far_back_in_the_queue_get_no_estimate():
+    queue = [queued(f"q{i}", gpus=1, submitted=ago(DAY - i)) for i in range(4)]
+    snap = snapshot(slaves=[one_gpu_slave()], queued=queue)
+    found = estimate(snap, "q3", max_position=3)
+    assert (found.start, found.cycles) == (None, 0)
+    assert found.reason == "at least 3 jobs are ahead of it in the queue"
+    assert estimate(snap, "q2", max_position=3).cycles > 0
+    assert advise(snap, "q3", max_position=3) == []
