@@ -2,7 +2,7 @@
 
 from jobs.apps import check_scorer_weights
 from jobs.scheduler import SchedulerConfig
-from jobs.scheduling import scheduler_config
+from jobs.scheduler_bridge.snapshot import scheduler_config
 
 
 def test_default_scorer_weights_match_the_pure_default():

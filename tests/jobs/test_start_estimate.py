@@ -1,5 +1,5 @@
 """A queued job's start estimate, advice and the accuracy of past estimates, on the job page and
-in the portal API's explain endpoint (jobs/estimates.py over jobs/scheduler/estimate.py)."""
+in the portal API's explain endpoint (jobs/scheduler_bridge/estimates.py over jobs/scheduler/estimate.py)."""
 
 import copy
 from datetime import timedelta
@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from jobs.estimates import estimate_accuracy, start_estimate_current
+from core.timefmt import parse_utc_z
 from jobs.models import Job, StartEstimate
-from portal.timefmt import parse_utc_z
+from jobs.scheduler_bridge.estimates import estimate_accuracy, start_estimate_current
 
 pytestmark = pytest.mark.django_db
 
