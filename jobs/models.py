@@ -191,6 +191,30 @@ class JobExplanation(models.Model):
         return f"explanation of job {self.job_id}"
 
 
+class StartEstimate(models.Model):
+    """When the scheduler's forward simulation said a queued job would start
+    (``jobs.scheduler.estimate``; made on demand by ``jobs.scheduler_bridge.estimates``).
+
+    The first estimate is kept as made, so that the accuracy of past estimates can be shown
+    beside new ones (error = actual ``started_at`` - first estimate); the latest one, with its
+    advice, is what the job page and the API show (recomputed when older than
+    ``PORTAL_ESTIMATE_TTL_S``).
+    """
+
+    job = models.OneToOneField(
+        Job, primary_key=True, on_delete=models.CASCADE, related_name="start_estimate"
+    )
+    first_made_at = models.DateTimeField()
+    first_start = models.DateTimeField(null=True, blank=True)
+    made_at = models.DateTimeField()
+    start = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=300, blank=True)  # why there is no estimate
+    advice = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"start estimate of job {self.job_id}"
+
+
 class JobPullSecret(models.Model):
     """The full image string with registry credentials, kept only to pull the image."""
 

@@ -232,10 +232,18 @@ PORTAL_ARRAY_MAX_JOBS = env_int("PORTAL_ARRAY_MAX_JOBS", 1000)
 # --- Scheduler -------------------------------------------------------------------------------
 PORTAL_USAGE_HALF_LIFE_S = env_int("PORTAL_USAGE_HALF_LIFE_S", 7 * 86400)
 PORTAL_USAGE_WEIGHTS = {"gpu": 1.0, "cpu": 0.05, "mem_gb": 0.01}
+# Placement score plugins (jobs/scheduler/scorers.py) and their weights, added up in this order.
+PORTAL_SCHEDULER_SCORER_WEIGHTS = {
+    "packing": 1.0,
+    "private_preference": 2.0,
+    "reservation_affinity": 2.0,
+}
 PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S = env_int("PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S", 3600)
 PORTAL_USER_MAX_RUNNING_JOBS = env_int("PORTAL_USER_MAX_RUNNING_JOBS", 0) or None
 PORTAL_USER_MAX_GPUS = env_int("PORTAL_USER_MAX_GPUS", 0) or None
 PORTAL_TICK_INTERVAL_S = env_int("PORTAL_TICK_INTERVAL_S", 60)
+# A queued job's start estimate (and advice) is recomputed when older than this (jobs/estimates.py).
+PORTAL_ESTIMATE_TTL_S = env_int("PORTAL_ESTIMATE_TTL_S", 60)
 # A tick lease whose holder has not renewed it for this long (the holder beats every fifth of
 # it) belongs to a killed worker and is taken over.
 PORTAL_TICK_LEASE_S = env_int("PORTAL_TICK_LEASE_S", 15)

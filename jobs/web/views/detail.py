@@ -12,9 +12,11 @@ from django.views.decorators.http import require_http_methods
 
 from clusters.models import Gpu
 from core.errors import ServiceError
+from core.timefmt import parse_utc_z
 from jobs.actions.registry import ACTIONS
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
+from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.web.views.common import action_buttons, present, visible_job
@@ -92,11 +94,23 @@ def _live_context(request, job: Job) -> dict:
         "chain": chain,
         "halt_events": list(job.halt_events or []),
         "explanations": [str(x) for x in job.queued_explanations or []],
+        "start_estimate": _start_estimate(job, full=full, now=now),
         "is_pending": job.status in PENDING,
         "on_slave": job.status in HOLDS_RESOURCES,
         "is_active": job.status in ACTIVE,
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
     }
+
+
+def _start_estimate(job: Job, *, full: bool, now) -> dict | None:
+    """The estimate as the API gives it, plus seconds from now for "in 2h" on the page."""
+    body = start_estimate_json(job=job, full=full, now=now)
+    if body is not None and body["estimated_start"]:
+        start = parse_utc_z(body["estimated_start"])
+        body["in_s"] = max(0, int((start - now).total_seconds()))
+        for item in body["advice"]:
+            item["in_s"] = max(0, int((parse_utc_z(item["start"]) - now).total_seconds()))
+    return body
 
 
 def _has_restarted_as(job: Job) -> bool:
