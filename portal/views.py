@@ -17,6 +17,7 @@ from jobs.models import Job
 from jobs.states import ACTIVE, FINISHED, PENDING
 from jobs.views.common import present
 from portal.models import Membership, Profile, user_urn
+from portal.timezones import zone_names
 from portal.tokens import api_token_of, api_token_rotate
 from portal.usage import fair_share, usage_page_data
 
@@ -162,6 +163,8 @@ def _render_profile(request, *, form, profile_obj, new_key: str | None = None):
             ),
             "urn": user_urn(user.username),
             "key_count": len(profile_obj.ssh_key_list),
+            "zone_names": zone_names(),
+            "zone_name": profile_obj.time_zone or "UTC",
         },
     )
 

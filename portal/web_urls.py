@@ -5,7 +5,7 @@ from django.urls import include, path
 
 from clusters import views as cluster_views
 from jobs import views as job_views
-from portal import views
+from portal import timezone_views, views
 from reservations import views as reservation_views
 
 ACTIONS = "cancel|halt|hold|release|delete"
@@ -43,6 +43,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("profile/", views.profile, name="profile"),
     path("profile/token/", views.token_rotate, name="token-rotate"),
+    path("profile/time-zone/", timezone_views.profile_time_zone, name="profile-time-zone"),
     path("usage/", views.usage, name="usage"),
     path("jobs/", include((job_patterns, "jobs"))),
     path("live/", include((live_patterns, "live"))),
