@@ -12,7 +12,7 @@ from django.utils import timezone
 from jobs.logs import job_log_range
 from jobs.models import Job
 from jobs.selectors import job_sees_full
-from jobs.states import ACTIVE, PENDING
+from jobs.states import ACTIVE, ON_SLAVE, PENDING, JobStatus
 from jobs.views.common import visible_job
 
 # The page shows at most this much of a log at load; the raw link has all of it.
@@ -40,20 +40,46 @@ def as_text(data: bytes) -> str:
     return _ANSI.sub(b"", data).decode("utf-8", errors="replace")
 
 
+# Until these end, the log may begin any moment (a release from elsewhere ends ONHOLD): polled
+# twice a second, which costs a query while nothing is on a slave.
+STARTS_SOON = frozenset(
+    {JobStatus.ONHOLD, JobStatus.QUEUED, JobStatus.ASSIGNED, JobStatus.STARTING}
+)
+
+JUST_STARTED = timedelta(seconds=10)
+
 # After a job ends, keep polling this long for the archive that holds the log's last bytes.
 ARCHIVE_WAIT = timedelta(minutes=2)
 
 
 def poll_interval(job: Job, *, now=None) -> str | None:
-    """How often the log is polled: often while on a slave, rarely while queued, and after the
-    end only until the log is archived (briefly)."""
+    """How often the log is polled: often while queued or on a slave, and after the end only
+    until the log is archived (briefly)."""
     if job.status not in ACTIVE:
         now = now or timezone.now()
         waiting = job.container_id and not job.log_archived
         if waiting and job.status_updated and now - job.status_updated < ARCHIVE_WAIT:
             return "3s"
         return None
-    return "10s" if job.status in PENDING else "2s"
+    # While queued, often: the first lines show within a second of RUNNING (the state itself is
+    # polled every second by the page's live part).
+    if job.status in STARTS_SOON:
+        return "500ms"
+    now = now or timezone.now()
+    if job.started_at and now - job.started_at < JUST_STARTED:
+        return "500ms"  # the first lines show within a second of RUNNING
+    return "1s"
+
+
+def log_state(job: Job) -> str:
+    """The log header's words: live, waiting for the start, archived or ended."""
+    if job.status in ON_SLAVE:
+        return "live"
+    if job.status in PENDING:
+        return "starts when the job runs"
+    if job.log_archived:
+        return "archived"
+    return "ended" if job.container_id else ""
 
 
 def initial_log(job: Job) -> dict:
@@ -75,6 +101,7 @@ def initial_log(job: Job) -> dict:
         "total": total,
         "truncated": truncated,
         "trigger": _trigger(poll_interval(job)),
+        "state": log_state(job),
     }
 
 
@@ -113,7 +140,8 @@ def job_log(request, uuid):
             "text": as_text(data),
             "offset": next_offset,
             "trigger": trigger,
-            "final": trigger is None,
+            # The header's words follow the job (out of band: outside the polled part).
+            "log_state": log_state(job),
         },
     )
 

@@ -76,6 +76,13 @@ def usertime(value, style: str = "datetime"):
     )
 
 
+@register.filter
+def iso_utc(value) -> str:
+    """``2026-11-22T13:05:00Z`` for scripts (data attributes), "" for no time."""
+    moment = _as_datetime(value)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else ""
+
+
 # The older name: templates written before the time rule follow it too.
 utctime = register.simple_tag(usertime, name="utctime")
 

@@ -168,5 +168,19 @@
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     if (event.detail && event.detail.target && event.detail.target.id === "job-log-text") scrollLog();
   });
-  document.addEventListener("htmx:afterSettle", function () { watchLog(); });
+  /* "Job X submitted: queued." is true only while it waits: gone once the state moved on. */
+  function dropStaleSubmitMessage() {
+    var live = document.getElementById("job-live");
+    if (!live) return;
+    var state = live.getAttribute("data-state");
+    if (state === "QUEUED" || state === "ONHOLD") return;
+    document.querySelectorAll(".messages .alert").forEach(function (alert) {
+      if (/ submitted.*: (queued|on hold)\.$/.test(alert.textContent.trim())) alert.remove();
+    });
+  }
+
+  document.addEventListener("htmx:afterSettle", function () {
+    watchLog();
+    dropStaleSubmitMessage();
+  });
 })();
