@@ -128,6 +128,28 @@
     });
   });
 
+  /* Jobs table: "select all" and the count of selected jobs for the bulk actions. */
+  function countSelected(form) {
+    var count = form.querySelectorAll("input[name=jobs]:checked").length;
+    var label = form.querySelector("#bulk-count");
+    if (label) label.textContent = count + " selected";
+    var submit = form.querySelector("#bulk-submit");
+    if (submit) submit.disabled = count === 0;
+  }
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    var form = box.closest ? box.closest("#bulk-form") : null;
+    if (!form) return;
+    if (box.matches("[data-select-all]")) {
+      form.querySelectorAll("input[name=jobs]").forEach(function (each) { each.checked = box.checked; });
+    }
+    countSelected(form);
+  });
+  function initBulk(root) {
+    var form = (root && root.querySelector) ? (root.id === "bulk-form" ? root : root.querySelector("#bulk-form")) : null;
+    if (form) countSelected(form);
+  }
+
   /* Copy buttons: <button data-copy="#element-id">. */
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("[data-copy]") : null;
@@ -160,11 +182,15 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     refreshTimes(document);
+    initBulk(document);
     saveDetectedZone();
     watchLog();
     setInterval(function () { refreshTimes(document); }, 1000);
   });
-  document.addEventListener("htmx:load", function (event) { refreshTimes(event.detail.elt); });
+  document.addEventListener("htmx:load", function (event) {
+    refreshTimes(event.detail.elt);
+    initBulk(event.detail.elt);
+  });
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     if (event.detail && event.detail.target && event.detail.target.id === "job-log-text") scrollLog();
   });
