@@ -14,10 +14,10 @@ from django.db.models import QuerySet
 from jobs import services
 from jobs.models import Job, UserUsage
 from jobs.selectors import job_can_act
-from jobs.states import JobStatus
-from jobs.views.common import allowed_actions
+from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
 from portal.errors import ServiceError
 
+S = JobStatus
 PAGE_SIZES = (25, 50, 100, 200)
 DEFAULT_PAGE_SIZE = 25
 BULK_ACTIONS = ("cancel", "hold", "release", "delete")
@@ -31,6 +31,24 @@ BULK_LABELS = {
     "release": ("Release", "released to the queue"),
     "delete": ("Delete", "deleted from the list (their history is kept)"),
 }
+
+
+def allowed_actions(job: Job) -> list[str]:
+    """The actions the job's state allows now (permission is checked separately); the job
+    page's buttons, the table's row actions and the bulk confirmation all use it."""
+    status = job.status
+    names = []
+    if status in PENDING or (status in HOLDS_RESOURCES and status != S.CANCELLING):
+        names.append("cancel")
+    if status == S.RUNNING:
+        names.append("halt")
+    if status == S.QUEUED:
+        names.append("hold")
+    if status == S.ONHOLD:
+        names.append("release")
+    if status in FINISHED:
+        names.append("delete")
+    return names
 
 
 def job_act(*, job: Job, user, action: str) -> Job:

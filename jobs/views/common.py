@@ -4,9 +4,10 @@ from django.http import Http404
 from django.utils import timezone
 
 from jobs.gpulab_json import job_sanitised_name
+from jobs.job_table import allowed_actions
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.states import ACTIVE, FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
+from jobs.states import ACTIVE, HOLDS_RESOURCES, JobStatus
 
 S = JobStatus
 HIDDEN = "hidden"
@@ -86,23 +87,6 @@ ACTIONS = {
         "Job {name} was deleted.",
     ),
 }
-
-
-def allowed_actions(job: Job) -> list[str]:
-    """The actions the job's state allows now (permission is checked separately)."""
-    status = job.status
-    names = []
-    if status in PENDING or (status in HOLDS_RESOURCES and status != S.CANCELLING):
-        names.append("cancel")
-    if status == S.RUNNING:
-        names.append("halt")
-    if status == S.QUEUED:
-        names.append("hold")
-    if status == S.ONHOLD:
-        names.append("release")
-    if status in FINISHED:
-        names.append("delete")
-    return names
 
 
 def action_buttons(job: Job) -> list[dict]:
