@@ -21,7 +21,7 @@ from clusters.services import engine_for
 from jobs import task_names
 from jobs.heartbeat import Heartbeat
 from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
-from jobs.logs import job_log_archive
+from jobs.logs import job_log_archive_frames
 from jobs.models import Job, JobPullSecret
 from jobs.notifications import RESTART, job_notify_request
 from jobs.spec import format_duration
@@ -290,7 +290,7 @@ def job_finish_run(*, job_id: int) -> None:
             state = engine.inspect(job.container_id)
             if state.running:
                 return  # a spurious event: still running
-            job_log_archive(job=job, data=engine.logs(job.container_id))
+            job_log_archive_frames(job=job, frames=engine.log_frames(job.container_id))
     except ContainerNotFound:
         job.refresh_from_db()
         if job.status in ON_SLAVE:

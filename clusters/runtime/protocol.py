@@ -58,6 +58,12 @@ class Engine(Protocol):
     def logs(
         self, container_id: str, *, since: float | None = None, timestamps: bool = False
     ) -> bytes: ...
+    def log_frames(
+        self, container_id: str, *, since: float | None = None, timestamps: bool = False
+    ) -> list[tuple[int, bytes]]:
+        """``logs`` as entries with their stream: ``(1, stdout)`` or ``(2, stderr)``."""
+        ...
+
     def events(
         self,
         *,

@@ -9,7 +9,7 @@ from django.http import HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 from django.utils import timezone
 
-from jobs.logs import job_log_range
+from jobs.logs import job_log_range, job_log_range_marked
 from jobs.models import Job
 from jobs.selectors import job_sees_full
 from jobs.states import ACTIVE, ON_SLAVE, PENDING, JobStatus
@@ -82,8 +82,35 @@ def log_state(job: Job) -> str:
     return "ended" if job.container_id else ""
 
 
+def segments(data: bytes, ranges: list[tuple[int, int]]) -> list[dict]:
+    """The text cut into runs of stdout and stderr (``ranges``: stderr bytes of ``data``), each
+    as page text: ``[{"text": ..., "err": bool}]``."""
+    runs, at = [], 0
+    for a, b in sorted(ranges):
+        a, b = max(a, at), min(b, len(data))
+        if a >= b:
+            continue
+        if a > at:
+            runs.append({"text": as_text(data[at:a]), "err": False})
+        runs.append({"text": as_text(data[a:b]), "err": True})
+        at = b
+    if at < len(data):
+        runs.append({"text": as_text(data[at:]), "err": False})
+    merged: list[dict] = []
+    for run in runs:
+        if merged and merged[-1]["err"] == run["err"]:
+            merged[-1]["text"] += run["text"]
+        elif run["text"]:
+            merged.append(run)
+    return merged
+
+
+def _shift(ranges, start: int) -> list[tuple[int, int]]:
+    return [(a - start, b - start) for a, b in ranges]
+
+
 def initial_log(job: Job) -> dict:
-    data, total = job_log_range(job, 0)
+    data, total, ranges = job_log_range_marked(job, 0)
     if job.status in ACTIVE:
         # Stop before a half-written character; the next poll starts there.
         keep = complete_utf8_length(data)
@@ -91,11 +118,15 @@ def initial_log(job: Job) -> dict:
         data = data[:keep]
     truncated = len(data) > INITIAL_TAIL_BYTES
     if truncated:
-        data = data[-INITIAL_TAIL_BYTES:]
-        newline = data.find(b"\n")
-        if 0 <= newline < 4096:
-            data = data[newline + 1 :]
+        cut = len(data) - INITIAL_TAIL_BYTES
+        newline = data.find(b"\n", cut)
+        if 0 <= newline - cut < 4096:
+            cut = newline + 1
+        data = data[cut:]
+        ranges = _shift(ranges, cut)
     return {
+        "segments": segments(data, ranges),
+        "has_stderr": bool(ranges),
         "text": as_text(data),
         "offset": total,
         "total": total,
@@ -120,7 +151,7 @@ def job_log(request, uuid):
         offset = max(0, int(request.GET.get("offset", "0")))
     except ValueError:
         offset = 0
-    data, total = job_log_range(job, offset)
+    data, total, ranges = job_log_range_marked(job, offset)
     interval = poll_interval(job)
     more = len(data) > CHUNK_BYTES
     data = data[:CHUNK_BYTES]
@@ -138,6 +169,7 @@ def job_log(request, uuid):
         {
             "job": job,
             "text": as_text(data),
+            "segments": segments(data, ranges),
             "offset": next_offset,
             "trigger": trigger,
             # The header's words follow the job (out of band: outside the polled part).
@@ -153,5 +185,7 @@ def job_log_raw(request, uuid):
         return HttpResponseForbidden("The log is visible to members of the job's project only.")
     data, _total = job_log_range(job, 0)
     response = HttpResponse(data, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'inline; filename="job-{job.uuid}.log"'
+    # ?download=1: the whole log as a file (the page's Download button); else shown inline.
+    how = "attachment" if request.GET.get("download") == "1" else "inline"
+    response["Content-Disposition"] = f'{how}; filename="job-{job.uuid}.log"'
     return response
