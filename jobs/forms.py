@@ -202,6 +202,8 @@ class JobFieldsForm(forms.Form):
         ]
         for name in FIELD_TO_PATH:
             self.fields[name].widget.attrs["data-doc-field"] = name
+        # Suggestions: the images the slaves already have (jobs/examples.py, the page's datalist).
+        self.fields["image"].widget.attrs["list"] = "slave-images"
         self.fields["document"].widget.attrs.update(
             {"class": "font-monospace job-json", "aria-describedby": "job-json-errors"}
         )

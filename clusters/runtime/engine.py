@@ -253,6 +253,15 @@ class DockerEngine:
             architecture=data.get("Architecture") or "",
         )
 
+    def image_tags(self) -> list[str]:
+        """Every tagged image on the engine, ``repo:tag`` (untagged ones left out), sorted."""
+        with self._translated("list images"):
+            images = self.api.images()
+        tags = {
+            t for image in images for t in (image.get("RepoTags") or []) if t != "<none>:<none>"
+        }
+        return sorted(tags)
+
     def image_present(self, ref: str) -> bool:
         with self._translated("inspect image"):
             try:

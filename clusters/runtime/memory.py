@@ -419,6 +419,10 @@ class MemoryEngine:
         with self._daemon.cond:
             return self._enter("info").info
 
+    def image_tags(self) -> list[str]:
+        with self._daemon.cond:
+            return sorted(i for i in self._enter("list images").images if "@" not in i)
+
     def image_present(self, ref: str) -> bool:
         with self._daemon.cond:
             return _normal(ref) in self._enter("inspect image").images

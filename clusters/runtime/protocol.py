@@ -31,6 +31,10 @@ class Engine(Protocol):
 
     # -- the engine --------------------------------------------------------------------------
     def info(self) -> EngineInfo: ...
+    def image_tags(self) -> list[str]:
+        """Every tagged image on the engine as ``repo:tag``."""
+        ...
+
     def image_present(self, ref: str) -> bool: ...
     def pull(
         self,

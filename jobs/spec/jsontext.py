@@ -12,6 +12,7 @@ import json
 from portal.text_guard import find_unstorable
 
 from .errors import FieldError, SpecError
+from .json_errors import json_error_words
 
 JSON_PATH = "(json)"
 DOCUMENT_PATH = "(document)"
@@ -47,8 +48,9 @@ def load_json(text: str | bytes) -> dict:
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
+        line, column, words = json_error_words(text, exc)
         raise SpecError.single(
-            JSON_PATH, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            JSON_PATH, f"invalid JSON at line {line} column {column}: {words}"
         ) from None
     except ValueError as exc:  # from _reject_constant
         raise SpecError.single(JSON_PATH, f"invalid JSON: {exc}") from None
