@@ -146,6 +146,10 @@ def job_action(request, uuid, action):
     job = visible_job(request.user, uuid, related=("owner", "project", "slave"))
     present(job, request.user)
     label, _style, question, done = ACTIONS[action]
+    # From the jobs table's row actions: back to the same list (only a /jobs/ path).
+    back = request.POST.get("next") or request.GET.get("next") or ""
+    if not back.startswith("/jobs/?") and back != "/jobs/":
+        back = ""
     if request.method == "POST" and request.POST.get("confirmed") == "1":
         service = {
             "cancel": lambda: services.job_cancel(job=job, user=request.user),
@@ -160,6 +164,8 @@ def job_action(request, uuid, action):
             messages.error(request, f"{label} failed: {error}")
             return redirect("jobs:detail", uuid=job.uuid)
         messages.success(request, done.format(name=job.ui_name))
+        if back:
+            return redirect(back)
         if action == "delete":
             return redirect("jobs:list")
         return redirect("jobs:detail", uuid=job.uuid)
@@ -180,5 +186,6 @@ def job_action(request, uuid, action):
             "label": label,
             "question": question.format(name=job.ui_name),
             "allowed": action in allowed_actions(job),
+            "next": back,
         },
     )

@@ -89,5 +89,7 @@ def test_sort_page_size_columns_and_bulk_cancel(queued, page, js_errors):
     expect(row.locator('[data-row-action="hold"]')).to_be_visible()
     row.locator('[data-row-action="hold"]').click()
     page.click("#confirm-hold")
-    expect(page.locator("#job-status")).to_have_attribute("data-state", "ONHOLD")
+    expect(page).to_have_url(re.compile(r"/jobs/\?.*sort=gpus"))  # back to the same list
+    expect(page.locator(".alert-success")).to_contain_text("is on hold")
+    expect(row).to_have_attribute("data-state", "ONHOLD")
     assert not js_errors

@@ -161,3 +161,19 @@ def test_bulk_pages_confirm_then_act(member_client, member, project):
     text = bad.content.decode()
     assert bad.status_code == 400 and "action: must be one of" in text
     assert "jobs: select at least one job" in text and "evil" not in text
+
+
+def test_row_actions_return_to_the_same_list_and_nowhere_else(member_client, member, project):
+    job = make_job(owner=member, project=project, name="row")
+    page = member_client.get(f"/jobs/{job.uuid}/hold/?next=/jobs/%3Fsort%3Dgpus").content.decode()
+    assert 'name="next" value="/jobs/?sort=gpus"' in page
+    answer = member_client.post(
+        f"/jobs/{job.uuid}/hold/", {"confirmed": "1", "next": "/jobs/?sort=gpus"}
+    )
+    assert answer.status_code == 302 and answer["Location"] == "/jobs/?sort=gpus"
+    job.refresh_from_db()
+    assert job.status == "ONHOLD"
+    answer = member_client.post(
+        f"/jobs/{job.uuid}/release/", {"confirmed": "1", "next": "https://evil.example/"}
+    )
+    assert answer["Location"] == f"/jobs/{job.uuid}/"  # an outside address is ignored
