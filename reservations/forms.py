@@ -1,5 +1,5 @@
 """The admins' reservation form: start and end typed in the user's zone (the one activated by
-portal.timezones), as explicit ISO text ``2026-11-22 14:00``, never a locale date picker."""
+accounts.timezones), as explicit ISO text ``2026-11-22 14:00``, never a locale date picker."""
 
 from datetime import datetime, timedelta
 
@@ -7,8 +7,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from accounts.models import Project
 from clusters.models import Slave
-from portal.models import Project
 from reservations.models import Reservation
 from reservations.services import FIELDS, reservation_validate
 

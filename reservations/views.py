@@ -9,8 +9,8 @@ from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
+from accounts.permissions import may_manage_reservations
 from clusters.models import Cluster
-from portal.permissions import may_manage_reservations
 from reservations import services
 from reservations.forms import ReservationForm, default_window
 from reservations.models import Reservation
@@ -27,7 +27,7 @@ def entitled_ids(user, reservations) -> set[int]:
 
 def _timeline(reservations, clusters, now) -> dict:
     """CSS bars: per cluster, each reservation's left offset and width in % of the window."""
-    # Days begin at midnight in the viewer's zone (the one time rule, portal.timezones).
+    # Days begin at midnight in the viewer's zone (the one time rule, accounts.timezones).
     start = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
     end = start + timedelta(days=TIMELINE_DAYS)
     span = (end - start).total_seconds()

@@ -2,7 +2,7 @@
 (function () {
   "use strict";
 
-  /* The one time helper (the pages' rule, see portal/timezones.py): the server renders every
+  /* The one time helper (the pages' rule, see accounts/timezones.py): the server renders every
      time in the user's zone, labelled ("2026-11-22 14:05 CET", the absolute time with seconds
      in the title); this keeps relative ones ("in 3 h", "12 min ago") and running durations
      ("23s", "1h 04m") current, and saves the browser's zone once when none is saved yet. */

@@ -5,7 +5,7 @@ whole log downloaded as a text/plain attachment."""
 import pytest
 from playwright.sync_api import expect
 
-from jobs.logs import archive_path, stderr_path
+from jobs.runtime.logs import archive_path, stderr_path
 from tests.browser.support import login, screenshot, submit_job, wait_for_state
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]

@@ -6,9 +6,9 @@ import struct
 import pytest
 
 from clusters.runtime.engine import split_frames
-from jobs.logs import archive_path, job_log_range, job_log_range_marked, stderr_path
-from jobs.runtime_services import job_finish_run
-from jobs.views.log import segments
+from jobs.runtime.logs import archive_path, job_log_range, job_log_range_marked, stderr_path
+from jobs.runtime.services import job_finish_run
+from jobs.web.views.log import segments
 from tests.support.runtime import job_doc, submit
 
 pytestmark = pytest.mark.django_db

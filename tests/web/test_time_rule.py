@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.utils import timezone
 
-from portal.models import Profile
-from portal.templatetags.portal_ui import relative_text, usertime, zoned_explanation
-from portal.timezones import profile_set_time_zone
+from accounts.models import Profile
+from accounts.timezones import profile_set_time_zone
+from core.templatetags.portal_ui import relative_text, usertime, zoned_explanation
 from reservations.forms import ReservationForm, default_window
 from reservations.models import Reservation
 

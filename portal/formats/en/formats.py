@@ -1,6 +1,6 @@
 """24-hour ISO-style dates for every English page, the admin included (FORMAT_MODULE_PATH):
 ``2026-11-22 14:05 CET`` instead of "Nov. 22, 2026, 2:05 p.m."; ``T`` is the active zone's
-abbreviation (portal.timezones activates the user's zone per request)."""
+abbreviation (accounts.timezones activates the user's zone per request)."""
 
 DATE_FORMAT = "Y-m-d"
 TIME_FORMAT = "H:i"
