@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 
 from core.errors import ServiceError
 from jobs.actions.registry import ACTIONS
-from jobs.models import Job, UserUsage
+from jobs.models import Job
 from jobs.selectors import job_can_act
+from jobs.selectors.filters import annotate_queue_key
 from jobs.states import JobStatus
 
 PAGE_SIZES = (25, 50, 100, 200)
@@ -83,16 +85,21 @@ def job_bulk_act(*, jobs: list[Job], user, action: str) -> list[BulkOutcome]:
 def queue_positions(jobs: list[Job]) -> dict[int, int]:
     """Each QUEUED job's place in the scheduler's queue order (1 starts first), for the jobs
     shown. The order is ``jobs.scheduler.ordering.queue_key`` with the owners' fair-share usage
-    as of the last tick; jobs.selectors.filters.SORTS["queue"] sorts by the same key."""
-    wanted = {job.pk for job in jobs if job.status == JobStatus.QUEUED}
+    as of the last tick (jobs.selectors.filters.SORTS["queue"] sorts by the same key). The
+    database numbers the whole queue (a window function) and answers only the shown jobs."""
+    wanted = [job.pk for job in jobs if job.status == JobStatus.QUEUED]
     if not wanted:
         return {}
-    usage = dict(UserUsage.objects.values_list("user_id", "value"))
-    queued: QuerySet = Job.objects.filter(status=JobStatus.QUEUED).values_list(
-        "id", "owner_id", "interactive", "max_duration_s", "created"
+    ranked = annotate_queue_key(Job.objects.filter(status=JobStatus.QUEUED)).annotate(
+        _place=Window(
+            RowNumber(),
+            order_by=[
+                F("interactive").desc(),
+                F("_queue_usage").asc(),
+                F("max_duration_s").asc(),
+                F("created").asc(),
+                F("id").asc(),
+            ],
+        )
     )
-    keys = sorted(
-        (not interactive, usage.get(owner, 0.0), max_s, created, pk)
-        for pk, owner, interactive, max_s, created in queued
-    )
-    return {key[-1]: place for place, key in enumerate(keys, start=1) if key[-1] in wanted}
+    return dict(ranked.filter(pk__in=wanted).values_list("pk", "_place"))
