@@ -134,6 +134,20 @@ def cpu_model_of(*, slave: Slave, info, cpuinfo: str = "/proc/cpuinfo") -> str:
     return info.architecture[:200]
 
 
+# At most this many image tags are kept per slave (a build host may have thousands).
+IMAGES_KEPT = 500
+
+
+def _image_tags(engine, *, known: list) -> list[str]:
+    """The engine's image tags; the ones known before when listing fails (the probe itself
+    answered, so the slave stays online)."""
+    try:
+        return engine.image_tags()[:IMAGES_KEPT]
+    except RuntimeFailure as failure:
+        log.warning("listing the images of an engine failed: %s", failure)
+        return list(known or [])
+
+
 def slave_probe(
     *, slave: Slave, now: datetime | None = None, discover_gpus: bool | None = None
 ) -> Slave:
@@ -152,6 +166,7 @@ def slave_probe(
             result = probe_engine(
                 engine, image=settings.PORTAL_GPU_PROBE_IMAGE, discover_gpus=discover_gpus
             )
+            images = _image_tags(engine, known=slave.images)
         finally:
             engine.close()
     except RuntimeFailure as failure:
@@ -172,6 +187,7 @@ def slave_probe(
         "memory_total_mb": info.memory_bytes // (1024 * 1024),
         "docker_version": info.server_version,
         "cpu_model": cpu_model_of(slave=slave, info=info),
+        "images": images,
     }
     with transaction.atomic():
         if result.gpus:

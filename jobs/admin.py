@@ -12,6 +12,7 @@ from jobs.models import (
     JobSample,
     JobShare,
     SchedulerLease,
+    StartEstimate,
     SubmitIdempotencyKey,
     UserUsage,
 )
@@ -211,6 +212,22 @@ class JobDeliveryAdmin(admin.ModelAdmin):
     list_filter = ["ok", "method", "event"]
     search_fields = ["job__uuid", "job__name", "address", "delivery_id"]
     list_select_related = ["job"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(StartEstimate)
+class StartEstimateAdmin(admin.ModelAdmin):
+    """Read-only: the scheduler's start-time estimates (jobs/scheduler_bridge/estimates.py)."""
+
+    list_display = ["job", "made_at", "first_start"]
+    list_select_related = ["job"]
+    search_fields = ["job__uuid", "job__name"]
+    readonly_fields = [f.name for f in StartEstimate._meta.fields]
 
     def has_add_permission(self, request):
         return False

@@ -26,7 +26,7 @@ from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.runtime.heartbeat import Heartbeat
-from jobs.runtime.logs import job_log_archive
+from jobs.runtime.logs import job_log_archive_frames
 from jobs.runtime.outputs import job_outputs_archive
 from jobs.runtime.storage import StorageRefused
 from jobs.runtime.storage_prepare import storage_prepare
@@ -291,7 +291,7 @@ def job_finish_run(*, job_id: int) -> None:
             state = engine.inspect(job.container_id)
             if state.running:
                 return  # a spurious event: still running
-            job_log_archive(job=job, data=engine.logs(job.container_id))
+            job_log_archive_frames(job=job, frames=engine.log_frames(job.container_id))
             # Before the container is removed (in _end): its output folder, into the archive.
             job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
     except ContainerNotFound:

@@ -20,7 +20,7 @@ from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.web.views.common import action_buttons, present, visible_job
-from jobs.web.views.log import initial_log
+from jobs.web.views.log import STARTS_SOON, initial_log
 from jobs.web.views.outputs import outputs_context
 
 TIMELINE_LIMIT = 200
@@ -98,6 +98,9 @@ def _live_context(request, job: Job) -> dict:
         "is_pending": job.status in PENDING,
         "on_slave": job.status in HOLDS_RESOURCES,
         "is_active": job.status in ACTIVE,
+        # The state every second until it runs (the log follows within a second of RUNNING);
+        # slower while it runs; not at all once it ended.
+        "live_every": "1s" if job.status in STARTS_SOON else "2s",
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
     }
 
@@ -160,6 +163,10 @@ def job_action(request, uuid, action):
     present(job, request.user)
     entry = ACTIONS[action]
     label = entry.label
+    # From the jobs table's row actions: back to the same list (only a /jobs/ path).
+    back = request.POST.get("next") or request.GET.get("next") or ""
+    if not back.startswith("/jobs/?") and back != "/jobs/":
+        back = ""
     confirmed = request.POST.get("confirmed") == "1" or not entry.needs_confirmation
     if request.method == "POST" and confirmed:
         try:
@@ -168,6 +175,8 @@ def job_action(request, uuid, action):
             messages.error(request, f"{label} failed: {error}")
             return redirect("jobs:detail", uuid=job.uuid)
         messages.success(request, entry.done.format(name=job.ui_name))
+        if back:
+            return redirect(back)
         if entry.deletes:
             return redirect("jobs:list")
         return redirect("jobs:detail", uuid=job.uuid)
@@ -188,5 +197,6 @@ def job_action(request, uuid, action):
             "label": label,
             "question": entry.question.format(name=job.ui_name),
             "allowed": entry.state_allows(job),
+            "next": back,
         },
     )
