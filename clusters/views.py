@@ -13,6 +13,7 @@ from clusters.models import Cluster, Slave
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 from jobs.views.common import present
+from portal.permissions import may_view_engine_errors
 from reservations.models import Reservation
 from reservations.views import entitled_ids
 
@@ -64,7 +65,9 @@ def cluster_list(request):
                 "upcoming": [r for r in cluster_reservations if r.start > now][:UPCOMING_PER_CARD],
             }
         )
-    return render(request, "clusters/clusters.html", {"cards": cards, "now": now})
+    # An engine's raw error names internal addresses: admins see it, users see "offline".
+    context = {"cards": cards, "now": now, "show_engine_errors": may_view_engine_errors(user)}
+    return render(request, "clusters/clusters.html", context)
 
 
 def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
@@ -164,6 +167,7 @@ def slave_list(request):
         "cluster_filter": cluster_filter,
         "q": q,
         "now": now,
+        "show_engine_errors": may_view_engine_errors(user),
     }
     if request.headers.get("HX-Request"):
         return render(request, "clusters/_slave_table.html", context)

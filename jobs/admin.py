@@ -1,4 +1,13 @@
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+# django-q2's own admin registers its tables; imported first so they can be re-registered below.
+from django_q import admin as q_admin
+from django_q.models import Failure, OrmQ, Schedule, Success
 
 from jobs.models import (
     Job,
@@ -11,7 +20,9 @@ from jobs.models import (
 )
 from jobs.services import job_cancel, job_delete, job_hold, job_release
 from jobs.spec import redact_image
+from jobs.states import HOLDS_RESOURCES, PENDING
 from portal.errors import ServiceError
+from portal.permissions import SuperuserOnlyAdmin
 
 
 class JobEventInline(admin.TabularInline):
@@ -25,15 +36,44 @@ class JobEventInline(admin.TabularInline):
         return False
 
 
-def _apply(modeladmin, request, queryset, service, verb):
+def _apply(modeladmin, request, queryset, service, verb, **kwargs):
+    """Run a job service on each selected job; one message per refusal and one for the rest."""
     done = 0
     for job in queryset:
         try:
-            service(job=job, user=request.user)
+            service(job=job, user=request.user, **kwargs)
             done += 1
         except ServiceError as error:
             modeladmin.message_user(request, f"{job.name} ({job.uuid}): {error}", messages.WARNING)
-    modeladmin.message_user(request, f"{verb} {done} job(s)")
+    level = messages.SUCCESS if done else messages.WARNING
+    modeladmin.message_user(request, f"{verb} {done} of {len(queryset)} job(s).", level)
+
+
+def _confirmed(request) -> bool:
+    return request.POST.get("post") == "yes"
+
+
+def _confirmation(modeladmin, request, queryset, *, action, title, does, on_running):
+    """The intermediate page of a destructive bulk action: what it will do to each job, and a
+    warning naming the jobs it hits that hold a slave's resources (running, starting, ...)."""
+    jobs = list(queryset.select_related("owner", "project", "slave").order_by("-created", "-id"))
+    running = [job for job in jobs if job.status in HOLDS_RESOURCES]
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": title,
+        "subtitle": None,
+        "opts": modeladmin.model._meta,
+        "jobs": jobs,
+        "running": running,
+        "pending": [job for job in jobs if job.status in PENDING],
+        "does": does,
+        "on_running": on_running,
+        "action": action,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "media": modeladmin.media,
+    }
+    request.current_app = modeladmin.admin_site.name
+    return TemplateResponse(request, "admin/jobs/job/action_confirmation.html", context)
 
 
 @admin.register(Job)
@@ -49,6 +89,7 @@ class JobAdmin(admin.ModelAdmin):
         "cpu_memory_gb",
         "slave",
         "created",
+        "portal_page",
     ]
     list_filter = ["status", "project", "slave__cluster", "interactive", "restartable"]
     search_fields = ["name", "uuid", "owner__username", "project__name", "container_id"]
@@ -57,13 +98,38 @@ class JobAdmin(admin.ModelAdmin):
     # Status only ever changes through the services (actions below), never by editing the row.
     readonly_fields = [f.name for f in Job._meta.fields]
     inlines = [JobEventInline]
-    actions = ["cancel", "hold", "release", "delete_jobs"]
+    actions = ["cancel", "hold", "release", "delete_jobs", "hard_delete"]
+    delete_confirmation_template = "admin/jobs/job/delete_confirmation.html"
+
+    def view_on_site(self, obj):
+        return reverse("jobs:detail", args=[obj.uuid])
+
+    @admin.display(description="portal")
+    def portal_page(self, obj):
+        return format_html('<a href="{}">job page</a>', reverse("jobs:detail", args=[obj.uuid]))
 
     def has_add_permission(self, request):
         return False
 
+    def get_actions(self, request):
+        # Django's generic "Delete selected" removes rows under running containers without a
+        # word: hard_delete below goes through job_delete and warns first.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
     @admin.action(description="Cancel selected jobs", permissions=["change"])
     def cancel(self, request, queryset):
+        if not _confirmed(request):
+            return _confirmation(
+                self,
+                request,
+                queryset,
+                action="cancel",
+                title="Cancel jobs",
+                does="Queued and held jobs end at once (CANCELLED); jobs on a slave are stopped.",
+                on_running="their containers are stopped: the work in them is lost",
+            )
         _apply(self, request, queryset, job_cancel, "Cancelled")
 
     @admin.action(description="Put selected jobs on hold", permissions=["change"])
@@ -76,7 +142,60 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Delete (hide) selected finished jobs", permissions=["delete"])
     def delete_jobs(self, request, queryset):
-        _apply(self, request, queryset, job_delete, "Deleted")
+        if not _confirmed(request):
+            return _confirmation(
+                self,
+                request,
+                queryset,
+                action="delete_jobs",
+                title="Hide jobs",
+                does="Ended jobs are hidden (DELETED); jobs that have not run yet are revoked "
+                "and hidden.",
+                on_running="they are refused: cancel them first",
+            )
+        _apply(self, request, queryset, job_delete, "Deleted", finished=True)
+
+    @admin.action(
+        description="Remove selected jobs for good (rows and events)", permissions=["delete"]
+    )
+    def hard_delete(self, request, queryset):
+        if not _confirmed(request):
+            return _confirmation(
+                self,
+                request,
+                queryset,
+                action="hard_delete",
+                title="Remove jobs for good",
+                does="The jobs' rows and events are removed from the database; this cannot be "
+                "undone.",
+                on_running="they are cancelled first (their containers are stopped) and stay "
+                "listed until they have ended: remove them again then",
+            )
+        _apply(self, request, queryset, job_delete, "Removed", real=True, force=True)
+
+    def get_deleted_objects(self, objs, request):
+        # The delete page below shows the job's state, not every one of its events.
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return [], model_count, perms_needed, protected
+
+    def render_delete_form(self, request, context):
+        job = context.get("object")
+        context["running"] = job is not None and job.status in HOLDS_RESOURCES
+        return super().render_delete_form(request, context)
+
+    def delete_model(self, request, obj):
+        # Through the service: a job on a slave is cancelled first, never just forgotten.
+        try:
+            job_delete(job=obj, user=request.user, real=True, force=True)
+        except ServiceError as error:
+            request._job_delete_refused = str(error)
+
+    def response_delete(self, request, obj_display, obj_id):
+        refused = getattr(request, "_job_delete_refused", None)
+        if refused is None:
+            return super().response_delete(request, obj_display, obj_id)
+        self.message_user(request, f"{obj_display}: {refused}", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[obj_id]))
 
 
 @admin.register(JobEvent)
@@ -91,14 +210,14 @@ class JobEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(UserUsage)
-class UserUsageAdmin(admin.ModelAdmin):
+class UserUsageAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     list_display = ["user", "value", "updated_at"]
     search_fields = ["user__username"]
     ordering = ["-value"]
 
 
 @admin.register(JobPullSecret)
-class JobPullSecretAdmin(admin.ModelAdmin):
+class JobPullSecretAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Shows which jobs carry registry credentials; the password itself is never displayed."""
 
     list_display = ["job", "image_redacted"]
@@ -118,7 +237,7 @@ class JobPullSecretAdmin(admin.ModelAdmin):
 
 
 @admin.register(SchedulerLease)
-class SchedulerLeaseAdmin(admin.ModelAdmin):
+class SchedulerLeaseAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Who holds the scheduler tick now, and how long the last tick took."""
 
     list_display = ["holder", "acquired_at", "rerun_requested", "last_tick_at", "last_tick_seconds"]
@@ -132,7 +251,7 @@ class SchedulerLeaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(SubmitIdempotencyKey)
-class SubmitIdempotencyKeyAdmin(admin.ModelAdmin):
+class SubmitIdempotencyKeyAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Read-only: which submission a client's Idempotency-Key stands for."""
 
     list_display = ["key", "user", "job", "response_status", "created"]
@@ -148,7 +267,7 @@ class SubmitIdempotencyKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobExplanation)
-class JobExplanationAdmin(admin.ModelAdmin):
+class JobExplanationAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Read-only: why a queued job waits, as the scheduler's last tick wrote it."""
 
     list_display = ["job", "lines"]
@@ -161,3 +280,15 @@ class JobExplanationAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+# django-q2's task queue, results, failures and schedules: the site's operators only.
+for _model, _admin in [
+    (Schedule, q_admin.ScheduleAdmin),
+    (Success, q_admin.TaskAdmin),
+    (Failure, q_admin.FailAdmin),
+    (OrmQ, q_admin.QueueAdmin),
+]:
+    if admin.site.is_registered(_model):  # (OrmQ only with the ORM broker)
+        admin.site.unregister(_model)
+        admin.site.register(_model, type(_admin.__name__, (SuperuserOnlyAdmin, _admin), {}))
