@@ -1,5 +1,6 @@
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
+from django.contrib.admin.actions import delete_selected
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -9,6 +10,8 @@ from django.utils.html import format_html
 from django_q import admin as q_admin
 from django_q.models import Failure, OrmQ, Schedule, Success
 
+from clusters.admin import SlaveAdmin
+from clusters.models import Slave
 from jobs.models import (
     Job,
     JobEvent,
@@ -292,3 +295,43 @@ for _model, _admin in [
     if admin.site.is_registered(_model):  # (OrmQ only with the ORM broker)
         admin.site.unregister(_model)
         admin.site.register(_model, type(_admin.__name__, (SuperuserOnlyAdmin, _admin), {}))
+
+
+class SlaveAdminWithJobs(SlaveAdmin):
+    """The slave admin, whose delete pages warn about the jobs running on the slaves (the
+    clusters app cannot read jobs: it sits below them)."""
+
+    delete_confirmation_template = "admin/clusters/slave/delete_confirmation.html"
+    delete_selected_confirmation_template = "admin/clusters/slave/delete_selected_confirmation.html"
+
+    @staticmethod
+    def running_on(slaves) -> list[Job]:
+        return list(
+            Job.objects.filter(slave__in=slaves, status__in=HOLDS_RESOURCES)
+            .select_related("slave")
+            .order_by("slave__name", "created")
+        )
+
+    def render_delete_form(self, request, context):
+        context["running"] = self.running_on([context["object"]])
+        context["running_slaves"] = [context["object"]]
+        return super().render_delete_form(request, context)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            _function, name, description = actions["delete_selected"]
+            actions["delete_selected"] = (self.delete_with_warning, name, description)
+        return actions
+
+    @staticmethod
+    def delete_with_warning(modeladmin, request, queryset):
+        response = delete_selected(modeladmin, request, queryset)
+        if response is not None:  # the confirmation page (rendered lazily)
+            response.context_data["running"] = SlaveAdminWithJobs.running_on(queryset)
+            response.context_data["running_slaves"] = list(queryset)
+        return response
+
+
+admin.site.unregister(Slave)
+admin.site.register(Slave, SlaveAdminWithJobs)

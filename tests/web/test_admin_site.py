@@ -314,3 +314,20 @@ def test_raw_engine_error_is_for_admins_only(member_client, admin_client_, slave
         assert "10.1.2.3" not in html and "offline" in html, url
         html = admin_client_.get(url).content.decode()
         assert "10.1.2.3:2376 refused" in html, url
+
+
+def test_deleting_a_slave_warns_about_its_running_jobs(admin_client_, member, project, slave):
+    running = make_job(owner=member, project=project, status="RUNNING", slave=slave, name="busy")
+    html = admin_client_.get(f"/admin/clusters/slave/{slave.pk}/delete/").content.decode()
+    assert 'id="slave-running-jobs"' in html and "1 job on this slave holds" in html
+    assert f'<a href="/jobs/{running.uuid}/">busy</a> (RUNNING, gpu1)' in html
+
+    page = _action(admin_client_, "/admin/clusters/slave/", "delete_selected", [slave])
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="slave-running-jobs"' in html
+    assert "busy</a> (RUNNING, gpu1)" in html
+    assert Slave.objects.filter(pk=slave.pk).exists()  # asked only
+
+    Job.objects.filter(pk=running.pk).update(status="FINISHED")
+    html = admin_client_.get(f"/admin/clusters/slave/{slave.pk}/delete/").content.decode()
+    assert 'id="slave-running-jobs"' not in html
