@@ -24,7 +24,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from clusters.models import Slave
-from jobs.models import UserUsage
+from jobs.models import Job, UserUsage
+from jobs.scheduling.snapshot import RUNNING_FIELDS, scheduler_config, usage_accrue
 from portal.models import Membership
 from reservations.models import Reservation
 from tests.browser.support import PASSWORD, ROOT, SCREENSHOTS, USERNAME, login
@@ -167,7 +168,14 @@ def site(portal, slave, settings, django_user_model):
         start=now - timedelta(hours=1),
         end=now + timedelta(hours=2),
     )
-    UserUsage.objects.update_or_create(user=user, defaults={"value": 3600.0 * 4, "updated_at": now})
+    # Fair share as the scheduler's ticks would have left it: one tick when the jobs started,
+    # one when two of them ended (the running one is added by the page up to now).
+    ran = [jobs["running"], jobs["finished"], jobs["failed"]]
+    rows = list(Job.objects.filter(pk__in=[j.pk for j in ran]).values(*RUNNING_FIELDS))
+    for moment in (jobs["finished"].started_at, jobs["finished"].ended_at):
+        usage_accrue(now=moment, running=rows, config=scheduler_config())
+    other = django_user_model.objects.create_user("erin", "erin@example.org", "erin-pw")
+    UserUsage.objects.create(user=other, value=0.5 * 3600, updated_at=now)
     root = django_user_model.objects.create_superuser(
         ADMIN_NAME, f"{ADMIN_NAME}@example.org", ADMIN_PASSWORD
     )
@@ -251,15 +259,20 @@ def admin_pages(site) -> list[tuple[str, str, str]]:
     return pages
 
 
-def check_page(page, url: str, name: str, mode: str, record: dict, problems: list) -> None:
+def check_page(page, url, name: str, mode: str, record: dict, problems: list) -> None:
+    """``url``: the page's address, or a function that opens it (a page a form posts to) and
+    returns the response."""
     if os.environ.get("EVERY_PAGE_ONLY") and not re.search(os.environ["EVERY_PAGE_ONLY"], name):
         return
-    response = page.goto(url)
+    response = url(page) if callable(url) else page.goto(url)
     status = response.status if response else None
     expected = int(name.split("-")[1]) if name.startswith("error-") else 200
     if status != expected:
         problems.append(f"{name} [{mode}]: HTTP {status}, wanted {expected}")
     page.wait_for_load_state("load")
+    unreachable = page.evaluate(UNREACHABLE_SCROLLERS)
+    if unreachable:
+        problems.append(f"{name} [{mode}]: scrollable, not reachable by keyboard: {unreachable}")
     if mode == "phone":
         width = page.evaluate("document.scrollingElement.scrollWidth")
         record["phone_scroll_width"] = width
@@ -277,17 +290,26 @@ def check_page(page, url: str, name: str, mode: str, record: dict, problems: lis
         if violations:
             record.setdefault("axe_details", {})[mode] = violations
             problems.append(f"{name} [{mode}]: axe: {json.dumps(violations, indent=1)}")
-        unreachable = page.evaluate(UNREACHABLE_SCROLLERS)
-        if unreachable:
-            problems.append(
-                f"{name} [{mode}]: scrollable, not reachable by keyboard: {unreachable}"
-            )
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}-{mode}.png"), full_page=True)
-    if mode == "light":
+    if mode == "light" and not callable(url):
         page.goto(url)  # warm: the page's files are cached, the database is warm
         page.wait_for_load_state("load")
         record["warm_load_ms"] = page.evaluate(WARM_LOAD_MS)
+
+
+def bulk_action(changelist: str, action: str):
+    """Opens the confirmation page of ``action`` on every row of an admin change list."""
+
+    def open_page(page):
+        page.goto(changelist)
+        page.check("#action-toggle")
+        page.select_option("select[name=action]", action)
+        with page.expect_navigation() as navigation:
+            page.click("button[name=index]")
+        return navigation.value
+
+    return open_page
 
 
 def sign_in(page, portal, username, password) -> None:
@@ -333,6 +355,17 @@ def test_every_page_is_accessible_fits_a_phone_and_follows_dark_mode(site, page_
         record = results.setdefault(name, {"page": name, "path": path})
         for mode, page in contexts.items():
             check_page(page, portal.at(path), name, mode, record, problems)
+
+    # The admin's confirmation pages of bulk actions (a form posts to them).
+    for action, path in [
+        ("cancel", "/admin/jobs/job/"),
+        ("hard_delete", "/admin/jobs/job/"),
+        ("delete_selected", "/admin/clusters/slave/"),
+    ]:
+        name = f"admin-{path.split('/')[3]}-{action}-confirm"
+        record = results.setdefault(name, {"page": name, "path": f"{path} (action {action})"})
+        for mode, page in contexts.items():
+            check_page(page, bulk_action(portal.at(path), action), name, mode, record, problems)
 
     ARTIFACTS.mkdir(exist_ok=True)
     summary = [
