@@ -23,7 +23,7 @@ from jobs.models import (
 )
 from jobs.services import job_cancel, job_delete, job_hold, job_release
 from jobs.spec import redact_image
-from jobs.states import HOLDS_RESOURCES, PENDING
+from jobs.states import HOLDS_RESOURCES
 from portal.errors import ServiceError
 from portal.permissions import SuperuserOnlyAdmin
 
@@ -68,7 +68,6 @@ def _confirmation(modeladmin, request, queryset, *, action, title, does, on_runn
         "opts": modeladmin.model._meta,
         "jobs": jobs,
         "running": running,
-        "pending": [job for job in jobs if job.status in PENDING],
         "does": does,
         "on_running": on_running,
         "action": action,
@@ -174,7 +173,14 @@ class JobAdmin(admin.ModelAdmin):
                 on_running="they are cancelled first (their containers are stopped) and stay "
                 "listed until they have ended: remove them again then",
             )
+        # History: the rows about to go (jobs on a slave are only cancelled now).
+        self.log_deletions(request, [j for j in queryset if j.status not in HOLDS_RESOURCES])
         _apply(self, request, queryset, job_delete, "Removed", real=True, force=True)
+
+    def log_deletions(self, request, queryset):
+        # The delete page logs before delete_model: not for a job that is only cancelled.
+        kept = [job for job in queryset if job.status not in HOLDS_RESOURCES]
+        return super().log_deletions(request, kept) if kept else []
 
     def get_deleted_objects(self, objs, request):
         # The delete page below shows the job's state, not every one of its events.

@@ -6,6 +6,7 @@ own pages, ``tcp://`` engines without TLS refused, raw engine errors for admins 
 import re
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 
@@ -175,6 +176,7 @@ def test_hard_delete_of_a_running_job_warns_and_cancels_it_first(
     running.refresh_from_db()  # still there, being cancelled
     assert running.status == "CANCELLING"
     assert any("is being cancelled" in m for m in _messages(response)), _messages(response)
+    assert not LogEntry.objects.filter(object_id=str(running.pk), action_flag=DELETION).exists()
 
     finished = make_job(owner=member, project=project, status="FINISHED", slave=slave)
     html = admin_client_.get(f"/admin/jobs/job/{finished.pk}/delete/").content.decode()
@@ -184,6 +186,7 @@ def test_hard_delete_of_a_running_job_warns_and_cancels_it_first(
     )
     assert not Job.objects.filter(pk=finished.pk).exists()
     assert any("deleted successfully" in m for m in _messages(response)), _messages(response)
+    assert LogEntry.objects.filter(object_id=str(finished.pk), action_flag=DELETION).exists()
 
 
 def test_bulk_hard_delete_replaces_djangos_generic_delete(admin_client_, member, project, slave):
@@ -207,6 +210,8 @@ def test_bulk_hard_delete_replaces_djangos_generic_delete(admin_client_, member,
     assert not Job.objects.filter(pk=finished.pk).exists()
     running.refresh_from_db()
     assert running.status == "CANCELLING"
+    logged = LogEntry.objects.filter(action_flag=DELETION).values_list("object_id", flat=True)
+    assert list(logged) == [str(finished.pk)]
 
 
 def test_hide_action_asks_first(admin_client_, member, project, slave):
