@@ -62,7 +62,7 @@ def test_admin_is_branded(admin_client_):
     assert "<title>Site administration | GPU Portal administration</title>" in html
     assert re.search(r'id="site-name"><a href="/admin/">GPU Portal administration</a>', html)
     assert "Django administration" not in html
-    assert 'href="/"' in html  # the way back to the portal
+    assert '<a href="/">View site</a>' in html  # the way back to the portal
 
 
 def test_internal_tables_are_for_superusers_only(admin_client_, operator_client):
@@ -138,7 +138,7 @@ def test_cancel_asks_first_lists_the_jobs_and_warns_about_running_ones(
     assert page.status_code == 200 and "Cancel jobs: 2 jobs." in html
     assert f'data-job="{queued.uuid}" data-state="QUEUED"' in html
     assert f'data-job="{running.uuid}" data-state="RUNNING"' in html
-    assert "1 of these job holds a slave" in html and "busy — RUNNING" in html
+    assert "1 of these jobs holds a slave" in html and "busy — RUNNING" in html
     assert "their containers are stopped" in html
     for job in (queued, running):  # nothing done yet
         job.refresh_from_db()
