@@ -27,6 +27,7 @@ from clusters.models import Slave
 from jobs.models import Job, UserUsage
 from jobs.scheduling.snapshot import RUNNING_FIELDS, scheduler_config, usage_accrue
 from portal.models import Membership
+from portal.tokens import api_token_rotate
 from reservations.models import Reservation
 from tests.browser.support import PASSWORD, ROOT, SCREENSHOTS, USERNAME, login
 from tests.web.factories import make_job
@@ -174,6 +175,7 @@ def site(portal, slave, settings, django_user_model):
     rows = list(Job.objects.filter(pk__in=[j.pk for j in ran]).values(*RUNNING_FIELDS))
     for moment in (jobs["finished"].started_at, jobs["finished"].ended_at):
         usage_accrue(now=moment, running=rows, config=scheduler_config())
+    api_token_rotate(user=user)  # the profile shows "Rotate token" (was 1.6:1 contrast)
     other = django_user_model.objects.create_user("erin", "erin@example.org", "erin-pw")
     UserUsage.objects.create(user=other, value=0.5 * 3600, updated_at=now)
     root = django_user_model.objects.create_superuser(
