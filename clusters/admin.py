@@ -5,10 +5,10 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html
 
+from accounts.permissions import SuperuserOnlyAdmin
 from clusters.engine_policy import insecure_tcp_problem
 from clusters.models import CapabilityStamp, Cluster, Gpu, Slave
 from clusters.services import slave_probe, slave_set_accepting
-from portal.permissions import SuperuserOnlyAdmin
 
 
 def live_slave_url(slave: Slave) -> str:

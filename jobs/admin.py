@@ -10,22 +10,24 @@ from django.utils.html import format_html
 from django_q import admin as q_admin
 from django_q.models import Failure, OrmQ, Schedule, Success
 
+from accounts.permissions import SuperuserOnlyAdmin
 from clusters.admin import SlaveAdmin
 from clusters.models import Slave
+from core.errors import ServiceError
+from jobs.actions.registry import ACTIONS, JobAction
+from jobs.actions.services import job_delete
 from jobs.models import (
     Job,
     JobEvent,
     JobExplanation,
     JobPullSecret,
+    JobSample,
     SchedulerLease,
     SubmitIdempotencyKey,
     UserUsage,
 )
-from jobs.services import job_cancel, job_delete, job_hold, job_release
 from jobs.spec import redact_image
 from jobs.states import HOLDS_RESOURCES
-from portal.errors import ServiceError
-from portal.permissions import SuperuserOnlyAdmin
 
 
 class JobEventInline(admin.TabularInline):
@@ -78,6 +80,46 @@ def _confirmation(modeladmin, request, queryset, *, action, title, does, on_runn
     return TemplateResponse(request, "admin/jobs/job/action_confirmation.html", context)
 
 
+# The registry's admin actions that destroy something ask first (action name -> the page's title,
+# what it does, what it does to jobs that hold a slave's resources).
+CONFIRMED_ACTIONS = {
+    "cancel": (
+        "Cancel jobs",
+        "Queued and held jobs end at once (CANCELLED); jobs on a slave are stopped.",
+        "their containers are stopped: the work in them is lost",
+    ),
+    "delete": (
+        "Hide jobs",
+        "Ended jobs are hidden (DELETED); their history is kept.",
+        "they are refused: cancel them first",
+    ),
+}
+
+
+def _admin_action(action: JobAction):
+    """The registry's action as a Django admin action on the selected jobs (after a
+    confirmation page for the destructive ones)."""
+
+    def run(modeladmin, request, queryset):
+        if action.name in CONFIRMED_ACTIONS and not _confirmed(request):
+            title, does, on_running = CONFIRMED_ACTIONS[action.name]
+            return _confirmation(
+                modeladmin,
+                request,
+                queryset,
+                action=action.admin_name,
+                title=title,
+                does=does,
+                on_running=on_running,
+            )
+        _apply(modeladmin, request, queryset, action.run, action.admin_verb)
+
+    run.__name__ = action.admin_name
+    return admin.action(
+        description=action.admin_description, permissions=[action.admin_permission]
+    )(run)
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = [
@@ -93,14 +135,22 @@ class JobAdmin(admin.ModelAdmin):
         "created",
         "portal_page",
     ]
-    list_filter = ["status", "project", "slave__cluster", "interactive", "restartable"]
+    # "Idle GPUs" (jobs/runtime/metrics.py): jobs whose GPUs stayed idle over the review window.
+    list_filter = [
+        "status",
+        "project",
+        "slave__cluster",
+        "interactive",
+        "restartable",
+        ("gpu_idle_flagged_at", admin.EmptyFieldListFilter),
+    ]
     search_fields = ["name", "uuid", "owner__username", "project__name", "container_id"]
     date_hierarchy = "created"
     list_select_related = ["owner", "project", "slave"]
     # Status only ever changes through the services (actions below), never by editing the row.
     readonly_fields = [f.name for f in Job._meta.fields]
     inlines = [JobEventInline]
-    actions = ["cancel", "hold", "release", "delete_jobs", "hard_delete"]
+    actions = [_admin_action(a) for a in ACTIONS.values() if a.admin_name] + ["hard_delete"]
     delete_confirmation_template = "admin/jobs/job/delete_confirmation.html"
 
     def view_on_site(self, obj):
@@ -119,43 +169,6 @@ class JobAdmin(admin.ModelAdmin):
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
-
-    @admin.action(description="Cancel selected jobs", permissions=["change"])
-    def cancel(self, request, queryset):
-        if not _confirmed(request):
-            return _confirmation(
-                self,
-                request,
-                queryset,
-                action="cancel",
-                title="Cancel jobs",
-                does="Queued and held jobs end at once (CANCELLED); jobs on a slave are stopped.",
-                on_running="their containers are stopped: the work in them is lost",
-            )
-        _apply(self, request, queryset, job_cancel, "Cancelled")
-
-    @admin.action(description="Put selected jobs on hold", permissions=["change"])
-    def hold(self, request, queryset):
-        _apply(self, request, queryset, job_hold, "Held")
-
-    @admin.action(description="Release selected jobs", permissions=["change"])
-    def release(self, request, queryset):
-        _apply(self, request, queryset, job_release, "Released")
-
-    @admin.action(description="Delete (hide) selected finished jobs", permissions=["delete"])
-    def delete_jobs(self, request, queryset):
-        if not _confirmed(request):
-            return _confirmation(
-                self,
-                request,
-                queryset,
-                action="delete_jobs",
-                title="Hide jobs",
-                does="Ended jobs are hidden (DELETED); jobs that have not run yet are revoked "
-                "and hidden.",
-                on_running="they are refused: cancel them first",
-            )
-        _apply(self, request, queryset, job_delete, "Deleted", finished=True)
 
     @admin.action(
         description="Remove selected jobs for good (rows and events)", permissions=["delete"]
@@ -283,6 +296,22 @@ class JobExplanationAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     list_select_related = ["job"]
     search_fields = ["job__uuid", "job__name"]
     readonly_fields = ["job", "lines"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(JobSample)
+class JobSampleAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
+    """Read-only: resource samples of running jobs (jobs/runtime/metrics.py)."""
+
+    list_display = ["time", "job", "cpu_percent", "memory_mb", "net_rx_kbps", "net_tx_kbps"]
+    list_select_related = ["job"]
+    search_fields = ["job__uuid", "job__name"]
+    readonly_fields = [f.name for f in JobSample._meta.fields]
 
     def has_add_permission(self, request):
         return False

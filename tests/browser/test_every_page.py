@@ -23,11 +23,12 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from accounts.models import Membership
+from accounts.tokens import api_token_rotate
 from clusters.models import Slave
 from jobs.models import Job, UserUsage
-from jobs.scheduling.snapshot import RUNNING_FIELDS, scheduler_config, usage_accrue
-from portal.models import Membership
-from portal.tokens import api_token_rotate
+from jobs.scheduler_bridge.snapshot import RUNNING_FIELDS, scheduler_config
+from jobs.scheduler_bridge.usage import usage_accrue
 from reservations.models import Reservation
 from tests.browser.support import PASSWORD, ROOT, SCREENSHOTS, USERNAME, login
 from tests.web.factories import make_job

@@ -6,7 +6,7 @@ from django.contrib import admin
 
 pytestmark = pytest.mark.django_db
 
-OWN_APPS = {"portal", "clusters", "reservations", "jobs"}
+OWN_APPS = {"accounts", "clusters", "reservations", "jobs"}
 
 
 def test_every_model_of_the_portal_is_registered():
@@ -42,7 +42,9 @@ def test_admin_cancel_action_uses_the_service(client, admin_user, submit):
     job = submit()
     client.force_login(admin_user)
     response = client.post(
-        "/admin/jobs/job/", {"action": "cancel", "_selected_action": [job.pk]}, follow=True
+        "/admin/jobs/job/",
+        {"action": "cancel", "_selected_action": [job.pk], "post": "yes"},  # confirmed
+        follow=True,
     )
     assert response.status_code == 200
     job.refresh_from_db()

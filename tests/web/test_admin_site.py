@@ -10,11 +10,11 @@ from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 
+from accounts.models import Membership
 from clusters.models import Slave
 from clusters.services import slave_register
+from core.errors import ServiceError
 from jobs.models import Job
-from portal.errors import ServiceError
-from portal.models import Membership
 from tests.web.factories import make_job
 
 INTERNAL = [

@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job, UserUsage
-from jobs.scheduling.snapshot import running_rows, scheduler_config, usage_accrue
+from jobs.scheduler_bridge.snapshot import running_rows, scheduler_config
+from jobs.scheduler_bridge.usage import usage_accrue
 from tests.web.factories import make_job
 
 SHARE_ROW = re.compile(
