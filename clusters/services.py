@@ -8,10 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.capabilities import capabilities_changed
+from clusters.engine_policy import insecure_tcp_problem
 from clusters.models import Cluster, Gpu, Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.runtime.probe import probe_engine
 from clusters.runtime.spec import PortPolicy
+from core.errors import ServiceError
 from core.signals import capacity_changed
 
 log = logging.getLogger(__name__)
@@ -64,8 +66,21 @@ def slave_register(
     tls_key: str = "",
     declared_gpus: list[tuple[str, int]] | None = None,
     storage_roots: dict | None = None,
+    allow_insecure_tcp: bool = False,
 ) -> Slave:
-    """Create or update a slave. ``declared_gpus`` is a list of (model, memory_mb)."""
+    """Create or update a slave. ``declared_gpus`` is a list of (model, memory_mb).
+
+    A ``tcp://`` engine without TLS files is refused unless ``allow_insecure_tcp`` or the
+    setting PORTAL_ALLOW_INSECURE_TCP allows it (clusters/engine_policy.py)."""
+    problem = insecure_tcp_problem(
+        docker_url=docker_url,
+        tls_ca=tls_ca,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        allowed=allow_insecure_tcp,
+    )
+    if problem:
+        raise ServiceError(f"docker_url: {problem}")
     with transaction.atomic():
         slave, _ = Slave.objects.update_or_create(
             name=name,

@@ -181,7 +181,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Swagger UI would otherwise ask validator.swagger.io to check the schema.
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    # No deep links: Swagger UI puts them inside the operation's button (axe: nested-interactive).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False, "validatorUrl": None},
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.
@@ -307,6 +308,9 @@ PORTAL_GPU_PROBE_IMAGE = os.environ.get(
 # when it is listed here ("host" or "host:port"): the slaves' Docker pulls them, and must not be
 # pointed at internal services by a job. Example: "localhost:5000,10.0.0.5:5000".
 PORTAL_ALLOWED_PRIVATE_REGISTRIES = env_list("PORTAL_ALLOWED_PRIVATE_REGISTRIES", [])
+# A slave's engine over tcp:// without TLS client certificates lets anyone reaching the port
+# run root containers on that host: refused (admin, add_slave, slave_register) unless allowed.
+PORTAL_ALLOW_INSECURE_TCP = env_bool("PORTAL_ALLOW_INSECURE_TCP", False)
 
 # Fixed host ports a job may publish: inside this range (below the ephemeral ports Docker picks
 # random ones from), never one of the reserved ports, only on these addresses (hostIp).
