@@ -1,9 +1,9 @@
 """Submitting an OpenPAI job config (docs/openpai.md).
 
-What runs today: a config with exactly one task role of one task is one ordinary GPULab job (its
+A config with exactly one task role of one task (and no retry) is one ordinary GPULab job (its
 v2 request comes from ``jobs.spec.openpai.expand_tasks``, with the PAI_* variables known at
-submit). Any other valid config is answered with a precise refusal: the multi-task runtime (gang
-start, completion and retry policies) is not built yet.
+submit). Any other config is a gang (jobs/gang.py): one JobGang and each task an ordinary job
+named ``<jobName>-<role>-<index>``, all submitted with the checks of an array submission.
 
 ``job_submit`` hands OpenPAI documents here; the REST submit endpoint and the Create Job page
 both go through it.
@@ -14,19 +14,17 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
+from django.utils import timezone
 
 from clusters.models import Cluster
-from jobs.models import Job
+from jobs.gang import task_job_name
+from jobs.models import Job, JobGang
 from jobs.spec import FieldError, SpecError, load_json
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import check_storable
 from jobs.spec.openpai import expand_tasks, normalize_openpai, task_count
 from jobs.states import JobStatus
 
-MULTI_TASK_REFUSAL = (
-    "multi-task jobs are accepted for validation but cannot be run yet (see docs/openpai.md)"
-)
-REFUSAL_PATH = "openpai"
 # Keys a GPULab client adds to every submission and the API already read (the project):
 # dropped before the OpenPAI validation, which knows no such key.
 SUBMISSION_KEYS = ("owner",)
@@ -53,6 +51,15 @@ def openpai_config_check(*, user, document, allowed_registries=()) -> tuple[dict
             .values_list("uuid", "status")
             .first()
         )
+        if clash is None:
+            gang = (
+                JobGang.objects.filter(owner=user, name=name)
+                .exclude(status=JobStatus.DELETED)
+                .exclude(tasks__status=JobStatus.DELETED)
+                .values_list("uuid", "status")
+                .first()
+            )
+            clash = gang
         if clash is not None:
             errors.append(
                 FieldError(
@@ -85,14 +92,12 @@ def _cluster_id(config: dict) -> tuple[int | None, FieldError | None]:
 
 
 def _single_task_limits(config: dict) -> list[FieldError]:
-    """What a single-task job cannot honour yet: each is refused rather than silently ignored."""
+    """What the runtime cannot honour yet: each is refused rather than silently ignored."""
     errors = []
     if config["authFile"] is not None:
         errors.append(FieldError("authFile", NOT_YET + ": it is read at launch"))
     if config["codeDir"] is not None:
         errors.append(FieldError("codeDir", NOT_YET + ": it is mounted read-only"))
-    if config["retryCount"]:
-        errors.append(FieldError("retryCount", NOT_YET + "; use 0"))
     if config["jobEnvs"].get("isDebug"):
         errors.append(FieldError("jobEnvs.isDebug", NOT_YET + ": it keeps a failed container"))
     return errors
@@ -114,15 +119,18 @@ def openpai_submit(
     )
     if config is None:
         raise SpecError(errors)
-    if task_count(config) != 1:  # one task: exactly one role, of taskNumber 1
-        raise SpecError([*errors, FieldError(REFUSAL_PATH, MULTI_TASK_REFUSAL)])
-    # Every problem at once: the name, what a single task cannot do yet, the cluster.
+    # Every problem at once: the name, what the runtime cannot do yet, the cluster.
     errors.extend(_single_task_limits(config))
     cluster_id, cluster_error = _cluster_id(config)
     if cluster_error is not None:
         errors.append(cluster_error)
     if errors:
         raise SpecError(errors)
+    if task_count(config) != 1 or config["retryCount"]:
+        # Several tasks, or a retry policy: a gang (one task with retryCount is a gang of one).
+        return _gang_submit(
+            user=user, project=project, config=config, cluster_id=cluster_id, hold=hold, now=now
+        )
     (task,) = expand_tasks(config, user_name=user.username, cluster_id=cluster_id)
     role = config["taskRoles"][0]["name"]
     v2 = {
@@ -145,6 +153,73 @@ def openpai_submit(
         ) from None
 
 
+def _gang_submit(*, user, project, config: dict, cluster_id, hold: bool, now) -> Job:
+    """Store the gang and its tasks (all checked as one array submission) or nothing; answer
+    the first task (the API's job; the others are listed by the gang)."""
+    from jobs.services import job_submit_many
+
+    tasks = expand_tasks(config, user_name=user.username, cluster_id=cluster_id)
+    documents = [
+        {
+            "name": task_job_name(config["jobName"], task["role"], task["index"]),
+            "description": f"OpenPAI job {config['jobName']}, task role {task['role']}, "
+            f"task {task['index']}",
+            "request": task["request"],
+        }
+        for task in tasks
+    ]
+    role_index = {role["name"]: i for i, role in enumerate(config["taskRoles"])}
+    stored = {**config, "image": redact_image(config["image"], member=True)}
+    try:
+        with transaction.atomic():
+            jobs = job_submit_many(
+                user=user, project=project, documents=documents, hold=hold, now=now, name="tasks"
+            )
+            gang = JobGang.objects.create(
+                name=config["jobName"],
+                owner=user,
+                project=project,
+                config=stored,
+                task_requests=[
+                    {
+                        "role": task["role"],
+                        "index": task["index"],
+                        "name": job.name,
+                        "description": job.description,
+                        "request": job.request,
+                    }
+                    for task, job in zip(tasks, jobs, strict=True)
+                ],
+                retry_count=config["retryCount"],
+                status=JobStatus.QUEUED,
+                created=now or timezone.now(),
+                status_updated=now or timezone.now(),
+            )
+            for task, job in zip(tasks, jobs, strict=True):
+                job.gang, job.task_role, job.task_index, job.gang_attempt = (
+                    gang, task["role"], task["index"], 1
+                )  # fmt: skip
+                job.openpai_config = stored
+            Job.objects.bulk_update(
+                jobs, ["gang", "task_role", "task_index", "gang_attempt", "openpai_config"]
+            )
+        return jobs[0]
+    except SpecError as exc:
+        # "tasks[3].request.resources.cpus" -> "taskRoles[1].cpuNumber", each problem once.
+        found: list[FieldError] = []
+        for error in exc.errors:
+            head, _, rest = error.path.partition(".")
+            index = int(head[len("tasks[") : -1]) if head.startswith("tasks[") else None
+            if index is None:
+                mapped = FieldError(error.path, error.message)
+            else:
+                role = role_index[tasks[index]["role"]]
+                mapped = FieldError(openpai_path(rest, config, role=role), error.message)
+            if mapped not in found:
+                found.append(mapped)
+        raise SpecError(found) from None
+
+
 # GPULab request paths of a mapped single-task job -> the OpenPAI field they come from.
 _ROLE_PATHS = {
     "request.resources.cpus": "cpuNumber",
@@ -161,18 +236,18 @@ _JOB_PATHS = {
 }
 
 
-def openpai_path(path: str, config: dict) -> str:
+def openpai_path(path: str, config: dict, *, role: int = 0) -> str:
     """The OpenPAI field behind a GPULab request path (``request.resources.cpus`` ->
     ``taskRoles[0].cpuNumber``); other paths are kept, prefixed so the user sees where they
     come from."""
     for prefix, field in _ROLE_PATHS.items():
         if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
-            return f"taskRoles[0].{field}"
+            return f"taskRoles[{role}].{field}"
     for prefix, field in _JOB_PATHS.items():
         if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
             return field
     if path == "request.resources":  # "no registered slave can run this job": the role's needs
-        return "taskRoles[0]"
+        return f"taskRoles[{role}]"
     if path.startswith("request.docker.storage["):
         named = [f for f in ("dataDir", "outputDir") if config[f] is not None]
         if named:

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from jobs import task_names
+from jobs import gang, task_names
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.notifications import job_notify_request
 from jobs.request_columns import columns_from_request
@@ -242,6 +242,9 @@ def job_cancel(*, job: Job, user, reason: str = "", now: datetime | None = None)
     """Cancel: a pending job ends at once; a job on a slave is stopped by a background task."""
     _require_actor(user, job)
     who = f"cancelled by {user.username}" + (f": {reason}" if reason else "")
+    if job.gang_id:  # a task of a multi-task job: the whole job is cancelled (jobs/gang.py)
+        gang.gang_cancel(job=job, reason=who, now=now)
+        return job
     return job_cancel_by_system(job=job, reason=who, now=now)
 
 
@@ -289,6 +292,9 @@ def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None
         "haltedJobScores": [],
         **halt_info,
     }
+    if job.gang_id:  # halting one task halts its whole gang (jobs/gang.py)
+        gang.gang_halt(job=job, halt_info=info, now=now)
+        return job
     with transaction.atomic():
         if job_transition(
             job=job,
@@ -303,6 +309,9 @@ def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None
 
 def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
     _require_actor(user, job)
+    if job.gang_id:
+        gang.gang_hold(job=job, who=user.username, now=now)
+        return job
     if job.status != S.QUEUED:
         raise Conflict(f"only a QUEUED job can be put on hold; this one is {job.status}")
     job_transition(job=job, to=S.ONHOLD, message=f"put on hold by {user.username}", now=now)
@@ -311,6 +320,9 @@ def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
 
 def job_release(*, job: Job, user, now: datetime | None = None) -> Job:
     _require_actor(user, job)
+    if job.gang_id:
+        gang.gang_release(job=job, who=user.username, now=now)
+        return job
     if job.status != S.ONHOLD:
         raise Conflict(f"only an ONHOLD job can be released; this one is {job.status}")
     with transaction.atomic():
@@ -338,6 +350,10 @@ def job_delete(
     _require_actor(user, job, delete=True)
     if (real or force) and not may_delete_all_jobs(user):
         raise NotAllowed("'real' and 'force' deletion are for admins only")
+    if job.gang_id and not real:
+        gang.gang_delete(job=job, who=user.username, now=now)
+        job.refresh_from_db()
+        return job
     if job.status in HOLDS_RESOURCES:
         if force:
             job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)

@@ -14,6 +14,8 @@ JOB_STOP = "jobs.tasks.job_stop"
 JOB_HALT = "jobs.tasks.job_halt"
 JOB_NOTIFY = "jobs.tasks.job_notify"
 RECONCILE = "jobs.tasks.reconcile"
+# A task of a multi-task OpenPAI job ended: the gang's completion and retry policies.
+GANG_UPDATE = "jobs.tasks.gang_update"
 # Fired once when a q cluster starts (jobs/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 
@@ -26,4 +28,5 @@ ALL = (
     JOB_NOTIFY,
     RECONCILE,
     RECOVER,
+    GANG_UPDATE,
 )

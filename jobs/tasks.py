@@ -50,3 +50,9 @@ def recover() -> None:
     from jobs.recovery import recovery_run
 
     recovery_run()
+
+
+def gang_update(gang_id: int) -> None:
+    from jobs.gang import gang_update as update
+
+    update(gang_id=gang_id)

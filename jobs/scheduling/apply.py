@@ -8,6 +8,7 @@ from django.db import connection, transaction
 
 from clusters.models import Slave
 from jobs import task_names
+from jobs.gang import gang_tasks_assigned
 from jobs.bulk_sql import rows_delete, rows_upsert
 from jobs.models import Job, JobExplanation
 from jobs.scheduler import model as sm
@@ -84,9 +85,18 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
             JobExplanation,
             keys=[request.job.pk for request, ok in zip(requests, won, strict=True) if ok],
         )
+        gang_tasks = set(
+            Job.objects.filter(
+                pk__in=[r.job.pk for r, ok in zip(requests, won, strict=True) if ok],
+                gang__isnull=False,
+            ).values_list("pk", flat=True)
+        )
         for request, ok in zip(requests, won, strict=True):
-            if ok:
+            if ok and request.job.pk not in gang_tasks:
                 fire(LAUNCH_TASK, request.job.pk)
+        if gang_tasks:
+            # Tasks of a gang launch together, once its ports and peers are known (jobs/gang.py).
+            gang_tasks_assigned(job_pks=sorted(gang_tasks), now=now)
     return sum(won)
 
 

@@ -13,7 +13,7 @@ def test_every_task_name_resolves_to_a_function():
         if name.isupper() and isinstance(value, str)
     }
     assert set(constants.values()) == set(task_names.ALL)
-    assert len(task_names.ALL) == len(set(task_names.ALL)) == 8
+    assert len(task_names.ALL) == len(set(task_names.ALL)) == 9
     for path in task_names.ALL:
         assert callable(tasks.resolve(path)), path
 
