@@ -86,6 +86,9 @@ class Placer:
         self._candidates: dict[Shape, list[SlaveClass]] = {}
         self._failed = FailureMemo()
         self._skip: dict[Shape, set[int]] = {}
+        # While a gang is placed tentatively (gang.py) its room is only borrowed: failures
+        # and skips seen then are not remembered for the rest of the cycle.
+        self.tentative = False
 
     def identity(self, shape: Shape) -> tuple[list[SlaveClass], str | None]:
         """:func:`identity_chain` over all classes, memoised per shape."""
@@ -136,7 +139,7 @@ class Placer:
             key = (-total_score(shape, cls, free, total), slave.rank)
             if best_key is None or key < best_key:
                 best, best_key = slave, key
-        if best is None:
+        if best is None and not self.tentative:
             self._failed.add(shape)
         return best
 
@@ -171,6 +174,8 @@ class Placer:
                     and (not ports or HOST_PORTS.fits(shape, slave))
                 ):
                     return slave, free, cls.ngpus
+                if self.tentative:
+                    continue
                 if skip is None:
                     skip = self._skip[shape] = set()
                 skip.add(rank)
