@@ -8,8 +8,8 @@ from django.db import connection, transaction
 
 from clusters.models import Slave
 from jobs import task_names
-from jobs.gang import gang_tasks_assigned
 from jobs.bulk_sql import rows_delete, rows_upsert
+from jobs.gang import gang_tasks_assigned
 from jobs.models import Job, JobExplanation
 from jobs.scheduler import model as sm
 from jobs.states import HOLDS_RESOURCES, JobStatus

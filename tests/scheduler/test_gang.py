@@ -167,7 +167,7 @@ def test_gang_never_partially_placed_and_no_gpu_given_twice(snap):
     for name, ids in gpus.items():
         assert len(ids) == len(set(ids)), f"a GPU of {name} given twice"
         assert set(ids) <= {g.index for g in by_slave[name].gpus}
-    for name, ids in cpus.items():
+    for ids in cpus.values():
         assert len(ids) == len(set(ids))
     for name, used in mem.items():
         assert used <= by_slave[name].memory_gb + 1e-9
