@@ -111,7 +111,8 @@ def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | N
         bad = sum(failed.values())
         return Outcome(
             S.FINISHED,
-            "all tasks completed" + (f" ({bad} failed, no minFailedTaskCount reached)" if bad else ""),
+            "all tasks completed"
+            + (f" ({bad} failed, no minFailedTaskCount reached)" if bad else ""),
         )
     return None
 
@@ -228,9 +229,7 @@ def gang_tasks_assigned(*, job_pks: list[int], now: datetime) -> list[int]:
     """Tasks just assigned by a tick (inside its transaction, the slaves locked): launch every
     gang that is whole, after allocating its ports and writing its peers' variables; put the
     tasks of a gang that is not whole back in the queue. Returns the task pks launched."""
-    tasks = list(
-        Job.objects.filter(pk__in=job_pks).select_related("slave", "gang").order_by("pk")
-    )
+    tasks = list(Job.objects.filter(pk__in=job_pks).select_related("slave", "gang").order_by("pk"))
     launched: list[int] = []
     by_gang: dict[int, list[Job]] = {}
     for task in tasks:
@@ -238,9 +237,7 @@ def gang_tasks_assigned(*, job_pks: list[int], now: datetime) -> list[int]:
     for gang_id in sorted(by_gang):
         gang = by_gang[gang_id][0].gang
         members = list(
-            Job.objects.filter(gang_id=gang_id, gang_attempt=gang.attempt).select_related(
-                "slave"
-            )
+            Job.objects.filter(gang_id=gang_id, gang_attempt=gang.attempt).select_related("slave")
         )
         if gang.status in GANG_FINAL or any(t.status != S.ASSIGNED for t in members):
             # A stale decision left part of the gang out (cancelled meanwhile, another tick):
@@ -309,9 +306,19 @@ def _task_summary(task: Job) -> dict:
     }
 
 
-def _stop(task: Job, reason: str, now: datetime) -> None:
-    """Stop a task the gang no longer needs (the policy decided, or the user acted)."""
+def _stop(task: Job, reason: str, now: datetime, *, halt: bool = False) -> None:
+    """Stop a task the gang no longer needs (the policy decided, or the user acted); ``halt``:
+    the gang is being halted, a running task is halted too and a halting one left to end."""
     task.refresh_from_db()
+    if halt and task.status in (S.MUSTHALT, S.HALTING):
+        return
+    if halt and task.status == S.RUNNING:
+        with transaction.atomic():
+            if job_transition(
+                job=task, to=S.MUSTHALT, message=f"halt requested: {reason}", now=now
+            ):
+                fire(HALT_TASK, task.pk)
+        return
     if task.status in PENDING:
         job_transition(
             job=task, to=S.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
@@ -329,7 +336,9 @@ def _attempt_record(gang: JobGang, outcome: Outcome, tasks: list[Job], now: date
         "status": outcome.status,
         "reason": outcome.reason,
         "ended": utc_z(now),
-        "tasks": [_task_summary(t) for t in sorted(tasks, key=lambda t: (t.task_role, t.task_index))],
+        "tasks": [
+            _task_summary(t) for t in sorted(tasks, key=lambda t: (t.task_role, t.task_index))
+        ],
     }
 
 
@@ -430,7 +439,7 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
             _new_attempt(gang, tasks, now)
             tick_request()
     for task, why in stops:
-        _stop(task, why, now)
+        _stop(task, why, now, halt=outcome.status == S.HALTED)
     return outcome.status
 
 
@@ -476,11 +485,12 @@ def gang_halt(*, job: Job, halt_info: dict, now: datetime | None = None) -> int:
     """Halt every running task of the gang (a user's or the scheduler's halt of one of them)."""
     now = now or timezone.now()
     acted = 0
-    for task in gang_tasks(job):
-        if task.status != S.RUNNING:
-            continue
-        info = {**halt_info, "haltedJobUuids": [str(task.uuid)], "time": utc_z(now)}
-        with transaction.atomic():
+    # One transaction: every task is MUSTHALT before the first halt procedure runs.
+    with transaction.atomic():
+        for task in gang_tasks(job):
+            if task.status != S.RUNNING:
+                continue
+            info = {**halt_info, "haltedJobUuids": [str(task.uuid)], "time": utc_z(now)}
             if job_transition(
                 job=task,
                 to=S.MUSTHALT,
@@ -527,7 +537,9 @@ def gang_delete(*, job: Job, who: str, now: datetime | None = None) -> int:
         raise Conflict("the job's tasks are still active: cancel it first (gpulab-cli cancel)")
     with transaction.atomic():
         for task in tasks:
-            job_transition(job=task, to=S.DELETED, message=f"deleted by {who} (whole gang)", now=now)
+            job_transition(
+                job=task, to=S.DELETED, message=f"deleted by {who} (whole gang)", now=now
+            )
     return len(tasks)
 
 

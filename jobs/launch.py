@@ -15,6 +15,7 @@ from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.models import Job
 from jobs.spec.images import image_parse
+from jobs.spec.openpai import shm_bytes
 from jobs.spec.v2_docker import reserved_env_reason
 from jobs.storage import ResolvedMount, resolve_mounts
 from jobs.submit_checks import slave_roots
@@ -162,4 +163,6 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         user=docker.get("user") or None,
         group_add=tuple(docker.get("groupAdd") or ()),
         name=f"gpuportal-{job.uuid}",
+        # An OpenPAI task: its role's shmMB (docs/openpai.md); Docker's default otherwise.
+        shm_size_bytes=shm_bytes(job.openpai_config, job.task_role) if job.openpai_config else None,
     )

@@ -465,16 +465,9 @@ def expand_tasks(config: dict, *, user_name: str, cluster_id: int | None = None)
             for item in ports
             for container, host in zip(item["containerPorts"], item["hostPorts"], strict=True)
         ]
-        extra_storage = []
-        if role["shmMB"] > DEFAULT_SHM_MB:
-            # Docker's /dev/shm is 64 MB; more is a tmpfs there (GPULab's way), whole GB.
-            extra_storage.append(
-                {
-                    "hostPath": "tmpfs",
-                    "containerPath": "/dev/shm/",
-                    "sizeGb": math.ceil(role["shmMB"] / 1024),
-                }
-            )
+        # shmMB is the container's shm size, set at launch from the stored config
+        # (jobs.launch.openpai_shm_bytes): counted within memoryMB, as under OpenPAI.
+        extra_storage: list[dict] = []
         for task_index in range(role["taskNumber"]):
             part = env_part(role["name"])
             env = {**config["jobEnvs"], **shared_env}
@@ -517,6 +510,13 @@ def expand_tasks(config: dict, *, user_name: str, cluster_id: int | None = None)
                 }
             )
     return tasks
+
+
+def shm_bytes(config: dict, role_name: str) -> int:
+    """The shm size of a task of this role (the first role when the name is unknown)."""
+    roles = config["taskRoles"]
+    role = next((r for r in roles if r["name"] == role_name), roles[0])
+    return int(role["shmMB"]) * 1024 * 1024
 
 
 def task_count(config: dict) -> int:
