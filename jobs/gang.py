@@ -443,6 +443,63 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
     return outcome.status
 
 
+# --- what pages and the API show ---------------------------------------------------------
+
+
+def gang_summary(gang: JobGang) -> dict:
+    """The gang's roles x tasks of its current attempt (state, slave, ports, exit code) and
+    its ended attempts, JSON-ready (GET /api/portal/gangs/<uuid>/ and the job page)."""
+    tasks = list(
+        Job.objects.filter(gang=gang, gang_attempt=gang.attempt)
+        .select_related("slave")
+        .order_by("task_role", "task_index")
+    )
+    by_role: dict[str, list[Job]] = {}
+    for task in tasks:
+        by_role.setdefault(task.task_role, []).append(task)
+    states = [t.status for t in tasks]
+    live = gang.status
+    if gang.status == GANG_ACTIVE and any(s in HOLDS_RESOURCES for s in states):
+        live = S.RUNNING
+    elif gang.status == GANG_ACTIVE and states and all(s == S.ONHOLD for s in states):
+        live = S.ONHOLD
+    return {
+        "uuid": str(gang.uuid),
+        "name": gang.name,
+        "status": live,
+        "attempt": gang.attempt,
+        "retryCount": gang.retry_count,
+        "endReason": gang.end_reason,
+        "taskCounts": {state: states.count(state) for state in sorted(set(states))},
+        "roles": [
+            {
+                "name": role["name"],
+                "taskNumber": role["taskNumber"],
+                "minFailedTaskCount": role["minFailedTaskCount"],
+                "minSucceededTaskCount": role["minSucceededTaskCount"],
+                "tasks": [
+                    {
+                        "name": t.name,
+                        "uuid": str(t.uuid),
+                        "index": t.task_index,
+                        "state": t.status,
+                        "slave": t.slave.name if t.slave_id else None,
+                        "ports": [
+                            m.get("hostPort")
+                            for m in t.request["docker"].get("portMappings") or ()
+                            if m.get("hostPort") is not None
+                        ],
+                        "exitCode": t.exit_code,
+                    }
+                    for t in by_role.get(role["name"], [])
+                ],
+            }
+            for role in gang.config["taskRoles"]
+        ],
+        "attempts": gang.attempts,
+    }
+
+
 # --- user actions on the whole gang --------------------------------------------------------
 
 
@@ -455,10 +512,12 @@ def gang_tasks(job: Job) -> list[Job]:
     )
 
 
-def gang_message(job: Job, verb: str, count: int) -> str:
-    """What the API and the pages say after an action on one task."""
+def gang_info(job: Job, verb: str) -> str:
+    """What the API (header X-Portal-Info) and the pages say after an action on one task."""
+    gang = JobGang.objects.get(pk=job.gang_id)
+    count = Job.objects.filter(gang=gang, gang_attempt=gang.attempt).count()
     return (
-        f"{verb} the whole job {job.gang.name}: {count} task(s) of attempt {job.gang.attempt} "
+        f"{verb} the whole job {gang.name}: {count} task(s) of attempt {gang.attempt} "
         "(a task of a multi-task OpenPAI job is never acted on alone)"
     )
 
@@ -551,6 +610,7 @@ __all__ = [
     "gang_halt",
     "gang_hold",
     "gang_outcome",
+    "gang_summary",
     "gang_release",
     "gang_tasks_assigned",
     "gang_update",

@@ -15,7 +15,7 @@ from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.models import Job
 from jobs.spec.images import image_parse
-from jobs.spec.openpai import shm_bytes
+from jobs.spec.openpai import read_only_paths, shm_bytes
 from jobs.spec.v2_docker import reserved_env_reason
 from jobs.storage import ResolvedMount, resolve_mounts
 from jobs.submit_checks import slave_roots
@@ -144,6 +144,8 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         if item.get("hostPath") == "tmpfs"
     }
     target = pull_target(job)
+    # An OpenPAI job's codeDir is read-only (docs/openpai.md).
+    read_only = read_only_paths(job.openpai_config) if job.openpai_config else set()
     return ContainerSpec(
         image=target.reference,
         command=split_command(docker.get("command")),
@@ -152,7 +154,14 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         cpuset_cpus=",".join(str(c) for c in job.cpu_ids) or None,
         # tmpfs pages are charged to the container's memory: the limit includes them.
         mem_limit_bytes=(job.cpu_memory_gb + job.tmpfs_gb) * GIB,
-        binds=tuple(Mount(m.host_path, m.container_path.rstrip("/") or "/") for m in mounts),
+        binds=tuple(
+            Mount(
+                m.host_path,
+                m.container_path.rstrip("/") or "/",
+                read_only=m.container_path.rstrip("/") in read_only,
+            )
+            for m in mounts
+        ),
         tmpfs=tmpfs,
         gpu_device_ids=gpu_device_ids(job, slave),
         port_mappings=tuple(

@@ -96,8 +96,6 @@ def _single_task_limits(config: dict) -> list[FieldError]:
     errors = []
     if config["authFile"] is not None:
         errors.append(FieldError("authFile", NOT_YET + ": it is read at launch"))
-    if config["codeDir"] is not None:
-        errors.append(FieldError("codeDir", NOT_YET + ": it is mounted read-only"))
     if config["jobEnvs"].get("isDebug"):
         errors.append(FieldError("jobEnvs.isDebug", NOT_YET + ": it keeps a failed container"))
     return errors

@@ -22,6 +22,8 @@ from portal.errors import Conflict
 from portal.tasks import fire
 from portal.timefmt import utc_z
 
+GANG_UPDATE_TASK = task_names.GANG_UPDATE
+
 
 class TransitionNotAllowed(Conflict):
     def __init__(self, current: str, target: str):
@@ -106,7 +108,7 @@ def _gang_task_ended(job: Job) -> None:
     if gang_id is _UNLOADED:  # loaded with .only(): one small query, ended jobs only
         gang_id = Job.objects.filter(pk=job.pk).values_list("gang_id", flat=True).first()
     if gang_id is not None:
-        fire(task_names.GANG_UPDATE, gang_id)
+        fire(GANG_UPDATE_TASK, gang_id)
 
 
 _UNLOADED = object()

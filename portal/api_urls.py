@@ -9,6 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from clusters.api.views import ClusterListView, SlaveListView
 from jobs.api.array import JobArrayView
+from jobs.api.gang import GangDetailView
 from jobs.api.views import (
     ConvertView,
     JobDebugView,
@@ -43,6 +44,9 @@ urlpatterns = [
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
     re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
+    re_path(
+        PORTAL + r"gangs/(?P<gang_id>[^/]+)/?$", GangDetailView.as_view(), name="api-gang-detail"
+    ),
     re_path(PORTAL + r"reservations/?$", ReservationListView.as_view(), name="api-reservations"),
     re_path(
         PORTAL + r"reservations/(?P<reservation_id>[^/]+)/?$",

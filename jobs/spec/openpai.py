@@ -457,6 +457,11 @@ def expand_tasks(config: dict, *, user_name: str, cluster_id: int | None = None)
             if mount not in storage:
                 storage.append(mount)
     read_only = [_mount(config["codeDir"])] if config["codeDir"] is not None else []
+    for mount in read_only:
+        # Mounted like the others (resolved and prepared on the slave), read-only at launch
+        # (jobs.launch, read_only_paths).
+        if mount not in storage:
+            storage.append(mount)
     tasks = []
     for role in config["taskRoles"]:
         ports = role_ports(role)
@@ -517,6 +522,13 @@ def shm_bytes(config: dict, role_name: str) -> int:
     roles = config["taskRoles"]
     role = next((r for r in roles if r["name"] == role_name), roles[0])
     return int(role["shmMB"]) * 1024 * 1024
+
+
+def read_only_paths(config: dict) -> set[str]:
+    """Container paths (no trailing slash) mounted read-only: codeDir's folder."""
+    if config.get("codeDir") is None:
+        return set()
+    return {_mount(config["codeDir"])["containerPath"].rstrip("/")}
 
 
 def task_count(config: dict) -> int:

@@ -21,7 +21,17 @@ def test_every_task_name_resolves_to_a_function():
 def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
-    from jobs import notifications, reconcile, recovery, runtime_services, services, ticks, watcher
+    from jobs import (
+        gang,
+        notifications,
+        reconcile,
+        recovery,
+        runtime_services,
+        services,
+        ticks,
+        transitions,
+        watcher,
+    )
 
     apply = import_module("jobs.scheduling.apply")
 
@@ -37,6 +47,8 @@ def test_modules_that_fire_tasks_use_the_constants():
         watcher.FINISH_TASK,
         ticks.SCHEDULER_TICK_TASK,
         notifications.NOTIFY_TASK,
+        transitions.GANG_UPDATE_TASK,
+        gang.LAUNCH_TASK,
         *(path for path, _ in schedules.PERIODIC.values()),
     }
     assert used == set(task_names.ALL)

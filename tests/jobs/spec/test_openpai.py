@@ -383,7 +383,7 @@ def test_seed_example_expands_into_four_valid_gpulab_requests():
     assert docker["storage"] == [
         {"hostPath": f"/project/path/{config['jobName']}/{d}/",
          "containerPath": f"/project/path/{config['jobName']}/{d}/"}
-        for d in ("data", "output")
+        for d in ("data", "output", "code")  # code: read-only at launch (readOnlyMounts)
     ]  # fmt: skip
     assert tasks[2]["readOnlyMounts"] == [
         {"hostPath": f"/project/path/{config['jobName']}/code/",
