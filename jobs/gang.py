@@ -182,10 +182,15 @@ def _task_plan(gang: JobGang, tasks: list[Job]) -> dict[int, dict]:
     roles = {r["name"]: r for r in gang.config["taskRoles"]}
     policy = _port_policy()
     slave_ids = {t.slave_id for t in tasks}
-    used = _ports_in_use(slave_ids, {t.pk for t in tasks})
-    # The gang's own fixed ports count as taken on their slave before any auto port is chosen.
+    # One set of taken ports for all the gang's slaves: no two tasks of a gang share a port
+    # number even on different slaves, so slaves that share a host's port space (several
+    # engines on one machine) never collide either; ports are plentiful.
+    taken: set[int] = set()
+    for ports in _ports_in_use(slave_ids, {t.pk for t in tasks}).values():
+        taken |= ports
     for task in tasks:
-        used[task.slave_id].update(_fixed_ports(task.request))
+        taken |= _fixed_ports(task.request)
+    used = {pk: taken for pk in slave_ids}
     plan: dict[int, dict] = {}
     for task in sorted(tasks, key=lambda t: (t.task_role, t.task_index)):
         ports: dict[str, list[int]] = {}
