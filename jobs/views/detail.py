@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from clusters.models import Gpu
 from jobs import services
+from jobs.gang import gang_info, gang_summary
 from jobs.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_can_act, job_list_visible_to
@@ -95,6 +96,9 @@ def _live_context(request, job: Job) -> dict:
         "on_slave": job.status in HOLDS_RESOURCES,
         "is_active": job.status in ACTIVE,
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
+        # A task of a multi-task OpenPAI job: its gang's roles x tasks and attempts.
+        "gang": gang_summary(job.gang) if full and job.gang_id else None,
+        "job_uuid": str(job.uuid),
     }
 
 
@@ -157,6 +161,8 @@ def job_action(request, uuid, action):
             messages.error(request, f"{label} failed: {error}")
             return redirect("jobs:detail", uuid=job.uuid)
         messages.success(request, done.format(name=job.ui_name))
+        if job.gang_id and action != "delete":  # the whole multi-task job was acted on
+            messages.info(request, gang_info(job, label))
         if action == "delete":
             return redirect("jobs:list")
         return redirect("jobs:detail", uuid=job.uuid)
