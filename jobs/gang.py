@@ -595,15 +595,26 @@ def gang_release(*, job: Job, who: str, now: datetime | None = None) -> int:
 
 
 def gang_delete(*, job: Job, who: str, now: datetime | None = None) -> int:
-    """Hide every task of every attempt (they must have ended)."""
+    """Hide every task of every attempt. A gang still waiting is revoked first (cancelled, as
+    ``gpulab-cli rm`` revokes a job that has not run); one with a task on a slave is refused."""
+    now = now or timezone.now()
     tasks = list(Job.objects.filter(gang_id=job.gang_id).exclude(status=S.DELETED))
-    if any(t.status not in FINISHED for t in tasks):
-        raise Conflict("the job's tasks are still active: cancel it first (gpulab-cli cancel)")
+    if any(t.status in HOLDS_RESOURCES for t in tasks):
+        raise Conflict("the job's tasks are on a slave: cancel it first (gpulab-cli cancel)")
     with transaction.atomic():
-        for task in tasks:
-            job_transition(
-                job=task, to=S.DELETED, message=f"deleted by {who} (whole gang)", now=now
+        if any(t.status in PENDING for t in tasks):
+            JobGang.objects.filter(pk=job.gang_id).update(
+                cancelled_by_user=True, end_reason=f"revoked by {who}"
             )
+            for task in tasks:
+                if task.status in PENDING:
+                    _stop(task, f"revoked by {who}", now)
+        for task in tasks:
+            task.refresh_from_db()
+            if task.status in FINISHED:
+                job_transition(
+                    job=task, to=S.DELETED, message=f"deleted by {who} (whole gang)", now=now
+                )
     return len(tasks)
 
 

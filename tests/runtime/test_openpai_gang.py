@@ -12,7 +12,14 @@ from clusters.services import engine_for
 from jobs.gang import gang_outcome
 from jobs.models import Job, JobGang
 from jobs.runtime_services import job_finish_run
-from jobs.services import job_cancel, job_halt_request, job_hold, job_release, job_submit
+from jobs.services import (
+    job_cancel,
+    job_delete,
+    job_halt_request,
+    job_hold,
+    job_release,
+    job_submit,
+)
 from jobs.states import JobStatus as S
 from tests.support.runtime import TEST_IMAGE, add_slave, job_doc, submit
 
@@ -225,3 +232,12 @@ def test_outcome_policy_table():
     null_roles = [{"name": "a", "minFailedTaskCount": None, "minSucceededTaskCount": None}]
     assert gang_outcome(null_roles, [("a", S.FAILED), ("a", S.RUNNING)]) is None
     assert gang_outcome(null_roles, [("a", S.FAILED), ("a", S.FINISHED)]).status == S.FINISHED
+
+
+def test_delete_of_a_waiting_gang_revokes_and_hides_every_task(people, two_slaves):
+    user, _ = people
+    tasks = run(people, config(role("big", 3, gpus=2), name="gone"))
+    assert statuses(tasks) == [S.QUEUED] * 3
+    job_delete(job=tasks[1], user=user)
+    assert statuses(tasks) == [S.DELETED] * 3
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.CANCELLED
