@@ -32,7 +32,9 @@ def _held_ids(slave_ids: list[int]) -> dict[int, tuple[set[int], set[int]]]:
     return held
 
 
-def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) -> int:
+def apply_starts(
+    starts: list[sm.Start], jobs: dict[str, Job], now: datetime, gang_uuids: frozenset = frozenset()
+) -> int:
     """Assign jobs to slaves in one transaction that locks the slaves involved.
 
     The lock (``SELECT ... FOR UPDATE`` on PostgreSQL, in primary-key order so two ticks never
@@ -85,12 +87,12 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
             JobExplanation,
             keys=[request.job.pk for request, ok in zip(requests, won, strict=True) if ok],
         )
-        gang_tasks = set(
-            Job.objects.filter(
-                pk__in=[r.job.pk for r, ok in zip(requests, won, strict=True) if ok],
-                gang__isnull=False,
-            ).values_list("pk", flat=True)
-        )
+        # ``gang_uuids``: tasks of multi-task jobs among the queued rows of the snapshot.
+        gang_tasks = {
+            r.job.pk
+            for r, ok in zip(requests, won, strict=True)
+            if ok and str(r.job.uuid) in gang_uuids
+        }
         for request, ok in zip(requests, won, strict=True):
             if ok and request.job.pk not in gang_tasks:
                 fire(LAUNCH_TASK, request.job.pk)
@@ -200,7 +202,8 @@ def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:
     )
     apply_fails_and_cancels(result, jobs, now)
     apply_halts(result, jobs, now)
-    started = apply_starts(list(result.starts), jobs, now)
+    gang_uuids = frozenset(str(row["uuid"]) for row in queued if row.get("gang_id") is not None)
+    started = apply_starts(list(result.starts), jobs, now, gang_uuids)
     explained = apply_explanations(result, queued)
     return {
         "started": started,
