@@ -28,6 +28,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from clusters.models import Slave
@@ -448,6 +449,24 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
     return outcome.status
 
 
+def gang_recheck_all(*, now: datetime | None = None) -> int:
+    """Apply the completion policy to every gang in progress with an ended task: the safety
+    net when a ``gang_update`` task was lost (a worker killed after the task ended). Run by
+    the periodic reconcile; a gang still undecided costs nothing more than this query."""
+    ids = set(
+        Job.objects.filter(
+            gang__status=GANG_ACTIVE,
+            gang_attempt=F("gang__attempt"),
+            status__in=FINISHED,
+        ).values_list("gang_id", flat=True)
+    )
+    decided = 0
+    for gang_id in sorted(ids):
+        if gang_update(gang_id=gang_id, now=now) is not None:
+            decided += 1
+    return decided
+
+
 # --- what pages and the API show ---------------------------------------------------------
 
 
@@ -626,6 +645,7 @@ __all__ = [
     "gang_halt",
     "gang_hold",
     "gang_outcome",
+    "gang_recheck_all",
     "gang_summary",
     "gang_release",
     "gang_tasks_assigned",

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 
 from clusters.services import engine_for
-from jobs.gang import gang_outcome
+from jobs.gang import gang_outcome, gang_recheck_all
 from jobs.models import Job, JobGang
 from jobs.runtime_services import job_finish_run
 from jobs.services import (
@@ -241,3 +241,15 @@ def test_delete_of_a_waiting_gang_revokes_and_hides_every_task(people, two_slave
     job_delete(job=tasks[1], user=user)
     assert statuses(tasks) == [S.DELETED] * 3
     assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.CANCELLED
+
+
+def test_reconcile_applies_a_lost_policy_update(people, two_slaves, settings):
+    tasks = run(people, config(role("worker", 2, minFailedTaskCount=1), name="lost"))
+    settings.PORTAL_TASK_MODE = "record"  # the gang_update fired now is lost
+    finish(tasks[0], 4)
+    gang = JobGang.objects.get(pk=tasks[0].gang_id)
+    assert gang.status == S.QUEUED and statuses(tasks) == [S.FAILED, S.RUNNING]
+    settings.PORTAL_TASK_MODE = "inline"
+    assert gang_recheck_all() == 1
+    gang.refresh_from_db()
+    assert gang.status == S.FAILED and statuses(tasks) == [S.FAILED, S.CANCELLED]
