@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .explain import shape_reasons
+from .filters import FREE_RESOURCES, HOST_PORTS
 from .model import QueuedJob, Start
 from .shape import Shape
 from .state import SlaveRuntime
@@ -51,7 +52,12 @@ def _save(slave: SlaveRuntime) -> _Saved:
         (rr, rr.non_entitled_gpus, rr.committed_gpus) for rr in (cls.reservations if cls else ())
     ]
     return _Saved(
-        slave, list(slave.free_gpus), list(slave.free_cpus), slave.free_mem, set(slave.ports), budgets
+        slave,
+        list(slave.free_gpus),
+        list(slave.free_cpus),
+        slave.free_mem,
+        set(slave.ports),
+        budgets,
     )
 
 
@@ -131,10 +137,23 @@ class GangScheduler:
             cycle.limits.record_start(task)
             cycle._settle(task)
 
+    def _room(self, shape: Shape) -> int:
+        """How many slaves could take one task of this shape now (final state of the cycle)."""
+        placer = self.cycle.placer
+        return sum(
+            1
+            for cls in placer.open_classes(shape)
+            for slave in cls.slaves
+            if FREE_RESOURCES.fits(shape, slave) and HOST_PORTS.fits(shape, slave)
+        )
+
     def explain(self) -> None:
-        """Why each waiting gang waits, on the final state of the cycle (once per shape)."""
+        """Why each waiting gang waits, on the final state of the cycle (once per shape):
+        ``gang of 4 tasks waits whole: needs 4 tasks of 4 GPU(s) on cluster 2; 2 of them
+        could be placed now, 1 slave(s) can take one more; no GPU is held meanwhile``."""
         cycle = self.cycle
         cache: dict[Shape, tuple[str, ...]] = {}
+        room: dict[Shape, int] = {}
         for tasks, shape, placed, why in self.waiting:
             n = len(tasks)
             if shape is None:
@@ -142,17 +161,30 @@ class GangScheduler:
             else:
                 if shape not in cache:
                     cache[shape] = shape_reasons(shape, cycle.ctx, cycle.env, cycle.placer.identity)
-                need = (
-                    f"{shape.gpus} GPU(s), {shape.cpus} CPU(s), {shape.memory_gb:g} GB"
-                    + (f" on cluster {shape.cluster_id}" if shape.cluster_id is not None else "")
-                )
+                    room[shape] = self._room(shape)
                 lines = (
-                    f"gang of {n} tasks waits whole: {placed} of its tasks could be placed now, "
-                    f"the next needs {need} and found no room; no GPU is held meanwhile",
+                    f"gang of {n} tasks waits whole: needs {_needs(cycle, tasks)}; {placed} of "
+                    f"them could be placed now, the next ({_one(shape)}) found no room, "
+                    f"{room[shape]} slave(s) can take one such task now; no GPU is held "
+                    "meanwhile",
                     *cache[shape],
                 )
             for task in tasks:
                 cycle.explanations[task.id] = lines[: cycle.ctx.config.max_explanations]
+
+
+def _one(shape: Shape) -> str:
+    where = f" on cluster {shape.cluster_id}" if shape.cluster_id is not None else ""
+    return f"{shape.gpus} GPU(s), {shape.cpus} CPU(s), {shape.memory_gb:g} GB{where}"
+
+
+def _needs(cycle, tasks: list[QueuedJob]) -> str:
+    """``2 tasks of 0 GPU(s), ... and 2 tasks of 4 GPU(s), ...`` in task order."""
+    counts: dict[Shape, int] = {}
+    for task in tasks:
+        shape = cycle.shapes[task.id]
+        counts[shape] = counts.get(shape, 0) + 1
+    return " and ".join(f"{count} task(s) of {_one(shape)}" for shape, count in counts.items())
 
 
 __all__ = ["GangScheduler"]

@@ -34,9 +34,7 @@ def gang(name: str, sizes: list[int], *, user="alice", cluster=None, **extra) ->
 
 def test_gang_spread_over_slaves_starts_whole():
     # 4 tasks of 2 GPUs: no slave holds two of them with the others, so they spread.
-    snap = snapshot(
-        slaves=[slave("a", gpus=4), slave("b", gpus=4)], queued=gang("g", [2, 2, 2, 2])
-    )
+    snap = snapshot(slaves=[slave("a", gpus=4), slave("b", gpus=4)], queued=gang("g", [2, 2, 2, 2]))
     result = run_cycle(snap)
     starts = started(result)
     assert set(starts) == {"g-0", "g-1", "g-2", "g-3"}
@@ -59,7 +57,12 @@ def test_gang_that_does_not_fit_waits_whole_while_smaller_jobs_run():
     assert set(starts) == {"small1", "small2"}
     for task in ("big-0", "big-1", "big-2"):
         lines = result.explanations[task]
-        assert lines[0].startswith("gang of 3 tasks waits whole: 2 of its tasks could be placed")
+        assert lines[0].startswith(
+            "gang of 3 tasks waits whole: needs 3 task(s) of 3 GPU(s), 1 CPU(s), 1 GB; 2 of them "
+            "could be placed now"
+        )
+        # The small jobs were packed on one slave: only the other can take a 3-GPU task now.
+        assert "1 slave(s) can take one such task now" in lines[0]
     # The small jobs got the lowest ids: nothing was left taken by the rolled-back tasks.
     assert {(s.slave, s.gpu_ids) for s in starts.values()} <= {("a", (0,)), ("b", (0,))} | {
         ("a", (1,)),
@@ -71,7 +74,9 @@ def test_incomplete_gang_waits():
     tasks = gang("g", [1, 1, 1])[:2]  # the third is on hold: not in the queue
     result = run_cycle(snapshot(slaves=[slave("a", gpus=4)], queued=tasks))
     assert not result.starts
-    assert result.explanations["g-0"] == ("gang of 2 tasks waits whole: 2 of its 3 tasks are queued",)
+    assert result.explanations["g-0"] == (
+        "gang of 2 tasks waits whole: 2 of its 3 tasks are queued",
+    )
 
 
 def test_rollback_restores_room_for_the_same_shape():
