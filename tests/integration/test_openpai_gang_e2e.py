@@ -64,6 +64,7 @@ WORKER_COMMAND = (
     "n=$((n+1)); [ $n -gt 60 ] && echo cannot-reach-$hp && exit 1; sleep 1; done; "
     'echo "worker-$i reached $hp"; done; '
     "touch $PAI_CODE_DIR/x 2>/dev/null && echo code-writable || echo code-read-only; "
+    "echo shm-kb=$(df -k /dev/shm | awk 'NR==2 {print $2}'); "
     'echo "$PAI_TASK_ROLE_ps_server_HOST_LIST" > $PAI_OUTPUT_DIR/worker-$i.txt'
 )
 
@@ -169,6 +170,7 @@ def test_seed_distributed_example_runs_across_two_engines(people, two_engines, r
         role["cpuNumber"] = 1
         role["memoryMB"] = 512 if role["name"] == "ps_server" else 1024
         role["command"] = PS_COMMAND if role["name"] == "ps_server" else WORKER_COMMAND
+    config["taskRoles"][1]["shmMB"] = 128  # the workers' shared memory: --shm-size
     first = job_submit(user=user, project=project, document=config)
     gang = wait_gang(JobGang.objects.get(pk=first.gang_id))
     tasks = {t.name: t for t in Job.objects.filter(gang=gang).select_related("slave")}
@@ -192,6 +194,7 @@ def test_seed_distributed_example_runs_across_two_engines(people, two_engines, r
             assert env[f"PAI_HOST_IP_ps_server_{server.task_index}"] == addresses[server.slave.name]
             assert f"worker-{worker.task_index} reached {hp}" in text
         assert "code-read-only" in text
+        assert "shm-kb=131072" in text
         for index, log in ps_log.items():
             assert f"worker-{worker.task_index} batch=32 model=resnet20" in log, (index, log)
     # Every port published at the same number inside and outside, none shared in the gang.
