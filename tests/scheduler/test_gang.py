@@ -14,6 +14,13 @@ from hypothesis import strategies as st
 from jobs.scheduler import GpuInfo, QueuedJob, SlaveState, Snapshot, run_cycle
 
 from .builders import NOW, queued, slave, snapshot, started
+from .test_properties import (
+    check_host_ports_are_never_shared,
+    check_never_over_allocates,
+    check_reservations_are_respected,
+    check_starts_respect_the_request_and_the_slave,
+    snapshots,
+)
 
 
 def gang(name: str, sizes: list[int], *, user="alice", cluster=None, **extra) -> list[QueuedJob]:
@@ -188,3 +195,59 @@ def test_gang_result_is_the_same_as_without_the_rolled_back_attempt():
     without = run_cycle(snapshot(slaves=slaves, queued=others))
     assert started(with_gang) == started(without)
     assert replace(with_gang, explanations={}, next_wakeup=None).starts == without.starts
+
+
+# --- gangs under the full random load of test_properties --------------------------------------
+
+
+@st.composite
+def loaded_gang_snapshots(draw) -> Snapshot:
+    """test_properties' random snapshots (reservations, private clusters, running jobs, halts,
+    buckets, limits, host ports) with runs of consecutive queued jobs turned into gangs."""
+    snap = draw(snapshots())
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    queued, out, number = list(snap.queued), [], 0
+    while queued:
+        size = rng.randint(1, 4)
+        group, queued = queued[:size], queued[size:]
+        if size > 1 and rng.random() < 0.6:
+            lead = group[0]
+            for job in group:
+                out.append(
+                    replace(
+                        job,
+                        user=lead.user,
+                        project=lead.project,
+                        submitted_at=lead.submitted_at,
+                        interactive=False,
+                        halt_wait_since=None,
+                        gang=f"G{number}",
+                        gang_size=len(group),
+                    )
+                )
+            number += 1
+        else:
+            out.extend(group)
+    return replace(snap, queued=tuple(out))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(loaded_gang_snapshots())
+def test_gangs_under_random_load_keep_every_cycle_invariant(snap):
+    result = run_cycle(snap)
+    check_never_over_allocates(snap, result)
+    check_starts_respect_the_request_and_the_slave(snap, result)
+    check_reservations_are_respected(snap, result)
+    check_host_ports_are_never_shared(snap, result)
+    starts = started(result)
+    members = defaultdict(set)
+    for job in snap.queued:
+        if job.gang is not None:
+            members[job.gang].add(job.id)
+    for name, ids in members.items():
+        placed = ids & set(starts)
+        assert placed in (set(), ids), f"gang {name} partly placed: {sorted(placed)}"
+        fails = {d.job_id for d in result.fails} & ids
+        if not placed and not fails:
+            # A waiting gang's tasks are all explained.
+            assert all(result.explanations.get(i) for i in ids), name
