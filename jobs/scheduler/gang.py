@@ -25,7 +25,7 @@ bridge (jobs/gang.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .explain import shape_reasons
 from .filters import FREE_RESOURCES, HOST_PORTS
@@ -103,7 +103,8 @@ class GangScheduler:
                 (tasks, None, 0, f"{len(tasks)} of its {job.gang_size} tasks are queued")
             )
             return
-        held = cycle._held(job)
+        # Limits look at the gang as a whole: its GPUs together against a per-user GPU cap.
+        held = cycle._held(replace(job, gpus=sum(task.gpus for task in tasks)))
         if held is not None:
             self.waiting.append((tasks, None, 0, held))
             return

@@ -11,7 +11,7 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.scheduler import GpuInfo, QueuedJob, SlaveState, Snapshot, run_cycle
+from jobs.scheduler import GpuInfo, QueuedJob, SchedulerConfig, SlaveState, Snapshot, run_cycle
 
 from .builders import NOW, queued, slave, snapshot, started
 from .test_properties import (
@@ -251,3 +251,12 @@ def test_gangs_under_random_load_keep_every_cycle_invariant(snap):
         if not placed and not fails:
             # A waiting gang's tasks are all explained.
             assert all(result.explanations.get(i) for i in ids), name
+
+
+def test_per_user_gpu_cap_counts_the_whole_gang():
+    config = SchedulerConfig(per_user_max_gpus=3)
+    result = run_cycle(
+        snapshot(slaves=[slave("a", gpus=8)], queued=gang("g", [2, 2]), config=config)
+    )
+    assert not result.starts
+    assert "user limit" in result.explanations["g-0"][0]
