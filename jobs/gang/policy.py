@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobs.states import TERMINAL, JobStatus
+from jobs.states import PENDING, TERMINAL, JobStatus
 
 S = JobStatus
 # A gang's summary states: in progress (its current attempt's tasks are pending or running),
@@ -73,4 +73,10 @@ def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | N
             "all tasks completed"
             + (f" ({bad} failed, no minFailedTaskCount reached)" if bad else ""),
         )
+    if any(status in TERMINAL for _, status in tasks) and any(
+        status in PENDING for _, status in tasks
+    ):
+        # A task ended (notAfter passed, it failed to launch and was requeued...) while
+        # others never started: the gang can no longer start whole.
+        return Outcome(S.FAILED, "a task ended before all tasks of the gang could start")
     return None

@@ -253,3 +253,9 @@ def test_reconcile_applies_a_lost_policy_update(people, two_slaves, settings):
     assert gang_recheck_all() == 1
     gang.refresh_from_db()
     assert gang.status == S.FAILED and statuses(tasks) == [S.FAILED, S.CANCELLED]
+
+
+def test_a_task_that_ends_before_its_gang_started_fails_the_gang():
+    roles = [{"name": "w", "minFailedTaskCount": None, "minSucceededTaskCount": None}]
+    outcome = gang_outcome(roles, [("w", S.FAILED), ("w", S.QUEUED)])
+    assert outcome.status == S.FAILED and "before all tasks" in outcome.reason
