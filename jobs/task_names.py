@@ -3,7 +3,7 @@
 django-q2 stores these strings in its queue and schedules, so a task keeps its path across
 releases: rename a function in ``jobs.tasks`` only together with its constant here (and a
 migration of stored schedules). Code that fires or schedules a task imports the constant;
-``portal.tasks.fire`` resolves the path when it is fired, and a test resolves every one, so a
+``core.tasks.fire`` resolves the path when it is fired, and a test resolves every one, so a
 typo fails the fast tests instead of a worker in production.
 """
 
@@ -16,7 +16,7 @@ JOB_NOTIFY = "jobs.tasks.job_notify"
 RECONCILE = "jobs.tasks.reconcile"
 # A task of a multi-task OpenPAI job ended: the gang's completion and retry policies.
 GANG_UPDATE = "jobs.tasks.gang_update"
-# Fired once when a q cluster starts (jobs/recovery.py): re-drive what a crash left behind.
+# Fired once when a q cluster starts (jobs/runtime/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 
 ALL = (

@@ -11,16 +11,16 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import Conflict
+from core.tasks import fire
+from core.timefmt import utc_z
 from jobs import task_names
 from jobs.bulk_sql import rows_update
+from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
-from jobs.notifications import job_notify_request
 from jobs.states import FINISHED as ENDED
 from jobs.states import JobStatus as S
 from jobs.states import is_allowed
-from portal.errors import Conflict
-from portal.tasks import fire
-from portal.timefmt import utc_z
 
 GANG_UPDATE_TASK = task_names.GANG_UPDATE
 

@@ -13,11 +13,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from jobs.gang import gang_summary
+from core.api.common import PortalAPIView, parse_uuid_or_404
+from core.errors import NotAllowed
+from jobs.gang.summary import gang_summary
 from jobs.models import JobGang
 from jobs.selectors import job_list_visible_to, job_sees_full
-from portal.api.common import PortalAPIView, parse_uuid_or_404
-from portal.errors import NotAllowed
 
 
 class GangDetailView(PortalAPIView):

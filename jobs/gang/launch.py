@@ -12,14 +12,14 @@ from django.conf import settings
 
 from clusters.models import Slave
 from clusters.runtime.spec import PortPolicy
+from core.errors import Conflict
+from core.tasks import fire
 from jobs import task_names
 from jobs.gang.policy import GANG_FINAL
 from jobs.models import Job, JobGang
 from jobs.spec.openpai import env_part, role_ports
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from jobs.transitions import job_event_add, job_transition
-from portal.errors import Conflict
-from portal.tasks import fire
 
 S = JobStatus
 LAUNCH_TASK = task_names.JOB_LAUNCH

@@ -8,15 +8,15 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.tasks import fire
+from core.timefmt import utc_z
 from jobs import task_names
 from jobs.gang.policy import GANG_ACTIVE, GANG_FINAL, Outcome, gang_outcome
 from jobs.models import Job, JobEvent, JobGang, JobPullSecret
-from jobs.request_columns import columns_from_request
+from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, TERMINAL, JobStatus
-from jobs.ticks import tick_request
+from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
-from portal.tasks import fire
-from portal.timefmt import utc_z
 
 S = JobStatus
 STOP_TASK = task_names.JOB_STOP

@@ -1,5 +1,5 @@
 """OpenPAI configs posted to the REST submit endpoint and /convert: every error with its path
-(nothing written), a multi-task config stored as a gang of tasks (jobs/gang.py), and a one-task
+(nothing written), a multi-task config stored as a gang of tasks (jobs/gang/), and a one-task
 config submitted as one ordinary job with the PAI_* environment."""
 
 import copy

@@ -2,8 +2,9 @@
 
 import pytest
 
+from core import tasks
 from jobs import task_names
-from portal import schedules, tasks
+from portal import schedules
 
 
 def test_every_task_name_resolves_to_a_function():
@@ -21,19 +22,14 @@ def test_every_task_name_resolves_to_a_function():
 def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
-    from jobs import (
-        gang,
-        notifications,
-        reconcile,
-        recovery,
-        runtime_services,
-        services,
-        ticks,
-        transitions,
-        watcher,
-    )
+    from jobs import transitions
+    from jobs.gang import launch as gang_launch
+    from jobs.lifecycle import actions, notifications
+    from jobs.runtime import reconcile, recovery, watcher
+    from jobs.runtime import services as runtime_services
+    from jobs.scheduler_bridge import ticks
 
-    apply = import_module("jobs.scheduling.apply")
+    apply = import_module("jobs.scheduler_bridge.apply")
 
     used = {
         apply.LAUNCH_TASK,
@@ -41,14 +37,14 @@ def test_modules_that_fire_tasks_use_the_constants():
         reconcile.STOP_TASK,
         reconcile.HALT_TASK,
         recovery.RECOVER_TASK,
-        services.STOP_TASK,
-        services.HALT_TASK,
+        actions.STOP_TASK,
+        actions.HALT_TASK,
         runtime_services.FINISH_TASK,
         watcher.FINISH_TASK,
         ticks.SCHEDULER_TICK_TASK,
         notifications.NOTIFY_TASK,
         transitions.GANG_UPDATE_TASK,
-        gang.LAUNCH_TASK,
+        gang_launch.LAUNCH_TASK,
         *(path for path, _ in schedules.PERIODIC.values()),
     }
     assert used == set(task_names.ALL)

@@ -1,5 +1,5 @@
 """Multi-task OpenPAI jobs on the in-memory engine: gang start with ports and peers, a gang that
-waits whole, completion policies, retry, cancel and halt of the whole gang (jobs/gang.py)."""
+waits whole, completion policies, retry, cancel and halt of the whole gang (jobs/gang/)."""
 
 import copy
 import uuid
@@ -9,10 +9,7 @@ import pytest
 from django.conf import settings
 
 from clusters.services import engine_for
-from jobs.gang import gang_outcome, gang_recheck_all
-from jobs.models import Job, JobGang
-from jobs.runtime_services import job_finish_run
-from jobs.services import (
+from jobs.actions.services import (
     job_cancel,
     job_delete,
     job_halt_request,
@@ -20,6 +17,10 @@ from jobs.services import (
     job_release,
     job_submit,
 )
+from jobs.gang.lifecycle import gang_recheck_all
+from jobs.gang.policy import gang_outcome
+from jobs.models import Job, JobGang
+from jobs.runtime.services import job_finish_run
 from jobs.states import JobStatus as S
 from tests.support.runtime import TEST_IMAGE, add_slave, job_doc, submit
 

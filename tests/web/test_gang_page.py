@@ -3,8 +3,8 @@ slave, ports, exit code) and the attempts; an action on the task says it acted o
 
 import pytest
 
+from jobs.actions.services import job_submit
 from jobs.models import Job, JobGang
-from jobs.services import job_submit
 
 pytestmark = pytest.mark.django_db
 
