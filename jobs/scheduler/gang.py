@@ -6,8 +6,9 @@ whole gang is tried at once:
 
 1. the gang must be complete in the queue (a task on hold, or still held elsewhere, keeps it
    waiting) and its first task must not be held back (notBefore, bucket, user limits);
-2. each task is placed through the ordinary :class:`~.placement.Placer` (same filters, scorers
-   and packing as any job, so tasks may land on different slaves), *tentatively*: the placer
+2. each task, largest first, is placed through the ordinary :class:`~.placement.Placer` (same
+   filters, scorers and packing as any job, so tasks may land on different slaves),
+   *tentatively*: the placer
    then records no failure memo and no skip set, because the room those would describe is only
    borrowed;
 3. if a task finds no room, every tentative placement of the gang is rolled back (free GPUs,
@@ -116,9 +117,15 @@ class GangScheduler:
         saved: list[_Saved] = []
         starts: list[Start] = []
         missing: Shape | None = None
+        # Largest tasks first (first-fit decreasing): small tasks placed first could take the
+        # CPUs or memory a big task needs on the only slaves with its GPUs.
+        order = sorted(
+            zip(tasks, shapes, strict=True),
+            key=lambda pair: (-pair[1].gpus, -pair[1].cpus, -pair[1].memory_gb),
+        )
         placer.tentative = True
         try:
-            for task, shape in zip(tasks, shapes, strict=True):
+            for task, shape in order:
                 slave = placer.place(shape)
                 if slave is None:
                     missing = shape

@@ -157,7 +157,10 @@ def wait_gang(gang: JobGang, timeout: float = 120) -> JobGang:
         ):
             return gang
         time.sleep(0.2)
-    states = list(Job.objects.filter(gang=gang).values_list("name", "status", "end_reason"))
+    states = [
+        (t.name, t.status, t.end_reason, t.queued_explanations)
+        for t in Job.objects.filter(gang=gang)
+    ]
     raise AssertionError(f"gang stayed {gang.status}: {states}")
 
 

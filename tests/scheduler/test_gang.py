@@ -260,3 +260,15 @@ def test_per_user_gpu_cap_counts_the_whole_gang():
     )
     assert not result.starts
     assert "user limit" in result.explanations["g-0"][0]
+
+
+def test_big_tasks_are_placed_first():
+    # Two 2-CPU slaves with 4 GPUs each; two CPU-only tasks queued before two 4-GPU tasks.
+    # Placed in queue order, both small tasks would pack onto one slave and leave a big task
+    # without a CPU there; largest first, each slave takes one big and one small task.
+    slaves = [slave("a", gpus=4, cpus=2), slave("b", gpus=4, cpus=2)]
+    tasks = gang("g", [0, 0, 4, 4])
+    result = run_cycle(snapshot(slaves=slaves, queued=tasks))
+    starts = started(result)
+    assert set(starts) == {"g-0", "g-1", "g-2", "g-3"}
+    assert {starts["g-2"].slave, starts["g-3"].slave} == {"a", "b"}
