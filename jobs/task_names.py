@@ -14,6 +14,8 @@ JOB_STOP = "jobs.tasks.job_stop"
 JOB_HALT = "jobs.tasks.job_halt"
 JOB_NOTIFY = "jobs.tasks.job_notify"
 RECONCILE = "jobs.tasks.reconcile"
+# A task of a multi-task OpenPAI job ended: the gang's completion and retry policies.
+GANG_UPDATE = "jobs.tasks.gang_update"
 # Fired once when a q cluster starts (jobs/runtime/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 OUTPUTS_PURGE = "jobs.tasks.outputs_purge"
@@ -31,4 +33,5 @@ ALL = (
     RECOVER,
     OUTPUTS_PURGE,
     JOB_DELIVER,
+    GANG_UPDATE,
 )

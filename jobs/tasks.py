@@ -5,6 +5,7 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
+from jobs.gang import lifecycle as gang_lifecycle
 from jobs.lifecycle import notifications, subscriptions
 from jobs.runtime import outputs, recovery
 from jobs.runtime import reconcile as runtime_reconcile
@@ -59,3 +60,7 @@ def job_deliver(
         delivery_id=delivery_id,
         attempt=attempt,
     )
+
+
+def gang_update(gang_id: int) -> None:
+    gang_lifecycle.gang_update(gang_id=gang_id)

@@ -12,12 +12,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict
+from core.tasks import fire
 from core.timefmt import utc_z
+from jobs import task_names
 from jobs.bulk_sql import rows_update
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
+from jobs.states import FINISHED as ENDED
 from jobs.states import JobStatus as S
 from jobs.states import is_allowed
+
+GANG_UPDATE_TASK = task_names.GANG_UPDATE
 
 
 class TransitionNotAllowed(Conflict):
@@ -91,7 +96,22 @@ def job_transition(
     for name, value in values.items():
         setattr(job, name, value)
     job_notify_request(job=job, event=to)
+    if to in ENDED:
+        _gang_task_ended(job)
     return True
+
+
+def _gang_task_ended(job: Job) -> None:
+    """A task of a multi-task OpenPAI job ended: its gang applies its completion policy
+    (jobs.gang.gang_update), once this transaction commits."""
+    gang_id = job.__dict__.get("gang_id", _UNLOADED)
+    if gang_id is _UNLOADED:  # loaded with .only(): one small query, ended jobs only
+        gang_id = Job.objects.filter(pk=job.pk).values_list("gang_id", flat=True).first()
+    if gang_id is not None:
+        fire(GANG_UPDATE_TASK, gang_id)
+
+
+_UNLOADED = object()
 
 
 @dataclass(frozen=True)
@@ -169,6 +189,9 @@ def job_transition_many(
             )  # fmt: skip
         _write_rows(changed, sorted(columns))
         JobEvent.objects.bulk_create(events)  # one UNNEST insert on PostgreSQL
+        for job in changed:
+            if job.status in ENDED:
+                _gang_task_ended(job)
     return won
 
 

@@ -15,6 +15,8 @@ from accounts.models import Membership, Project
 from accounts.permissions import may_delete_all_jobs, may_submit_to_any_project
 from core.errors import Conflict, NotAllowed
 from core.timefmt import utc_z
+from jobs.gang.create import gang_create
+from jobs.gang.whole import gang_cancel, gang_delete, gang_hold, gang_release
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
@@ -30,7 +32,7 @@ from jobs.submit.checks import (
     check_time_window,
     registered_slaves,
 )
-from jobs.submit.openpai import openpai_single_task, openpai_spec_error
+from jobs.submit.openpai import openpai_spec_error, openpai_tasks
 from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
 from reservations.models import Reservation
@@ -143,17 +145,37 @@ def job_submit(
 
 
 def _openpai_submit(*, user, project: Project, document, hold: bool, now: datetime) -> Job:
-    """An OpenPAI config (docs/openpai.md): its one task is submitted as a v2 job that keeps
-    the config; errors name the OpenPAI fields."""
-    task = openpai_single_task(user=user, document=document, defaults=spec_defaults())
+    """An OpenPAI config (docs/openpai.md): one task is submitted as a v2 job that keeps the
+    config; several tasks (or a retry policy) as a gang whose tasks are submitted together
+    (jobs/gang/), the answer being the first task. Errors name the OpenPAI fields."""
+    mapped = openpai_tasks(user=user, document=document, defaults=spec_defaults())
     try:
-        with transaction.atomic():  # the job and its config, or nothing
-            job = job_submit(user=user, project=project, document=task.v2, hold=hold, now=now)
-            job.openpai_config = task.stored
-            job.save(update_fields=["openpai_config"])
-        return job
+        with transaction.atomic():  # the job(s) and the config, or nothing
+            if not mapped.gang:
+                (v2,) = mapped.documents
+                job = job_submit(user=user, project=project, document=v2, hold=hold, now=now)
+                job.openpai_config = mapped.stored
+                job.save(update_fields=["openpai_config"])
+                return job
+            jobs = job_submit_many(
+                user=user,
+                project=project,
+                documents=mapped.documents,
+                hold=hold,
+                now=now,
+                name="tasks",
+            )
+            gang_create(
+                user=user,
+                project=project,
+                config=mapped.stored,
+                tasks=mapped.tasks,
+                jobs=jobs,
+                now=now,
+            )
+            return jobs[0]
     except SpecError as exc:
-        raise openpai_spec_error(exc, task.config) from None
+        raise openpai_spec_error(exc, mapped) from None
 
 
 def job_submit_many(
@@ -255,6 +277,9 @@ def job_cancel(*, job: Job, user, reason: str = "", now: datetime | None = None)
     """Cancel: a pending job ends at once; a job on a slave is stopped by a background task."""
     _require_actor(user, job)
     who = f"cancelled by {user.username}" + (f": {reason}" if reason else "")
+    if job.gang_id:  # a task of a multi-task job: the whole job is cancelled (jobs/gang/)
+        gang_cancel(job=job, reason=who, now=now)
+        return job
     return job_cancel_by_system(job=job, reason=who, now=now)
 
 
@@ -268,6 +293,9 @@ def job_halt_request(*, job: Job, user, now: datetime | None = None) -> Job:
 
 def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
     _require_actor(user, job)
+    if job.gang_id:
+        gang_hold(job=job, who=user.username, now=now)
+        return job
     if job.status != S.QUEUED:
         raise Conflict(f"only a QUEUED job can be put on hold; this one is {job.status}")
     job_transition(job=job, to=S.ONHOLD, message=f"put on hold by {user.username}", now=now)
@@ -276,6 +304,9 @@ def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
 
 def job_release(*, job: Job, user, now: datetime | None = None) -> Job:
     _require_actor(user, job)
+    if job.gang_id:
+        gang_release(job=job, who=user.username, now=now)
+        return job
     if job.status != S.ONHOLD:
         raise Conflict(f"only an ONHOLD job can be released; this one is {job.status}")
     with transaction.atomic():
@@ -303,6 +334,10 @@ def job_delete(
     _require_actor(user, job, delete=True)
     if (real or force) and not may_delete_all_jobs(user):
         raise NotAllowed("'real' and 'force' deletion are for admins only")
+    if job.gang_id and not real:
+        gang_delete(job=job, who=user.username, now=now)
+        job.refresh_from_db()
+        return job
     if job.status in HOLDS_RESOURCES:
         if force:
             job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)

@@ -6,6 +6,7 @@ from django.urls import re_path
 from core.api.urls import GPULAB, PORTAL
 from jobs.api.array import JobArrayView
 from jobs.api.clusters import ClusterListView, SlaveListView
+from jobs.api.gang import GangDetailView
 from jobs.api.outputs import (
     JobOutputDownloadView,
     JobOutputListView,
@@ -62,6 +63,10 @@ urlpatterns = [
         PORTAL + rf"jobs/{ID}/subscriptions/?$",
         JobSubscriptionsView.as_view(),
         name="api-job-subscriptions",
+    ),
+    # A multi-task OpenPAI job: roles x tasks and attempts (jobs/gang/, docs/openpai.md).
+    re_path(
+        PORTAL + r"gangs/(?P<gang_id>[^/]+)/?$", GangDetailView.as_view(), name="api-gang-detail"
     ),
     # Resource samples (jobs/runtime/metrics.py, docs/metrics.md).
     re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),

@@ -47,6 +47,7 @@ from jobs.api.serializers import (
     debug_event,
     explanation,
 )
+from jobs.gang.whole import gang_info
 from jobs.models import Job
 from jobs.runtime.logs import job_log_range
 from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
@@ -240,7 +241,10 @@ class JobDetailView(PortalAPIView):
         if (real or force) and not may_delete_all_jobs(request.user):
             raise NotAllowed("'real' and 'force' deletion are for admins only")
         services.job_delete(job=job, user=request.user, finished=finished, real=real, force=force)
-        return Response(status=204)
+        response = Response(status=204)
+        if job.gang_id and not real:  # a task of a gang: the whole job was acted on
+            response["X-Portal-Info"] = gang_info(job, "deleted")
+        return response
 
 
 class JobStatusView(PortalAPIView):
@@ -263,7 +267,10 @@ class JobStatusView(PortalAPIView):
             raise BadRequest("invalid status", [f"(body): must be one of {known}, not {shown}"])
         action.run(job=job, user=request.user)
         job.refresh_from_db()
-        return Response(job_to_gpulab(job, viewer=request.user))
+        response = Response(job_to_gpulab(job, viewer=request.user))
+        if job.gang_id:  # a task of a gang: the whole job was acted on (jobs/gang/)
+            response["X-Portal-Info"] = gang_info(job, f"{text} applied to")
+        return response
 
 
 def _parse_range(header: str | None) -> tuple[int, int | None] | None:

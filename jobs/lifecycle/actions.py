@@ -11,6 +11,7 @@ from core.errors import Conflict
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
+from jobs.gang.whole import gang_halt
 from jobs.models import Job
 from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import HOLDS_RESOURCES, PENDING, JobStatus
@@ -57,6 +58,9 @@ def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None
         "haltedJobScores": [],
         **halt_info,
     }
+    if job.gang_id:  # halting one task halts its whole gang (jobs/gang/)
+        gang_halt(job=job, halt_info=info, now=now)
+        return job
     with transaction.atomic():
         if job_transition(
             job=job,

@@ -18,6 +18,7 @@ from jobs.models import Job, JobPullSecret
 from jobs.runtime.storage import ResolvedMount, resolve_mounts
 from jobs.runtime.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, WORKDIR_ENV
 from jobs.spec.images import image_parse
+from jobs.spec.openpai import read_only_paths, shm_bytes
 from jobs.spec.v2_docker import reserved_env_reason
 from jobs.submit.checks import slave_roots
 
@@ -143,6 +144,8 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         if item.get("hostPath") == "tmpfs"
     }
     target = pull_target(job)
+    # An OpenPAI job's codeDir is read-only (docs/openpai.md).
+    read_only = read_only_paths(job.openpai_config) if job.openpai_config else set()
     return ContainerSpec(
         image=target.reference,
         command=split_command(docker.get("command")),
@@ -151,7 +154,14 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         cpuset_cpus=",".join(str(c) for c in job.cpu_ids) or None,
         # tmpfs pages are charged to the container's memory: the limit includes them.
         mem_limit_bytes=job.held_memory_gb * GIB,
-        binds=tuple(Mount(m.host_path, m.container_path.rstrip("/") or "/") for m in mounts),
+        binds=tuple(
+            Mount(
+                m.host_path,
+                m.container_path.rstrip("/") or "/",
+                read_only=m.container_path.rstrip("/") in read_only,
+            )
+            for m in mounts
+        ),
         tmpfs=tmpfs,
         gpu_device_ids=gpu_device_ids(job, slave),
         port_mappings=tuple(
@@ -163,6 +173,8 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         group_add=tuple(docker.get("groupAdd") or ()),
         name=f"gpuportal-{job.uuid}",
         folders=workdir_folders(mounts, tmpfs),
+        # An OpenPAI task: its role's shmMB (docs/openpai.md); Docker's default otherwise.
+        shm_size_bytes=shm_bytes(job.openpai_config, job.task_role) if job.openpai_config else None,
     )
 
 

@@ -19,6 +19,7 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
 from core.tasks import fire
 from jobs import task_names
+from jobs.gang.lifecycle import gang_recheck_all
 from jobs.models import Job, JobEvent
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
 from jobs.runtime.services import job_finish_run, job_restart_create, runtime_work_stale
@@ -41,6 +42,8 @@ def reconcile_all(now: datetime | None = None, *, unclaimed_ok: bool = False) ->
             reconcile_slave(slave=slave, now=now, unclaimed_ok=unclaimed_ok)
         except Exception:  # one broken slave must not stop the others
             log.exception("reconcile of slave %s failed", slave.name)
+    # Multi-task jobs whose policy update was lost with a worker (jobs/gang/).
+    gang_recheck_all(now=now)
 
 
 def reconcile_slave(

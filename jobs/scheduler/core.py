@@ -21,6 +21,7 @@ from . import fairness, private
 from . import reservations as res_rules
 from .explain import shape_reasons
 from .filters import Env
+from .gang import GangScheduler
 from .halts import HaltPlanner, RoomPlan, halt_info
 from .interactive import InteractiveRoom
 from .limits import Limits
@@ -66,9 +67,14 @@ class _Cycle:
         res_rules.compute_budgets(self.ctx.reservations, self.ctx.running, self.ctx.leaving)
         live = self._fail_expired()
         self._prepare(live)
+        gangs = GangScheduler(self, live)
         for job in live:
-            self._schedule(job)
+            if job.gang is None:
+                self._schedule(job)
+            else:
+                gangs.schedule(job)  # the first task of a gang places all of it, or none
         self._explain_waiting()
+        gangs.explain()
         wakeup = next_wakeup(
             self.snapshot,
             leaving=self.halted | self.cancelled,

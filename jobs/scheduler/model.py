@@ -156,6 +156,10 @@ class QueuedJob:
     host_ports: frozenset[int] = frozenset()
     # Interactive jobs: when running jobs were first halted to make room for it (None: never).
     halt_wait_since: datetime | None = None
+    # A task of a multi-task job: its gang's id and how many tasks the gang has; all of them
+    # start in one cycle or none does (gang.py).
+    gang: str | None = None
+    gang_size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,6 +85,9 @@ class Placer:
         self._dynamic: dict[Shape, tuple] = {}
         self._room: dict[Shape, tuple[tuple, tuple]] = {}
         self._indexed = pipeline.indexed is not None
+        # While a gang is placed tentatively (gang.py) its room is only borrowed: failures
+        # and skips seen then are not remembered for the rest of the cycle.
+        self.tentative = False
 
     def identity(self, shape: Shape) -> tuple[list[SlaveClass], str | None]:
         """:meth:`Pipeline.identity` over all classes, memoised per shape."""
@@ -148,7 +151,7 @@ class Placer:
             key = (-score(shape, cls, free, total), slave.rank)
             if best_key is None or key < best_key:
                 best, best_key = slave, key
-        if best is None:
+        if best is None and not self.tentative:
             self._failed.add(shape)
         return best
 
@@ -200,6 +203,8 @@ class Placer:
                     and (not unindexed or all(f.fits(shape, slave) for f in unindexed))
                 ):
                     return slave, free, cls.ngpus
+                if self.tentative:
+                    continue
                 if skip is None:
                     skip = self._skip[shape] = set()
                 skip.add(rank)

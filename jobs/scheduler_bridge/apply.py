@@ -13,6 +13,7 @@ from core.faults import crash_point
 from core.tasks import fire
 from jobs import task_names
 from jobs.bulk_sql import rows_delete, rows_upsert
+from jobs.gang.launch import gang_tasks_assigned
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobExplanation
@@ -37,7 +38,9 @@ def _held_ids(slave_ids: list[int]) -> dict[int, tuple[set[int], set[int]]]:
     return held
 
 
-def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) -> int:
+def apply_starts(
+    starts: list[sm.Start], jobs: dict[str, Job], now: datetime, gang_uuids: frozenset = frozenset()
+) -> int:
     """Assign jobs to slaves in one transaction that locks the slaves involved.
 
     The lock (``SELECT ... FOR UPDATE`` on PostgreSQL, in primary-key order so two ticks never
@@ -88,9 +91,18 @@ def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) ->
             JobExplanation,
             keys=[request.job.pk for request, ok in zip(requests, won, strict=True) if ok],
         )
+        # ``gang_uuids``: tasks of multi-task jobs among the queued rows of the snapshot.
+        gang_tasks = {
+            r.job.pk
+            for r, ok in zip(requests, won, strict=True)
+            if ok and str(r.job.uuid) in gang_uuids
+        }
         for request, ok in zip(requests, won, strict=True):
-            if ok:
+            if ok and request.job.pk not in gang_tasks:
                 fire(LAUNCH_TASK, request.job.pk)
+        if gang_tasks:
+            # Tasks of a gang launch together, once its ports and peers are known (jobs/gang/).
+            gang_tasks_assigned(job_pks=sorted(gang_tasks), now=now)
     return sum(won)
 
 
@@ -187,7 +199,8 @@ def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:
     )
     apply_fails_and_cancels(result, jobs, now)
     apply_halts(result, jobs, now)
-    started = apply_starts(list(result.starts), jobs, now)
+    gang_uuids = frozenset(str(row["uuid"]) for row in queued if row.get("gang_id") is not None)
+    started = apply_starts(list(result.starts), jobs, now, gang_uuids)
     explained = apply_explanations(result, queued)
     return {
         "started": started,

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, F
 
 from clusters.models import Cluster, Gpu, Slave
 from core.timefmt import parse_utc_z
@@ -129,7 +129,7 @@ QUEUED_FIELDS = (
     "tmpfs_gb", "gpu_models", "features", "min_cuda_version", "requested_cluster_id",
     "requested_slave_name", "interactive", "restartable", "min_duration_s", "max_duration_s",
     "not_before", "not_after", "bucket_name", "bucket_max", "reservation_ids", "id",
-    "explanation__lines", PORT_MAPPINGS,
+    "explanation__lines", PORT_MAPPINGS, "gang_id",
 )  # fmt: skip
 
 
@@ -227,7 +227,24 @@ def queued_job(row: dict) -> sm.QueuedJob:
         reservation_ids=frozenset(row["reservation_ids"]),
         host_ports=fixed_host_ports(row.get(PORT_MAPPINGS)),
         halt_wait_since=row.get("halt_wait_since"),
+        gang=str(row["gang_id"]) if row.get("gang_id") is not None else None,
+        gang_size=row.get("gang_size", 0),
     )
+
+
+def gang_sizes(queued: list[dict]) -> dict[int, int]:
+    """Tasks in the current attempt of each gang with a queued task (one query, only when
+    gangs wait): a gang starts only when all of them are queued (jobs/scheduler/gang.py)."""
+    ids = {row["gang_id"] for row in queued if row.get("gang_id") is not None}
+    if not ids:
+        return {}
+    rows = (
+        Job.objects.filter(gang_id__in=ids, gang_attempt=F("gang__attempt"))
+        .values("gang_id")
+        .annotate(n=Count("id"))
+        .values_list("gang_id", "n")
+    )
+    return dict(rows)
 
 
 def reservation_windows(now: datetime) -> list[sm.ReservationWindow]:
@@ -281,6 +298,10 @@ def build_snapshot(
         for row in queued:
             if row["interactive"] and str(row["uuid"]) in waits:
                 row["halt_wait_since"] = waits[str(row["uuid"])]
+    sizes = gang_sizes(queued)
+    for row in queued:
+        if row["gang_id"] is not None:
+            row["gang_size"] = sizes.get(row["gang_id"], 0)
     ports = ports_in_use(running)
     snapshot = sm.Snapshot(
         now=now,

@@ -457,6 +457,11 @@ def expand_tasks(config: dict, *, user_name: str, cluster_id: int | None = None)
             if mount not in storage:
                 storage.append(mount)
     read_only = [_mount(config["codeDir"])] if config["codeDir"] is not None else []
+    for mount in read_only:
+        # Mounted like the others (resolved and prepared on the slave), read-only at launch
+        # (jobs.launch, read_only_paths).
+        if mount not in storage:
+            storage.append(mount)
     tasks = []
     for role in config["taskRoles"]:
         ports = role_ports(role)
@@ -465,16 +470,9 @@ def expand_tasks(config: dict, *, user_name: str, cluster_id: int | None = None)
             for item in ports
             for container, host in zip(item["containerPorts"], item["hostPorts"], strict=True)
         ]
-        extra_storage = []
-        if role["shmMB"] > DEFAULT_SHM_MB:
-            # Docker's /dev/shm is 64 MB; more is a tmpfs there (GPULab's way), whole GB.
-            extra_storage.append(
-                {
-                    "hostPath": "tmpfs",
-                    "containerPath": "/dev/shm/",
-                    "sizeGb": math.ceil(role["shmMB"] / 1024),
-                }
-            )
+        # shmMB is the container's shm size, set at launch from the stored config
+        # (jobs.launch.openpai_shm_bytes): counted within memoryMB, as under OpenPAI.
+        extra_storage: list[dict] = []
         for task_index in range(role["taskNumber"]):
             part = env_part(role["name"])
             env = {**config["jobEnvs"], **shared_env}
@@ -517,6 +515,20 @@ def expand_tasks(config: dict, *, user_name: str, cluster_id: int | None = None)
                 }
             )
     return tasks
+
+
+def shm_bytes(config: dict, role_name: str) -> int:
+    """The shm size of a task of this role (the first role when the name is unknown)."""
+    roles = config["taskRoles"]
+    role = next((r for r in roles if r["name"] == role_name), roles[0])
+    return int(role["shmMB"]) * 1024 * 1024
+
+
+def read_only_paths(config: dict) -> set[str]:
+    """Container paths (no trailing slash) mounted read-only: codeDir's folder."""
+    if config.get("codeDir") is None:
+        return set()
+    return {_mount(config["codeDir"])["containerPath"].rstrip("/")}
 
 
 def task_count(config: dict) -> int:

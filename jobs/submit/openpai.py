@@ -1,11 +1,11 @@
 """Submitting an OpenPAI job config (docs/openpai.md).
 
-What runs today: a config with exactly one task role of one task is one ordinary GPULab job (its
+A config with exactly one task role of one task (and no retry) is one ordinary GPULab job (its
 v2 request comes from ``jobs.spec.openpai.expand_tasks``, with the PAI_* variables known at
-submit). Any other valid config is answered with a precise refusal: the multi-task runtime (gang
-start, completion and retry policies) is not built yet.
+submit). Any other config is a gang (jobs/gang/): one JobGang and each task an ordinary job
+named ``<jobName>-<role>-<index>``, all submitted with the checks of an array submission.
 
-``jobs.actions.services.job_submit`` maps an OpenPAI document here and submits the v2 job it
+``jobs.actions.services.job_submit`` maps an OpenPAI document here and submits the v2 job(s) it
 becomes; the REST submit endpoint and the Create Job page both go through it.
 """
 
@@ -14,17 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusters.models import Cluster
-from jobs.models import Job
+from jobs.gang.policy import task_job_name
+from jobs.models import Job, JobGang
 from jobs.spec import FieldError, SpecError, load_json
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import check_storable
 from jobs.spec.openpai import expand_tasks, normalize_openpai, task_count
 from jobs.states import JobStatus
 
-MULTI_TASK_REFUSAL = (
-    "multi-task jobs are accepted for validation but cannot be run yet (see docs/openpai.md)"
-)
-REFUSAL_PATH = "openpai"
 # Keys a GPULab client adds to every submission and the API already read (the project):
 # dropped before the OpenPAI validation, which knows no such key.
 SUBMISSION_KEYS = ("owner",)
@@ -51,6 +48,13 @@ def openpai_config_check(*, user, document, allowed_registries=()) -> tuple[dict
             .values_list("uuid", "status")
             .first()
         )
+        if clash is None:  # the name of a multi-task job whose tasks are not deleted
+            clash = (
+                JobGang.objects.filter(owner=user, name=name)
+                .exclude(tasks__status=JobStatus.DELETED)
+                .values_list("uuid", "status")
+                .first()
+            )
         if clash is not None:
             errors.append(
                 FieldError(
@@ -83,63 +87,83 @@ def _cluster_id(config: dict) -> tuple[int | None, FieldError | None]:
 
 
 def _single_task_limits(config: dict) -> list[FieldError]:
-    """What a single-task job cannot honour yet: each is refused rather than silently ignored."""
+    """What the runtime cannot honour yet: each is refused rather than silently ignored."""
     errors = []
     if config["authFile"] is not None:
         errors.append(FieldError("authFile", NOT_YET + ": it is read at launch"))
-    if config["codeDir"] is not None:
-        errors.append(FieldError("codeDir", NOT_YET + ": it is mounted read-only"))
-    if config["retryCount"]:
-        errors.append(FieldError("retryCount", NOT_YET + "; use 0"))
     if config["jobEnvs"].get("isDebug"):
         errors.append(FieldError("jobEnvs.isDebug", NOT_YET + ": it keeps a failed container"))
     return errors
 
 
 @dataclass(frozen=True)
-class OpenpaiTask:
-    """A checked one-task OpenPAI config as the GPULab job it becomes."""
+class OpenpaiTasks:
+    """A checked OpenPAI config as the GPULab job(s) it becomes."""
 
-    v2: dict  # the job document ``job_submit`` stores
-    stored: dict  # the config the job keeps (registry credentials redacted)
+    documents: list  # one v2 job document per task (what job_submit(_many) stores)
+    tasks: list  # expand_tasks' tasks: role, index, ... in the same order
+    stored: dict  # the config the job(s) keep (registry credentials redacted)
     config: dict  # the normalised config (to name its fields in later errors)
 
+    @property
+    def gang(self) -> bool:
+        """Several tasks, or a retry policy: a gang (one task with retryCount is a gang of one)."""
+        return len(self.tasks) != 1 or bool(self.config["retryCount"])
 
-def openpai_single_task(*, user, document, defaults) -> OpenpaiTask:
-    """Validate an OpenPAI config and map its one task to a v2 job document.
 
-    Raises SpecError (400) listing every problem; a valid multi-task config gets the refusal
-    ``openpai: multi-task jobs are accepted for validation but cannot be run yet``.
+def openpai_tasks(*, user, document, defaults) -> OpenpaiTasks:
+    """Validate an OpenPAI config and map each task to a v2 job document.
+
+    Raises SpecError (400) listing every problem at once: the config's rules, the name, what the
+    runtime cannot do yet, the cluster.
     """
     config, errors = openpai_config_check(
         user=user, document=document, allowed_registries=defaults.allowed_private_registries
     )
     if config is None:
         raise SpecError(errors)
-    if task_count(config) != 1:  # one task: exactly one role, of taskNumber 1
-        raise SpecError([*errors, FieldError(REFUSAL_PATH, MULTI_TASK_REFUSAL)])
-    # Every problem at once: the name, what a single task cannot do yet, the cluster.
     errors.extend(_single_task_limits(config))
     cluster_id, cluster_error = _cluster_id(config)
     if cluster_error is not None:
         errors.append(cluster_error)
     if errors:
         raise SpecError(errors)
-    (task,) = expand_tasks(config, user_name=user.username, cluster_id=cluster_id)
-    role = config["taskRoles"][0]["name"]
-    v2 = {
-        "name": config["jobName"],
-        "description": f"OpenPAI job {config['jobName']}, task role {role}, task 0",
-        "request": task["request"],
-    }
+    tasks = expand_tasks(config, user_name=user.username, cluster_id=cluster_id)
+    single = task_count(config) == 1 and not config["retryCount"]
+    documents = [
+        {
+            # One task keeps the job's name; a gang's tasks are <jobName>-<role>-<index>.
+            "name": config["jobName"]
+            if single
+            else task_job_name(config["jobName"], task["role"], task["index"]),
+            "description": f"OpenPAI job {config['jobName']}, task role {task['role']}, "
+            f"task {task['index']}",
+            "request": task["request"],
+        }
+        for task in tasks
+    ]
     stored = {**config, "image": redact_image(config["image"], member=True)}
-    return OpenpaiTask(v2=v2, stored=stored, config=config)
+    return OpenpaiTasks(documents=documents, tasks=tasks, stored=stored, config=config)
 
 
-def openpai_spec_error(error: SpecError, config: dict) -> SpecError:
+def openpai_spec_error(error: SpecError, mapped: OpenpaiTasks) -> SpecError:
     """The checks that need slaves (storage offered, resources satisfiable) speak of the GPULab
-    request; name the OpenPAI fields the user wrote instead."""
-    return SpecError(FieldError(openpai_path(e.path, config), e.message) for e in error.errors)
+    request; name the OpenPAI fields the user wrote instead, each problem once
+    (``tasks[3].request.resources.cpus`` of a gang -> ``taskRoles[1].cpuNumber``)."""
+    config = mapped.config
+    roles = {role["name"]: i for i, role in enumerate(config["taskRoles"])}
+    found: list[FieldError] = []
+    for e in error.errors:
+        head, _, rest = e.path.partition(".")
+        if head.startswith("tasks[") and head.endswith("]"):
+            task = mapped.tasks[int(head[len("tasks[") : -1])]
+            path = openpai_path(rest, config, role=roles[task["role"]])
+        else:
+            path = openpai_path(e.path, config)
+        item = FieldError(path, e.message)
+        if item not in found:
+            found.append(item)
+    return SpecError(found)
 
 
 # GPULab request paths of a mapped single-task job -> the OpenPAI field they come from.
@@ -158,18 +182,18 @@ _JOB_PATHS = {
 }
 
 
-def openpai_path(path: str, config: dict) -> str:
+def openpai_path(path: str, config: dict, *, role: int = 0) -> str:
     """The OpenPAI field behind a GPULab request path (``request.resources.cpus`` ->
     ``taskRoles[0].cpuNumber``); other paths are kept, prefixed so the user sees where they
     come from."""
     for prefix, field in _ROLE_PATHS.items():
         if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
-            return f"taskRoles[0].{field}"
+            return f"taskRoles[{role}].{field}"
     for prefix, field in _JOB_PATHS.items():
         if path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "["):
             return field
     if path == "request.resources":  # "no registered slave can run this job": the role's needs
-        return "taskRoles[0]"
+        return f"taskRoles[{role}]"
     if path.startswith("request.docker.storage["):
         named = [f for f in ("dataDir", "outputDir") if config[f] is not None]
         if named:

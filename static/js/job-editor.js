@@ -357,7 +357,7 @@
     });
     document.getElementById("openpai-roles-note").textContent = runnable ?
       "One task role of one task: it runs as one job." :
-      "Several tasks: the portal validates this config but cannot run multi-task jobs yet (see docs/openpai.md).";
+      "Several tasks: they run as one job, all tasks started together (see docs/openpai.md).";
     rolesBox.hidden = !(roles && roles.length);
   }
 

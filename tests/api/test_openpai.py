@@ -1,6 +1,6 @@
 """OpenPAI configs posted to the REST submit endpoint and /convert: every error with its path
-(nothing written), the precise refusal of multi-task configs, and a one-task config submitted as
-one ordinary job with the PAI_* environment."""
+(nothing written), a multi-task config stored as a gang of tasks (jobs/gang/), and a one-task
+config submitted as one ordinary job with the PAI_* environment."""
 
 import copy
 import json
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.models import Job, JobEvent
+from clusters.models import Cluster
+from jobs.models import Job, JobEvent, JobGang
 from jobs.states import JobStatus
 from tests.api.conftest import API, PORTAL, put_state
 
@@ -16,10 +17,6 @@ pytestmark = pytest.mark.django_db
 
 SEED = (
     Path(__file__).parents[1] / "jobs" / "spec" / "fixtures" / "openpai-distributed-example.jsonc"
-)
-REFUSAL = (
-    "openpai: multi-task jobs are accepted for validation but cannot be run yet "
-    "(see docs/openpai.md)"
 )
 SINGLE = {
     "jobName": "pai-single",
@@ -93,18 +90,60 @@ def test_no_kind_names_all_three(member_client, slave, nothing_written):
     assert '"jobName" and "taskRoles" (OpenPAI)' in error
 
 
-def test_seed_example_is_valid_but_refused_precisely(member_client, slave, nothing_written):
+def test_seed_example_is_accepted_as_a_gang_of_four_tasks(member_client, slave):
+    Cluster.objects.filter(id=1).update(comment="your_virtual_cluster")
     response = post(member_client, seed_example())
-    assert response.status_code == 400
-    assert response.json()["errors"] == [REFUSAL]
+    assert response.status_code == 201, response.content
+    first = Job.objects.get(uuid=response.content.decode())
+    gang = JobGang.objects.get(pk=first.gang_id)
+    assert gang.name == "tensorflow-distributed-jobguid" and gang.status == "QUEUED"
+    tasks = Job.objects.filter(gang=gang).order_by("task_role", "task_index")
+    assert [(t.name, t.task_role, t.task_index, t.gpus) for t in tasks] == [
+        ("tensorflow-distributed-jobguid-ps_server-0", "ps_server", 0, 0),
+        ("tensorflow-distributed-jobguid-ps_server-1", "ps_server", 1, 0),
+        ("tensorflow-distributed-jobguid-worker-0", "worker", 0, 4),
+        ("tensorflow-distributed-jobguid-worker-1", "worker", 1, 4),
+    ]
+    assert all(t.status == "QUEUED" and t.request["resources"]["clusterId"] == 1 for t in tasks)
+    # The gang's roles x tasks, from the portal API.
+    answer = member_client.get(f"{PORTAL}gangs/{gang.uuid}/").json()
+    assert answer["name"] == gang.name and answer["attempt"] == 1
+    assert [r["name"] for r in answer["roles"]] == ["ps_server", "worker"]
+    assert [t["name"] for t in answer["roles"][1]["tasks"]] == [
+        "tensorflow-distributed-jobguid-worker-0",
+        "tensorflow-distributed-jobguid-worker-1",
+    ]
+    assert answer["roles"][1]["tasks"][0]["state"] == "QUEUED"
 
 
-def test_one_role_of_two_tasks_is_refused_too(member_client, slave, nothing_written):
+def test_gang_task_errors_name_the_role(member_client, slave, nothing_written):
     doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"].append({**doc["taskRoles"][0], "name": "big", "gpuNumber": 64})
     doc["taskRoles"][0]["taskNumber"] = 2
     response = post(member_client, doc)
-    assert response.status_code == 400
-    assert response.json()["errors"] == [REFUSAL]
+    assert response.status_code == 400, response.content
+    assert response.json()["errors"] == [
+        "taskRoles[1]: no registered slave can run this job: cluster 1: no slave has 64 GPUs "
+        "(largest: 4 on gpu1)"
+    ]
+
+
+def test_acting_on_one_task_acts_on_the_gang_and_says_so(member_client, slave):
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["taskNumber"] = 3
+    response = post(member_client, doc)
+    assert response.status_code == 201, response.content
+    first = Job.objects.get(uuid=response.content.decode())
+    tasks = list(Job.objects.filter(gang_id=first.gang_id))
+    answer = member_client.put(
+        f"{API}jobs/{tasks[2].uuid}/state/status", data="CANCELLED", content_type="text/plain"
+    )
+    assert answer.status_code == 200
+    assert "applied to the whole job pai-single: 3 task(s)" in answer["X-Portal-Info"]
+    assert (
+        sorted(Job.objects.filter(gang_id=first.gang_id).values_list("status", flat=True))
+        == ["CANCELLED"] * 3
+    )
 
 
 def test_single_task_config_becomes_one_ordinary_job(member_client, member, slave):
@@ -206,9 +245,7 @@ def test_another_users_job_name_does_not_clash(member_client, admin_client, admi
     [
         ({"virtualCluster": "99"}, "virtualCluster: no cluster with id 99"),
         ({"virtualCluster": "nope"}, "virtualCluster: no cluster named 'nope'"),
-        ({"codeDir": "$PAI_DEFAULT_FS_URI/code"}, "codeDir: is not supported for single-task"),
         ({"authFile": "/auth.txt"}, "authFile: is not supported for single-task"),
-        ({"retryCount": 2}, "retryCount: is not supported for single-task"),
         ({"jobEnvs": {"isDebug": True}}, "jobEnvs.isDebug: is not supported for single-task"),
     ],
 )
@@ -259,23 +296,17 @@ def test_convert_answers_the_canonical_config(member_client):
 
 def test_single_task_problems_come_all_at_once(member_client, slave):
     assert post(member_client, SINGLE).status_code == 201
-    doc = {**SINGLE, "codeDir": "/code", "retryCount": 1, "virtualCluster": "7"}
+    doc = {**SINGLE, "authFile": "/auth", "retryCount": 1, "virtualCluster": "7"}
     response = post(member_client, doc)
     assert response.status_code == 400
     errors = response.json()["errors"]
-    assert [e.split(":")[0] for e in errors] == [
-        "jobName",
-        "codeDir",
-        "retryCount",
-        "virtualCluster",
-    ]
+    assert [e.split(":")[0] for e in errors] == ["jobName", "authFile", "virtualCluster"]
     assert Job.objects.count() == 1
 
 
-def test_multi_task_refusal_comes_with_the_name_clash(member_client, slave):
-    assert post(member_client, SINGLE).status_code == 201
+def test_a_gang_name_clashes_like_a_job_name(member_client, slave):
     doc = copy.deepcopy(SINGLE)
     doc["taskRoles"][0]["taskNumber"] = 3
-    errors = post(member_client, doc).json()["errors"]
-    assert errors[0].startswith("jobName: must be unique") and errors[1] == REFUSAL
-    assert len(errors) == 2
+    assert post(member_client, doc).status_code == 201
+    errors = post(member_client, SINGLE).json()["errors"]
+    assert len(errors) == 1 and errors[0].startswith("jobName: must be unique")

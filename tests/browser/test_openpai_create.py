@@ -51,7 +51,7 @@ def test_openpai_config_pasted_then_uploaded(queued, page, js_errors, tmp_path):
     expect(roles.locator("tbody tr")).to_have_count(2)
     expect(roles.locator("tbody tr").nth(0)).to_contain_text("ps_server")
     expect(roles.locator("tbody tr").nth(1)).to_contain_text("worker")
-    expect(page.locator("#editor-status")).to_contain_text("cannot be run yet")
+    expect(page.locator("#editor-status")).to_contain_text("runs as one job of 4 task(s)")
     expect(page.locator("#job-json-errors")).to_be_hidden()
     screenshot(page, "create-job-openpai-roles")
 

@@ -1,5 +1,6 @@
 """Create Job with an OpenPAI config: pasted or uploaded, shown as its task roles, every error
-with its path, the multi-task refusal, and a one-task config submitted as one job."""
+with its path, a multi-task config submitted as one job of many tasks, and a one-task config
+submitted as one job."""
 
 import copy
 import json
@@ -49,12 +50,19 @@ def test_single_task_config_submits_one_job(create, member_client):
     assert any("from an OpenPAI config" in str(m) for m in follow.context["messages"])
 
 
-def test_seed_example_is_shown_as_its_task_roles_and_refused(create):
+def test_seed_example_is_submitted_as_a_gang(create, cluster):
+    cluster.comment = "your_virtual_cluster"
+    cluster.save(update_fields=["comment"])
     response = create(seed_example(), hold="0")
+    assert response.status_code == 302
+    assert Job.objects.filter(gang__name="tensorflow-distributed-jobguid").count() == 4
+
+
+def test_seed_example_is_shown_as_its_task_roles_when_refused(create):
+    response = create(seed_example(), hold="0")  # no cluster is named your_virtual_cluster
     assert response.status_code == 400
     assert not Job.objects.exists()
-    assert [e["path"] for e in response.context["errors"]] == ["openpai"]
-    assert "cannot be run yet" in response.context["errors"][0]["message"]
+    assert [e["path"] for e in response.context["errors"]] == ["virtualCluster"]
     roles = response.context["task_roles"]
     assert [(r["name"], r["taskNumber"], r["gpuNumber"]) for r in roles] == [
         ("ps_server", 2, 0),
@@ -62,7 +70,7 @@ def test_seed_example_is_shown_as_its_task_roles_and_refused(create):
     ]
     html = response.content.decode()
     assert 'id="openpai-roles"' in html and '<td class="text-nowrap">ps_server</td>' in html
-    assert "cannot run multi-task jobs yet" in html
+    assert "Several tasks: they run as one job" in html
 
 
 def test_invalid_config_shows_every_error_with_its_path(create):
@@ -121,7 +129,7 @@ def test_convert_reads_an_openpai_config(member_client):
     answer = convert(member_client, json.dumps(seed_example()))
     assert answer["ok"] and answer["kind"] == "openpai" and answer["runnable"] is False
     assert [r["name"] for r in answer["taskRoles"]] == ["ps_server", "worker"]
-    assert "cannot be run yet" in answer["notice"]
+    assert "runs as one job of 4 task(s), started together" in answer["notice"]
     assert json.loads(answer["document"])["taskRoles"][0]["shmMB"] == 64
 
     single = convert(member_client, json.dumps(SINGLE))

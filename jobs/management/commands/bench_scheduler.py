@@ -21,6 +21,7 @@ from core.installation import database_migrate_if_needed
 from jobs.models import Job, UserUsage
 from jobs.scheduler.core import run_cycle
 from jobs.scheduler.synthetic import build_synthetic_snapshot
+from jobs.scheduler.synthetic_gangs import with_gangs
 from jobs.scheduler_bridge.tick import tick_once
 from reservations.models import Reservation
 
@@ -157,6 +158,13 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--repeat", type=int, default=3, help="pure cycles to time")
         parser.add_argument("--skip-tick", action="store_true")
+        parser.add_argument(
+            "--gangs",
+            type=int,
+            default=0,
+            help="also time the pure cycle with N gangs of 2-16 tasks made of the queued jobs, "
+            "beside the same jobs without gangs (jobs/scheduler/synthetic_gangs.py)",
+        )
 
     def handle(self, *args, **o):
         database_migrate_if_needed(stderr=self.stderr)
@@ -183,9 +191,38 @@ class Command(BaseCommand):
             "machine": {"cores": os.cpu_count(), "python": platform.python_version()},
             "database": connection.vendor,
         }
+        if o["gangs"]:
+            report["gangs"] = self._gangs(snapshot, o["gangs"], o["seed"], o["repeat"])
         if not o["skip_tick"]:
             report.update(self._full_tick(snapshot, now))
         self.stdout.write(json.dumps(report, indent=2))
+
+    def _gangs(self, snapshot, gangs: int, seed: int, repeat: int) -> dict:
+        """The pure cycle on the same queued jobs with and without gangs, interleaved runs."""
+        ganged, plain = with_gangs(snapshot, gangs=gangs, seed=seed)
+        times = {"with_gangs": [], "without_gangs": []}
+        results = {}
+        for _ in range(repeat):
+            for name, snap in (("with_gangs", ganged), ("without_gangs", plain)):
+                began = time.perf_counter()
+                results[name] = run_cycle(snap)
+                times[name].append(time.perf_counter() - began)
+        tasks = [j for j in ganged.queued if j.gang is not None]
+        started = {s.job_id for s in results["with_gangs"].starts}
+        gang_ids = {j.gang for j in tasks}
+        placed = {j.gang for j in tasks if j.id in started}
+        best = {name: min(values) for name, values in times.items()}
+        return {
+            "gangs": len(gang_ids),
+            "gang_tasks": len(tasks),
+            "gangs_started": len(placed),
+            "pure_cycle_s_with_gangs": round(best["with_gangs"], 4),
+            "pure_cycle_s_without_gangs": round(best["without_gangs"], 4),
+            "ratio": round(best["with_gangs"] / best["without_gangs"], 3),
+            "all_s": {k: [round(t, 4) for t in v] for k, v in times.items()},
+            "placements_with_gangs": len(results["with_gangs"].starts),
+            "placements_without_gangs": len(results["without_gangs"].starts),
+        }
 
     def _full_tick(self, snapshot, now) -> dict:
         out = {"database": connection.vendor}

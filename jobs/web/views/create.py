@@ -23,7 +23,6 @@ from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.spec import OPENPAI, SpecError, detect_version, normalize_job, normalize_openpai
 from jobs.spec.images import PASSWORD_MASK, parse_image
 from jobs.spec.openpai import role_summaries, task_count
-from jobs.submit.openpai import MULTI_TASK_REFUSAL
 from jobs.web.examples import site_examples, site_images
 from jobs.web.forms import (
     JobFieldsForm,
@@ -275,17 +274,18 @@ def _openpai_answer(doc: dict) -> dict:
         )
     except SpecError as failed:
         return {**answer, "ok": False, "errors": error_items(failed)}
-    runnable = task_count(config) == 1
+    count = task_count(config)
     return {
         **answer,
         "ok": True,
         "document": pretty(config),
         "taskRoles": role_summaries(config),
-        "runnable": runnable,
+        # True: one task, an ordinary job; false: a gang of tasks (both run).
+        "runnable": count == 1,
         "notice": (
             "OpenPAI config: runs as one job."
-            if runnable
-            else f"OpenPAI config: {MULTI_TASK_REFUSAL}."
+            if count == 1 and not config["retryCount"]
+            else f"OpenPAI config: runs as one job of {count} task(s), started together."
         ),
         "errors": [],
     }

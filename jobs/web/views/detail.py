@@ -15,6 +15,8 @@ from core.errors import ServiceError
 from core.timefmt import parse_utc_z
 from jobs.actions.registry import ACTIONS
 from jobs.api.gpulab_json import job_to_gpulab
+from jobs.gang.summary import gang_summary
+from jobs.gang.whole import gang_info
 from jobs.models import Job, JobEvent
 from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_can_act, job_list_visible_to
@@ -102,6 +104,9 @@ def _live_context(request, job: Job) -> dict:
         # slower while it runs; not at all once it ended.
         "live_every": "1s" if job.status in STARTS_SOON else "2s",
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
+        # A task of a multi-task OpenPAI job: its gang's roles x tasks and attempts.
+        "gang": gang_summary(job.gang) if full and job.gang_id else None,
+        "job_uuid": str(job.uuid),
     }
 
 
@@ -175,6 +180,8 @@ def job_action(request, uuid, action):
             messages.error(request, f"{label} failed: {error}")
             return redirect("jobs:detail", uuid=job.uuid)
         messages.success(request, entry.done.format(name=job.ui_name))
+        if job.gang_id and not entry.deletes:  # the whole multi-task job was acted on
+            messages.info(request, gang_info(job, entry.label))
         if back:
             return redirect(back)
         if entry.deletes:

@@ -383,7 +383,7 @@ def test_seed_example_expands_into_four_valid_gpulab_requests():
     assert docker["storage"] == [
         {"hostPath": f"/project/path/{config['jobName']}/{d}/",
          "containerPath": f"/project/path/{config['jobName']}/{d}/"}
-        for d in ("data", "output")
+        for d in ("data", "output", "code")  # code: read-only at launch (readOnlyMounts)
     ]  # fmt: skip
     assert tasks[2]["readOnlyMounts"] == [
         {"hostPath": f"/project/path/{config['jobName']}/code/",
@@ -457,9 +457,8 @@ def test_shm_gpu_type_debug_and_unsafe_role_names():
     config = normalize_openpai(doc)
     (task,) = expand_tasks(config, user_name="u")
     assert task["request"]["resources"]["gpuModel"] == ["A100"]
-    assert {"hostPath": "tmpfs", "containerPath": "/dev/shm/", "sizeGb": 2} in task["request"][
-        "docker"
-    ]["storage"]
+    # shmMB is the container's shm size (set at launch, jobs.launch), not a tmpfs mount.
+    assert all(m["containerPath"] != "/dev/shm/" for m in task["request"]["docker"]["storage"])
     assert task["debug"] is True and task["shmMB"] == 1500
     env = task["request"]["docker"]["environment"]
     assert env["PAI_RESOURCE_ps_server_1"] == "0,1,4096,1500"

@@ -1,0 +1,262 @@
+"""Multi-task OpenPAI jobs on the in-memory engine: gang start with ports and peers, a gang that
+waits whole, completion policies, retry, cancel and halt of the whole gang (jobs/gang/)."""
+
+import copy
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from clusters.services import engine_for
+from jobs.actions.services import (
+    job_cancel,
+    job_delete,
+    job_halt_request,
+    job_hold,
+    job_release,
+    job_submit,
+)
+from jobs.gang.lifecycle import gang_recheck_all
+from jobs.gang.policy import gang_outcome
+from jobs.models import Job, JobGang
+from jobs.runtime.services import job_finish_run
+from jobs.states import JobStatus as S
+from tests.support.runtime import TEST_IMAGE, add_slave, job_doc, submit
+
+pytestmark = pytest.mark.django_db
+# Obeys a halt (exit 123 on SIGUSR1); OpenPAI commands run through /bin/sh -c already.
+HALTABLE = 'trap "echo saw-usr1; exit 123" USR1; while true; do sleep 0.2; done'
+
+
+def role(name, tasks, *, gpus=1, command="sleep 300", ports=(), **extra):
+    return {
+        "name": name,
+        "taskNumber": tasks,
+        "cpuNumber": 1,
+        "memoryMB": 512,
+        "gpuNumber": gpus,
+        "portList": [{"label": label, "beginAt": 0, "portNumber": 1} for label in ports],
+        "command": command,
+        **extra,
+    }
+
+
+def config(*roles, name="gang", **extra) -> dict:
+    return {"jobName": name, "image": TEST_IMAGE, "taskRoles": list(roles), **extra}
+
+
+@pytest.fixture
+def two_slaves(people):
+    """Slaves "mem" and "mem2" of 2 GPUs each, on their own in-memory engines; mem2 is
+    registered with a routable-looking host (its PAI_HOST_IP)."""
+    first = add_slave("mem", f"memory://mem-{uuid.uuid4().hex[:8]}")
+    second = add_slave("mem2", f"memory://mem2-{uuid.uuid4().hex[:8]}")
+    second.host = "10.0.0.2"
+    second.save(update_fields=["host"])
+    assert first.online and second.online
+    return first, second
+
+
+def run(people, document) -> list[Job]:
+    user, project = people
+    # The default outputDir; an in-memory slave is "remote": its folders are not made for it.
+    output = Path(settings.PORTAL_STORAGE_BASE) / "project" / project.name / "Output"
+    (output / document["jobName"]).mkdir(parents=True, exist_ok=True)
+    first = job_submit(user=user, project=project, document=copy.deepcopy(document))
+    return tasks_of(first)
+
+
+def tasks_of(job: Job, attempt: int | None = None) -> list[Job]:
+    gang = JobGang.objects.get(pk=job.gang_id)
+    return list(
+        Job.objects.filter(gang=gang, gang_attempt=attempt or gang.attempt)
+        .select_related("slave")
+        .order_by("task_role", "task_index")
+    )
+
+
+def finish(task: Job, code: int) -> None:
+    task.refresh_from_db()
+    with engine_for(task.slave) as engine:
+        engine.finish(task.container_id, code)
+    job_finish_run(job_id=task.pk)
+
+
+def statuses(tasks) -> list[str]:
+    for task in tasks:
+        task.refresh_from_db()
+    return [t.status for t in tasks]
+
+
+def test_gang_starts_whole_with_ports_and_peer_variables(people, two_slaves):
+    tasks = run(
+        people,
+        config(
+            role("ps", 2, gpus=0, ports=("http",)), role("worker", 2, gpus=2, ports=("http", "ssh"))
+        ),
+    )
+    assert [t.name for t in tasks] == ["gang-ps-0", "gang-ps-1", "gang-worker-0", "gang-worker-1"]
+    assert statuses(tasks) == [S.RUNNING] * 4
+    assert {t.slave.name for t in tasks if t.task_role == "worker"} == {"mem", "mem2"}
+    by_slave: dict[str, list[int]] = {}
+    for task in tasks:
+        # Published at the same number inside and outside; what Docker published is recorded.
+        mappings = task.request["docker"]["portMappings"]
+        assert all(m["containerPort"] == m["hostPort"] for m in mappings)
+        assert sorted(p["hostPort"] for p in task.port_mappings) == sorted(
+            m["hostPort"] for m in mappings
+        )
+        by_slave.setdefault(task.slave.name, []).extend(m["hostPort"] for m in mappings)
+    for ports in by_slave.values():
+        assert len(ports) == len(set(ports))  # never two tasks on one host port
+    env = tasks[0].request["docker"]["environment"]
+    for task in tasks:
+        assert (
+            task.request["docker"]["environment"]["PAI_HOST_IP_worker_1"]
+            == env["PAI_HOST_IP_worker_1"]
+        )
+        own = task.request["docker"]["environment"]
+        assert own["PAI_CURRENT_TASK_ROLE_NAME"] == task.task_role
+        assert own["PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"] == str(task.task_index)
+    worker1 = tasks[3]
+    address = "10.0.0.2" if worker1.slave.name == "mem2" else "127.0.0.1"
+    assert env["PAI_HOST_IP_worker_1"] == address
+    http = worker1.request["docker"]["portMappings"][0]["hostPort"]
+    assert env["PAI_PORT_LIST_worker_1_http"] == str(http)
+    hosts = env["PAI_TASK_ROLE_worker_HOST_LIST"].split(",")
+    assert hosts[1] == f"{address}:{http}"
+    assert env["PAI_TASK_ROLE_COUNT"] == "2" and env["PAI_TASK_ROLE_TASK_COUNT_ps"] == "2"
+
+
+def test_gang_that_does_not_fit_waits_whole_while_smaller_jobs_run(people, two_slaves):
+    tasks = run(people, config(role("big", 3, gpus=2)))  # 6 GPUs wanted, 4 exist
+    assert statuses(tasks) == [S.QUEUED] * 3
+    assert all(t.slave_id is None and not t.gpu_ids for t in tasks)
+    small = submit(people, job_doc("sleep 300", gpus=1))
+    small.refresh_from_db()
+    assert small.status == S.RUNNING
+    tasks[0].refresh_from_db()
+    assert tasks[0].queued_explanations[0].startswith("gang of 3 tasks waits whole")
+
+
+def test_a_failing_task_fails_the_job_and_stops_the_rest(people, two_slaves):
+    tasks = run(people, config(role("worker", 3, minFailedTaskCount=1), name="failing"))
+    assert statuses(tasks) == [S.RUNNING] * 3
+    finish(tasks[1], 2)
+    assert statuses(tasks) == [S.CANCELLED, S.FAILED, S.CANCELLED]
+    gang = JobGang.objects.get(pk=tasks[0].gang_id)
+    assert gang.status == S.FAILED
+    assert "1 task(s) of role worker failed (minFailedTaskCount 1)" in gang.end_reason
+    assert tasks[0].end_reason.startswith("stopped: gang failing attempt 1 FAILED")
+    assert [a["status"] for a in gang.attempts] == [S.FAILED]
+
+
+def test_null_min_failed_keeps_openpai_meaning(people, two_slaves):
+    tasks = run(people, config(role("worker", 2), name="lenient"))
+    finish(tasks[0], 1)
+    assert statuses(tasks) == [S.FAILED, S.RUNNING]
+    finish(tasks[1], 0)
+    gang = JobGang.objects.get(pk=tasks[0].gang_id)
+    assert gang.status == S.FINISHED  # "always succeeds regardless of any task failure"
+
+
+def test_min_succeeded_succeeds_the_job_and_stops_the_others(people, two_slaves):
+    tasks = run(
+        people,
+        config(role("ps", 1, gpus=0), role("worker", 2, minSucceededTaskCount=2), name="ok"),
+    )
+    finish(tasks[1], 0)
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.QUEUED  # one of two so far
+    finish(tasks[2], 0)
+    assert statuses(tasks) == [S.CANCELLED, S.FINISHED, S.FINISHED]
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.FINISHED
+
+
+def test_retry_runs_a_new_attempt_and_keeps_the_old_one(people, two_slaves):
+    first = run(people, config(role("worker", 2, minFailedTaskCount=1), name="again", retryCount=1))
+    finish(first[0], 3)
+    gang = JobGang.objects.get(pk=first[0].gang_id)
+    assert (gang.status, gang.attempt) == (S.QUEUED, 2)
+    assert statuses(first) == [S.FAILED, S.CANCELLED]
+    second = tasks_of(first[0], attempt=2)
+    assert [t.name for t in second] == ["again-worker-0", "again-worker-1"]
+    assert statuses(second) == [S.RUNNING, S.RUNNING]
+    finish(second[1], 1)
+    gang.refresh_from_db()
+    assert (gang.status, gang.attempt) == (S.FAILED, 2)  # retryCount 1: no third attempt
+    assert [(a["attempt"], a["status"]) for a in gang.attempts] == [(1, S.FAILED), (2, S.FAILED)]
+    assert gang.attempts[0]["tasks"][0]["exitCode"] == 3
+
+
+def test_cancel_of_one_task_cancels_the_whole_gang_and_never_retries(people, two_slaves):
+    user, _ = people
+    tasks = run(people, config(role("worker", 2), name="stopme", retryCount=3))
+    job_cancel(job=tasks[1], user=user)
+    assert statuses(tasks) == [S.CANCELLED, S.CANCELLED]
+    gang = JobGang.objects.get(pk=tasks[0].gang_id)
+    assert (gang.status, gang.attempt) == (S.CANCELLED, 1)
+
+
+def test_halt_of_one_task_halts_the_whole_gang(people, two_slaves):
+    user, _ = people
+    tasks = run(people, config(role("worker", 2, command=HALTABLE), name="haltme"))
+    assert statuses(tasks) == [S.RUNNING, S.RUNNING]
+    job_halt_request(job=tasks[0], user=user)
+    assert statuses(tasks) == [S.HALTED, S.HALTED]
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.HALTED
+
+
+def test_hold_and_release_act_on_every_task(people, two_slaves):
+    user, _ = people
+    tasks = run(people, config(role("big", 3, gpus=2), name="held"))
+    job_hold(job=tasks[2], user=user)
+    assert statuses(tasks) == [S.ONHOLD] * 3
+    job_release(job=tasks[0], user=user)
+    assert statuses(tasks) == [S.QUEUED] * 3
+
+
+def test_outcome_policy_table():
+    roles = [
+        {"name": "ps", "minFailedTaskCount": None, "minSucceededTaskCount": None},
+        {"name": "w", "minFailedTaskCount": 2, "minSucceededTaskCount": 1},
+    ]
+    assert gang_outcome(roles, [("ps", S.RUNNING), ("w", S.FAILED), ("w", S.RUNNING)]) is None
+    failed = gang_outcome(roles, [("ps", S.RUNNING), ("w", S.FAILED), ("w", S.FAILED)])
+    assert failed.status == S.FAILED
+    won = gang_outcome(roles, [("ps", S.RUNNING), ("w", S.FINISHED), ("w", S.RUNNING)])
+    assert won.status == S.FINISHED
+    # Failures are looked at first.
+    both = gang_outcome(roles, [("w", S.FAILED), ("w", S.FAILED), ("w", S.FINISHED)])
+    assert both.status == S.FAILED
+    assert gang_outcome(roles, [("ps", S.CANCELLED), ("w", S.RUNNING)]).status == S.CANCELLED
+    null_roles = [{"name": "a", "minFailedTaskCount": None, "minSucceededTaskCount": None}]
+    assert gang_outcome(null_roles, [("a", S.FAILED), ("a", S.RUNNING)]) is None
+    assert gang_outcome(null_roles, [("a", S.FAILED), ("a", S.FINISHED)]).status == S.FINISHED
+
+
+def test_delete_of_a_waiting_gang_revokes_and_hides_every_task(people, two_slaves):
+    user, _ = people
+    tasks = run(people, config(role("big", 3, gpus=2), name="gone"))
+    assert statuses(tasks) == [S.QUEUED] * 3
+    job_delete(job=tasks[1], user=user)
+    assert statuses(tasks) == [S.DELETED] * 3
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.CANCELLED
+
+
+def test_reconcile_applies_a_lost_policy_update(people, two_slaves, settings):
+    tasks = run(people, config(role("worker", 2, minFailedTaskCount=1), name="lost"))
+    settings.PORTAL_TASK_MODE = "record"  # the gang_update fired now is lost
+    finish(tasks[0], 4)
+    gang = JobGang.objects.get(pk=tasks[0].gang_id)
+    assert gang.status == S.QUEUED and statuses(tasks) == [S.FAILED, S.RUNNING]
+    settings.PORTAL_TASK_MODE = "inline"
+    assert gang_recheck_all() == 1
+    gang.refresh_from_db()
+    assert gang.status == S.FAILED and statuses(tasks) == [S.FAILED, S.CANCELLED]
+
+
+def test_a_task_that_ends_before_its_gang_started_fails_the_gang():
+    roles = [{"name": "w", "minFailedTaskCount": None, "minSucceededTaskCount": None}]
+    outcome = gang_outcome(roles, [("w", S.FAILED), ("w", S.QUEUED)])
+    assert outcome.status == S.FAILED and "before all tasks" in outcome.reason
