@@ -52,7 +52,7 @@ WORKER = textwrap.dedent(
     """
     import sys, time, django
     django.setup()
-    from jobs import scheduler_bridge as scheduling
+    from jobs.scheduler_bridge import tick as scheduling
     go = float(sys.argv[1])
     while time.time() < go:
         time.sleep(0.001)
