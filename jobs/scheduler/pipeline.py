@@ -150,7 +150,13 @@ class Pipeline:
         self, shape: Shape, classes: Sequence[SlaveClass], env: Env, group: tuple[Filter, ...]
     ) -> list[SlaveClass]:
         """The classes no filter of ``group`` rejects (placement's form of the walk)."""
-        active = self.relevant(shape, group, env)
+        return self.survivors(shape, classes, env, self.relevant(shape, group, env))
+
+    @staticmethod
+    def survivors(
+        shape: Shape, classes: Sequence[SlaveClass], env: Env, active: tuple[Filter, ...]
+    ) -> list[SlaveClass]:
+        """The classes none of ``active`` (filters already found relevant) rejects."""
         if not active:
             return list(classes)
         if len(active) == 1:  # the common case, as a plain comprehension (runs per class)

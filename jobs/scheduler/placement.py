@@ -115,21 +115,7 @@ class Placer:
             active = self._dynamic[shape] = self.pipeline.relevant(
                 shape, self.pipeline.dynamic, self.env
             )
-        candidates = self.candidates(shape)
-        env = self.env
-        if len(active) == 1:  # the common case (owner demand only), without a generator
-            rejects = active[0].rejects
-            return [cls for cls in candidates if rejects(shape, cls, env) is None]
-        if not active:
-            return candidates
-        found = []
-        for cls in candidates:
-            for plugin in active:
-                if plugin.rejects(shape, cls, env) is not None:
-                    break
-            else:
-                found.append(cls)
-        return found
+        return self.pipeline.survivors(shape, self.candidates(shape), self.env, active)
 
     def invalidate(self) -> None:
         """Forget failed shapes (room opened for them: a private cluster's owners are served)."""
