@@ -2,13 +2,14 @@
 (function () {
   "use strict";
   const box = document.getElementById("cluster-utilisation");
-  if (!box || typeof Chart === "undefined") return;
+  if (!box || typeof Chart === "undefined" || !window.Portal) return;
   const cluster = document.getElementById("utilisation-cluster");
   const hours = document.getElementById("utilisation-hours");
   let chart = null;
 
   function draw(series) {
-    const labels = series.time.map((t) => t.slice(5, 16).replace("T", " "));
+    // The one time rule: the viewer's zone (the page's), 24-hour ISO style.
+    const labels = series.time.map((t) => window.Portal.zoned(t, box.dataset.tz).slice(5, 16));
     const data = {
       labels: labels,
       datasets: [

@@ -2,7 +2,7 @@
 (function () {
   "use strict";
   const box = document.getElementById("job-metrics");
-  if (!box || typeof Chart === "undefined") return;
+  if (!box || typeof Chart === "undefined" || !window.Portal) return;
   const charts = {};
 
   function line(canvasId, datasets, labels, yTitle) {
@@ -26,7 +26,8 @@
   }
 
   function draw(series) {
-    const labels = series.time.map((t) => t.slice(11, 19));
+    // The one time rule: the viewer's zone (the page's), 24-hour ISO style.
+    const labels = series.time.map((t) => window.Portal.zoned(t, box.dataset.tz).slice(11, 19));
     document.getElementById("job-metrics-empty").hidden = series.time.length > 0;
     box.dataset.samples = String(series.time.length);
     line("chart-cpu-mem", [

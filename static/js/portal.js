@@ -76,7 +76,17 @@
     }).catch(function () { /* the next page tries again */ });
   }
 
-  window.Portal = { relative: relative, duration: duration, refreshTimes: refreshTimes };
+  // An ISO time in a zone, printed 24-hour ISO style ("2026-11-22 14:05:00"; "sv-SE" is the
+  // locale that prints it so): what scripts draw follows the one time rule too.
+  function zoned(iso, zone) {
+    try {
+      return new Date(iso).toLocaleString("sv-SE", { timeZone: zone || undefined, hour12: false });
+    } catch (e) {
+      return iso.replace("T", " ");
+    }
+  }
+
+  window.Portal = { relative: relative, duration: duration, refreshTimes: refreshTimes, zoned: zoned };
 
   /* Confirmation dialog for forms with data-confirm (the server asks again without JS). */
   function confirmThen(form, proceed) {

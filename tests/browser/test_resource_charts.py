@@ -2,10 +2,12 @@
 memory from the samples, and Live > Clusters draws the cluster's utilisation over time."""
 
 import time
+from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.sync_api import expect
 
+from accounts.models import Profile
 from jobs.models import JobSample
 from jobs.runtime.metrics import slave_samples_collect
 from tests.browser.support import login, screenshot, submit_job, wait_for_state
@@ -24,9 +26,14 @@ def test_job_page_and_clusters_draw_the_samples(portal, local_slave, page, js_er
     assert second.cpu_percent > 20, second.cpu_percent  # a busy loop on a shared machine
     assert second.memory_mb >= 0
 
+    # The one time rule: the chart's times are in the viewer's zone.
+    Profile.objects.update_or_create(user=portal.user, defaults={"time_zone": "Asia/Tokyo"})
     login(page, portal)
     page.goto(portal.at(f"/jobs/{job.uuid}/"))
     expect(page.locator("#job-metrics")).to_have_attribute("data-samples", "2")
+    first_label = page.evaluate("Chart.getChart('chart-cpu-mem').data.labels[0]")
+    first = JobSample.objects.filter(job=job).first().time.astimezone(ZoneInfo("Asia/Tokyo"))
+    assert first_label == first.strftime("%H:%M:%S")
     expect(page.locator("#job-metrics-empty")).to_be_hidden()
     assert page.locator("#chart-cpu-mem").bounding_box()["height"] > 50
     screenshot(page, "job-resources")
