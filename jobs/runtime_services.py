@@ -19,12 +19,14 @@ from django.utils import timezone
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
 from jobs import task_names
+from jobs.archiving import job_running_record, job_stdout_archive
 from jobs.heartbeat import Heartbeat
 from jobs.launch import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.logs import job_log_archive
 from jobs.models import Job, JobPullSecret
 from jobs.notifications import RESTART, job_notify_request
 from jobs.spec import format_duration
+from jobs.staging import job_container_start
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.storage import StorageRefused
 from jobs.storage_prepare import storage_prepare
@@ -155,7 +157,10 @@ def _start_container(engine, job: Job) -> str:
     _ensure_image(engine, job)
     mounts = _prepare_storage(job)
     try:
-        return engine.run(container_spec(job, job.slave, mounts))
+        # Inputs of a job from an app are staged between create and start (jobs/staging.py).
+        return job_container_start(
+            engine=engine, job=job, spec=container_spec(job, job.slave, mounts)
+        )
     except RuntimeFailure as failure:
         adopted = _adopt(engine, job) if failure.status_code == 409 else None
         if adopted is None:
@@ -241,6 +246,7 @@ def _record_running(job: Job, container_id: str, state) -> None:
     if job_transition(
         job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
     ):
+        job_running_record(job=job)
         if not state.running:
             fire(FINISH_TASK, job.pk)  # it already exited: a fast job
         return
@@ -290,7 +296,9 @@ def job_finish_run(*, job_id: int) -> None:
             state = engine.inspect(job.container_id)
             if state.running:
                 return  # a spurious event: still running
-            job_log_archive(job=job, data=engine.logs(job.container_id))
+            data = engine.logs(job.container_id)
+            job_log_archive(job=job, data=data)
+            job_stdout_archive(job=job, data=data)  # tapisjob.out of a job from an app
     except ContainerNotFound:
         job.refresh_from_db()
         if job.status in ON_SLAVE:
@@ -362,7 +370,8 @@ def job_restart_create(*, job: Job) -> Job | None:
             "cpus", "cpu_memory_gb", "tmpfs_gb", "gpu_memory_gb", "gpu_models", "features",
             "min_cuda_version", "requested_cluster_id", "requested_slave_name", "interactive",
             "restartable", "allow_halt_without_signal", "not_before", "not_after",
-            "bucket_name", "bucket_max", "reservation_ids",
+            "bucket_name", "bucket_max", "reservation_ids", "app_id", "app_version", "origin",
+            "file_inputs",
         }
     }  # fmt: skip
     follow = Job.objects.create(

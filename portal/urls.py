@@ -6,8 +6,12 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # REST API: GPULab v4.0 endpoints, portal endpoints, OpenAPI schema and docs.
     path("api/", include("portal.api_urls")),
+    # Tapis v3 Jobs-shaped API and resubmit (docs/tapis.md).
+    path("api/", include("tapis.api.urls")),
     # Login certificates for gpulab-cli (download, revoke).
     path("certificates/", include("portal.cert_urls")),
+    # Tapis apps: list, editor, submit form.
+    path("apps/", include("tapis.urls")),
     # Browser pages.
     path("", include("portal.web_urls")),
 ]

@@ -27,9 +27,12 @@ For fast tests and demos without Docker (``PORTAL_ENGINE=memory`` or a slave URL
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import itertools
 import os
+import posixpath
+import tarfile
 import threading
 import time
 import uuid
@@ -107,6 +110,8 @@ class _Container:
     wake_at: float | None = None  # seconds since the epoch; None: blocked forever
     handlers: dict[str, str] = field(default_factory=dict)
     last_status: int = 0  # $? of the model shell
+    # Regular files copied in with put_archive: absolute path -> content.
+    files: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def running(self) -> bool:
@@ -505,6 +510,30 @@ class MemoryEngine:
                     status_code=400,
                 )
             daemon.start(container)
+
+    def put_archive(self, container_id: str, path: str, tar_bytes) -> None:
+        """Keep the tar's regular files (``container_files`` reads them back); like Docker,
+        ``path`` must be absolute and the tar valid."""
+        data = tar_bytes if isinstance(tar_bytes, bytes) else tar_bytes.read()
+        if not path.startswith("/"):
+            raise RuntimeFailure(
+                f"copy to: path {path!r} is not absolute", permanent=True, status_code=400
+            )
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+                members = [(m.name, archive.extractfile(m).read()) for m in archive if m.isfile()]
+        except tarfile.TarError as exc:
+            raise RuntimeFailure(f"copy to: {exc}", permanent=True, status_code=400) from None
+        with self._daemon.cond:
+            container = self._enter("copy to").find(container_id, "copy to")
+            for name, content in members:
+                target = posixpath.normpath(posixpath.join(path, name.lstrip("./")))
+                container.files[target] = content
+
+    def container_files(self, container_id: str) -> dict[str, bytes]:
+        """Steering: the files put into a container (path -> content)."""
+        with self._daemon.cond:
+            return dict(self._daemon.find(container_id, "copy to").files)
 
     def inspect(self, container_id: str) -> ContainerState:
         with self._daemon.cond:

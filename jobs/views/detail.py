@@ -15,6 +15,7 @@ from jobs import services
 from jobs.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_can_act, job_list_visible_to
+from jobs.stages import job_tapis_summary
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.views.common import ACTIONS, action_buttons, allowed_actions, present, visible_job
 from jobs.views.log import initial_log
@@ -122,6 +123,8 @@ def job_detail(request, uuid):
     }
     context["document_json"] = json.dumps(document, indent=2, ensure_ascii=False)
     context["log"] = initial_log(job) if context["full"] else None
+    # Tapis stages and status, app origin, resubmissions (jobs/_tapis.html).
+    context["tapis"] = job_tapis_summary(job, timezone.now()) if context["full"] else None
     return render(request, "jobs/detail.html", context)
 
 
