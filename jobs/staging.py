@@ -76,7 +76,10 @@ def input_source_error(source: str) -> str | None:
     if source.startswith("/"):
         parts = source.split("/")[1:]
         if any(part in ("", ".", "..") for part in parts) or len(parts) < 2:
-            return "must be a file below a storage root such as /project/data/file.txt"
+            return (
+                "must be a file below a storage root, without '.', '..' or empty parts "
+                "(like /project/data/file.txt)"
+            )
         return None
     return "must be an http(s) URL or a path in the project's storage (/project/...)"
 

@@ -1,0 +1,58 @@
+"""Tapis macros, and the pure map from (portal state, latest stage) to a Tapis status."""
+
+import pytest
+
+from jobs.stages import Stage, tapis_status
+from tapis.macros import MACROS, macro_values, substitute
+
+VALUES = macro_values(
+    job_uuid="u-1", job_name="n", owner="alice", app_id="app", app_version="2"
+)
+
+
+def test_every_macro_is_substituted():
+    text = " ".join("${%s}" % name for name in MACROS)
+    assert substitute(text, VALUES) == "u-1 n alice app 2 /job /job/inputs /job/outputs"
+
+
+def test_unknown_names_and_plain_dollars_stay():
+    assert substitute("${HOME} $JobUUID ${JobUUID}x", VALUES) == "${HOME} $JobUUID u-1x"
+
+
+def test_values_are_not_expanded_twice():
+    values = dict(VALUES, JobName="${JobUUID}")
+    assert substitute("${JobName}", values) == "${JobUUID}"
+
+
+@pytest.mark.parametrize(
+    ("state", "stage", "blocked", "expected"),
+    [
+        ("QUEUED", "PENDING", False, "PENDING"),
+        ("QUEUED", "PENDING", True, "BLOCKED"),
+        ("ONHOLD", "PENDING", False, "PAUSED"),
+        ("ASSIGNED", "PENDING", False, "PENDING"),
+        ("STARTING", "STAGING_INPUTS", False, "STAGING_INPUTS"),
+        ("STARTING", "QUEUED", False, "QUEUED"),
+        ("STARTING", "", False, "PENDING"),
+        ("RUNNING", "QUEUED", False, "RUNNING"),
+        ("RUNNING", "RUNNING", False, "RUNNING"),
+        ("RUNNING", "ARCHIVING", False, "ARCHIVING"),
+        ("MUSTHALT", "RUNNING", False, "RUNNING"),
+        ("CANCELLING", "RUNNING", False, "RUNNING"),
+        ("FINISHED", "ARCHIVING", False, "FINISHED"),
+        ("FAILED", "STAGING_INPUTS", False, "FAILED"),
+        ("CANCELLED", "", False, "CANCELLED"),
+        ("HALTED", "RUNNING", False, "CANCELLED"),
+        ("DELETED", "", False, "CANCELLED"),
+    ],
+)
+def test_tapis_status(state, stage, blocked, expected):
+    assert tapis_status(state, stage, blocked=blocked) == expected
+
+
+def test_every_result_is_a_tapis_status():
+    from jobs.states import JobStatus
+
+    for state in JobStatus.values:
+        for stage in [*Stage.values, ""]:
+            assert tapis_status(state, stage) in Stage.values
