@@ -5,13 +5,11 @@ import pytest
 from jobs.stages import Stage, tapis_status
 from tapis.macros import MACROS, macro_values, substitute
 
-VALUES = macro_values(
-    job_uuid="u-1", job_name="n", owner="alice", app_id="app", app_version="2"
-)
+VALUES = macro_values(job_uuid="u-1", job_name="n", owner="alice", app_id="app", app_version="2")
 
 
 def test_every_macro_is_substituted():
-    text = " ".join("${%s}" % name for name in MACROS)
+    text = " ".join("${" + name + "}" for name in MACROS)
     assert substitute(text, VALUES) == "u-1 n alice app 2 /job /job/inputs /job/outputs"
 
 

@@ -54,9 +54,9 @@ def test_macros_in_arguments_and_environment(app, member):
     )
     request["parameterSet"]["envVariables"] = [{"key": "WHERE", "value": "${JobWorkingDir}"}]
     job = tapis_job_submit(user=member, request=request)
-    assert f"macro-job:alice:classify:0.1:{job.uuid}:/job/inputs" in job.request["docker"][
-        "command"
-    ]
+    assert (
+        f"macro-job:alice:classify:0.1:{job.uuid}:/job/inputs" in job.request["docker"]["command"]
+    )
     assert job.request["docker"]["environment"]["WHERE"] == "/job"
 
 
