@@ -118,6 +118,21 @@ def _arg_name(item: dict) -> str:
     return name if isinstance(name, str) else ""
 
 
+def _arg_spec(item: dict) -> dict:
+    """A request argument in Tapis' JobArgSpec shape (the older ``meta: {name, required}`` of
+    the seed becomes ``name`` and ``notes.required``), as kept for resubmit."""
+    spec = {"arg": item.get("arg") or "", "name": _arg_name(item) or None}
+    spec["include"] = item.get("include", True)
+    notes = dict(item.get("notes") or {})
+    if isinstance(item.get("meta"), dict) and "required" in item["meta"]:
+        notes["required"] = bool(item["meta"]["required"])
+    if item.get("description"):
+        spec["description"] = item["description"]
+    if notes:
+        spec["notes"] = notes
+    return {key: value for key, value in spec.items() if value is not None}
+
+
 def combine_args(app: App, request_args: list, errs: _Errors, path: str) -> list[str]:
     """The final argument texts (before macros), or errors naming the request's items."""
     by_name = {arg["name"]: arg for arg in app.arguments}
@@ -142,7 +157,8 @@ def combine_args(app: App, request_args: list, errs: _Errors, path: str) -> list
         if meta is not None and not isinstance(meta, dict):
             errs.add(f"{where}.meta", 'must be an object like {"name": ..., "required": ...}')
             continue
-        required = bool((meta or {}).get("required", False))
+        notes = item.get("notes") if isinstance(item.get("notes"), dict) else {}
+        required = bool((meta or {}).get("required", notes.get("required", False)))
         name = _arg_name(item)
         if name in by_name:
             if by_name[name]["inputMode"] == "FIXED":
@@ -410,8 +426,11 @@ def tapis_job_prepare(*, user, request) -> Prepared:
             "scheduling": scheduling,
         },
     }
+    kept = {key: value for key, value in request.items() if key in REQUEST_FIELDS}
+    if params.get("appArgs"):
+        kept["parameterSet"] = {**params, "appArgs": [_arg_spec(a) for a in params["appArgs"]]}
     origin = {
-        "tapis": {key: value for key, value in request.items() if key in REQUEST_FIELDS},
+        "tapis": kept,
         "project": project.name,
         "appArgs": words,
     }

@@ -62,18 +62,28 @@ def app(make_app, slave):
     return make_app()
 
 
-def tapis_client(user) -> APIClient:
+def tapis_client(user, key: str | None = None) -> APIClient:
+    """A client sending ``user``'s portal token as ``X-Tapis-Token`` (a new token unless
+    ``key`` is given: a user has one token, rotating replaces it)."""
     from portal.tokens import api_token_rotate
 
-    _, key = api_token_rotate(user=user)
+    if key is None:
+        _, key = api_token_rotate(user=user)
     client = APIClient()
     client.credentials(HTTP_X_TAPIS_TOKEN=key)
     return client
 
 
 @pytest.fixture
-def tapis_member(member):
-    return tapis_client(member)
+def member_key(member) -> str:
+    from portal.tokens import api_token_rotate
+
+    return api_token_rotate(user=member)[1]
+
+
+@pytest.fixture
+def tapis_member(member, member_key):
+    return tapis_client(member, member_key)
 
 
 @pytest.fixture
