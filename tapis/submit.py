@@ -33,7 +33,7 @@ from jobs.stages import Stage, job_stage_record
 from jobs.staging import input_source_error, input_target_error
 from portal.errors import Conflict, NotAllowed
 from portal.models import Membership, Project
-from tapis.macros import macro_values, substitute
+from tapis.macros import macro_values, substitute, tapis_environment
 from tapis.models import App
 from tapis.selectors import app_get_visible
 
@@ -421,7 +421,11 @@ def tapis_job_prepare(*, user, request) -> Prepared:
             "docker": {
                 "image": app.image,
                 "command": command,
-                "environment": {key: substitute(value, values) for key, value in env.items()},
+                # Tapis' own variables first: the app's and the request's may override them.
+                "environment": {
+                    **tapis_environment(values),
+                    **{key: substitute(value, values) for key, value in env.items()},
+                },
             },
             "scheduling": scheduling,
         },

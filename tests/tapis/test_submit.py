@@ -38,7 +38,21 @@ def test_seed_submission_becomes_a_portal_job(app, member, project):
         "--out",
         "/job/outputs",
     ]
-    assert job.request["docker"]["environment"] == {"RUN_ID": str(job.uuid), "MODE": "fast"}
+    assert job.request["docker"]["environment"] == {
+        "JOB_WORKING_DIR": "/job",
+        "JOB_INPUT_DIR": "/job/inputs",
+        "JOB_OUTPUT_DIR": "/job/outputs",
+        "_tapisAppId": "classify",
+        "_tapisAppVersion": "0.1",
+        "_tapisJobName": "img-classifier-job",
+        "_tapisJobOwner": "alice",
+        "_tapisJobUUID": str(job.uuid),
+        "_tapisExecSystemExecDir": "/job",
+        "_tapisExecSystemInputDir": "/job/inputs",
+        "_tapisExecSystemOutputDir": "/job/outputs",
+        "RUN_ID": str(job.uuid),
+        "MODE": "fast",
+    }
     assert job.requested_cluster_id == 1
     assert job.file_inputs == [
         {"name": "image", "source": "/project/data/dog.jpg", "target": "img/dog.jpg"}
