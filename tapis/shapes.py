@@ -161,10 +161,13 @@ def history_items(job: Job, events: list[JobEvent]) -> list[dict]:
     Tapis status they mean), everything else as JOB_ERROR_MESSAGE / JOB_USER_EVENT."""
     out = []
     for event in events:
+        description = event.message
         if event.stage:
             kind, detail = "JOB_NEW_STATUS", event.stage
         elif event.type == JobEvent.Type.STATUS_CHANGE:
+            # The portal's own state stays visible beside the Tapis status it means.
             kind, detail = "JOB_NEW_STATUS", tapis_status(event.new_state)
+            description = f"portal state {event.new_state}: {event.message}"
         elif event.type == JobEvent.Type.ERROR:
             kind, detail = "JOB_ERROR_MESSAGE", "ERROR"
         else:
@@ -174,7 +177,7 @@ def history_items(job: Job, events: list[JobEvent]) -> list[dict]:
                 "event": kind,
                 "created": utc_z(event.time),
                 "eventDetail": detail,
-                "description": event.message,
+                "description": description,
                 "transferTaskUuid": None,
             }
         )

@@ -241,7 +241,7 @@ class AppDetailView(TapisAPIView):
 
     @extend_schema(operation_id="tapis_apps_get", tags=[TAG], summary="getApp")
     def get(self, request, app_id, version=None):
-        return Response(envelope(app_to_json(self._app(request, app_id, version)), "app"))
+        return Response(envelope(app_to_json(self._app(request, app_id, version)), "app retrieved"))
 
     @extend_schema(operation_id="tapis_apps_put", tags=[TAG], summary="putApp")
     def put(self, request, app_id, version=None):
