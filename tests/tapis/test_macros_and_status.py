@@ -1,9 +1,17 @@
 """Tapis macros, and the pure map from (portal state, latest stage) to a Tapis status."""
 
-import pytest
+from datetime import timedelta
 
-from jobs.stages import Stage, tapis_status
+import pytest
+from django.utils import timezone
+
+from jobs.models import JobExplanation
+from jobs.services import job_hold
+from jobs.stages import Stage, job_tapis_status, tapis_status
+from jobs.states import JobStatus
 from tapis.macros import MACROS, macro_values, substitute
+from tapis.submit import tapis_job_submit
+from tests.tapis.conftest import seed_request
 
 VALUES = macro_values(job_uuid="u-1", job_name="n", owner="alice", app_id="app", app_version="2")
 
@@ -49,8 +57,20 @@ def test_tapis_status(state, stage, blocked, expected):
 
 
 def test_every_result_is_a_tapis_status():
-    from jobs.states import JobStatus
-
     for state in JobStatus.values:
         for stage in [*Stage.values, ""]:
             assert tapis_status(state, stage) in Stage.values
+
+
+def test_held_and_policy_waits_show_as_paused_and_blocked(app, member):
+    now = timezone.now()
+    later = (now + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    waiting = tapis_job_submit(user=member, request=seed_request(scheduling={"notBefore": later}))
+    assert job_tapis_status(waiting, now) == "BLOCKED"
+    limited = tapis_job_submit(user=member, request=seed_request(name="limited"))
+    assert job_tapis_status(limited, now) == "PENDING"
+    JobExplanation.objects.create(job=limited, lines=["bucket b full (2/2)"])
+    limited.refresh_from_db()
+    assert job_tapis_status(limited, now) == "BLOCKED"
+    job_hold(job=limited, user=member)
+    assert job_tapis_status(limited, now) == "PAUSED"
