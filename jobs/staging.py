@@ -65,7 +65,11 @@ def input_source_error(source: str) -> str | None:
     if not isinstance(source, str) or not source.strip():
         return "is required"
     if source.startswith(("http://", "https://")):
-        host = (urlsplit(source).hostname or "").lower()
+        parts = urlsplit(source)
+        if parts.username is not None or parts.password is not None:
+            # It would be kept in the job and shown in its messages: never take one.
+            return "must not carry credentials (user:password@)"
+        host = (parts.hostname or "").lower()
         allowed = {h.lower() for h in settings.PORTAL_INPUT_ALLOWED_HOSTS}
         if not host:
             return "must name a host"

@@ -154,6 +154,16 @@ def test_allowed_url_inputs(app, member, settings):
     assert [i["target"] for i in job.file_inputs] == ["img/dog.jpg", "w.bin"]
 
 
+def test_credentials_in_input_urls_are_refused(app, member, settings):
+    settings.PORTAL_INPUT_ALLOWED_HOSTS = ["data.example.org"]
+    request = seed_request()
+    request["fileInputs"] = [{"name": "image", "sourceUrl": "https://u:pw@data.example.org/x"}]
+    with pytest.raises(SpecError) as caught:
+        tapis_job_submit(user=member, request=request)
+    assert "credentials" in _paths(caught.value)["fileInputs[0].sourceUrl"]
+    assert "pw" not in str(caught.value.errors)
+
+
 def test_resources_override_the_app(app, member):
     job = tapis_job_submit(
         user=member, request=seed_request(coresPerNode=3, memoryMB=3000, maxMinutes=20)
