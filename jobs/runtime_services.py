@@ -26,7 +26,7 @@ from jobs.logs import job_log_archive
 from jobs.models import Job, JobPullSecret
 from jobs.notifications import RESTART, job_notify_request
 from jobs.spec import format_duration
-from jobs.staging import job_container_start
+from jobs.staging import job_container_start, job_inputs_restage
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.storage import StorageRefused
 from jobs.storage_prepare import storage_prepare
@@ -140,6 +140,7 @@ def _adopt(engine, job: Job) -> str | None:
         return None
     container = existing[0]
     if not container.running and container.exit_code is None:
+        job_inputs_restage(engine=engine, job=job, container_id=container.id)
         engine.start(container.id)  # created but never started before a crash
     return container.id
 

@@ -224,3 +224,13 @@ def job_container_start(*, engine, job: Job, spec) -> str:
             raise
     job_stage_record(job=job, stage=Stage.QUEUED, message="container started")
     return container_id
+
+
+def job_inputs_restage(*, engine, job: Job, container_id: str) -> None:
+    """Copy the inputs again into a container a crashed launch created but never started
+    (``runtime_services._adopt``): the first copy may not have happened."""
+    if not job.file_inputs:
+        return
+    tar, _size = inputs_tar(job)
+    with tar:
+        engine.put_archive(container_id, _TAR_ROOT, tar)

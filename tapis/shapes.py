@@ -164,6 +164,8 @@ def history_items(job: Job, events: list[JobEvent]) -> list[dict]:
         description = event.message
         if event.stage:
             kind, detail = "JOB_NEW_STATUS", event.stage
+            # The event's message repeats its stage first ("STAGING_INPUTS: ..."): once is enough.
+            description = event.message.removeprefix(f"{event.stage}: ")
         elif event.type == JobEvent.Type.STATUS_CHANGE:
             # The portal's own state stays visible beside the Tapis status it means.
             kind, detail = "JOB_NEW_STATUS", tapis_status(event.new_state)

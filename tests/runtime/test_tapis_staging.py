@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.runtime_services import job_finish_run
+from jobs.launch import container_spec
+from jobs.runtime_services import job_finish_run, job_launch_run
+from jobs.scheduling import tick
 from jobs.stages import job_tapis_status
 from jobs.workdir import job_archive_outputs_dir
 from tapis.services import app_create
@@ -181,3 +183,22 @@ def test_inputs_over_the_size_limit_fail(people, app, engine, project_file, runt
     )
     job.refresh_from_db()
     assert job.status == "FAILED" and "larger than the 4 bytes" in job.end_reason
+
+
+def test_a_launch_that_died_after_create_stages_the_inputs_again(
+    people, app, slave, engine, project_file, runtime
+):
+    user, _ = people
+    runtime.PORTAL_TASK_MODE = "record"
+    job = tapis_job_submit(
+        user=user, request=_request({"name": "data", "sourceUrl": "/project/data/data.txt"})
+    )
+    tick()
+    job.refresh_from_db()
+    assert job.status == "ASSIGNED"
+    runtime.PORTAL_TASK_MODE = "inline"
+    created = engine.create(container_spec(job, slave, []))  # died before the inputs were in
+    job_launch_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "RUNNING" and job.container_id == created
+    assert engine.container_files(created) == {"/job/inputs/in/data.txt": b"forty-two\n"}
