@@ -150,3 +150,14 @@ def test_admin_form_uses_the_same_rules(app, member):
     assert any("appArgs[0].arg" in e for e in form.non_field_errors())
     data["arguments"] = '[{"name": "a", "inputMode": "FIXED", "arg": "--a"}]'
     assert AppAdminForm(data=data).is_valid()
+
+
+def test_admin_pages_list_and_show_apps(app, admin_user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(admin_user)
+    listing = client.get("/admin/tapis/app/")
+    assert listing.status_code == 200 and b"classify" in listing.content
+    page = client.get(f"/admin/tapis/app/{app.pk}/change/")
+    assert page.status_code == 200 and b"(API shape)" in page.content
