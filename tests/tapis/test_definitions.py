@@ -1,6 +1,7 @@
 """App definitions: checked field by field, every problem at once; immutable once used."""
 
 import pytest
+from django.test import Client
 
 from jobs.spec import SpecError
 from portal.errors import Conflict, NotAllowed
@@ -153,8 +154,6 @@ def test_admin_form_uses_the_same_rules(app, member):
 
 
 def test_admin_pages_list_and_show_apps(app, admin_user):
-    from django.test import Client
-
     client = Client()
     client.force_login(admin_user)
     listing = client.get("/admin/tapis/app/")
