@@ -45,7 +45,7 @@ def _owners_changed(sender, action, **kwargs) -> None:
 
 
 def connect() -> None:
-    for model in (Slave, Gpu, Cluster, "portal.Project"):
+    for model in (Slave, Gpu, Cluster, "accounts.Project"):
         post_save.connect(_changed, sender=model, dispatch_uid=f"capabilities-save-{model}")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"capabilities-del-{model}")
     m2m_changed.connect(

@@ -19,7 +19,7 @@ class Cluster(models.Model):
         help_text="Owner projects have absolute priority; others only run here as guests.",
     )
     owner_projects = models.ManyToManyField(
-        "portal.Project", blank=True, related_name="owned_clusters"
+        "accounts.Project", blank=True, related_name="owned_clusters"
     )
     deployment_environment = models.CharField(max_length=32, default="production")
 
@@ -128,7 +128,7 @@ class CapabilityStamp(models.Model):
     """One row whose ``stamp`` changes whenever what slaves can run may have changed.
 
     Submit-time feasibility caches its view of the slaves per process under this stamp
-    (jobs/submit_checks.py): reading it is one indexed query, and since every change of a
+    (jobs/submit/checks.py): reading it is one indexed query, and since every change of a
     Slave, Gpu, Cluster (or an owner project) writes a new random stamp in the same transaction
     (clusters/capabilities.py), a cached view is never used after the data under it changed.
     """

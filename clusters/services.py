@@ -9,7 +9,10 @@ from django.utils import timezone
 
 from clusters.capabilities import capabilities_changed
 from clusters.models import Cluster, Gpu, Slave
-from jobs.ticks import tick_request
+from clusters.runtime.errors import RuntimeFailure
+from clusters.runtime.probe import probe_engine
+from clusters.runtime.spec import PortPolicy
+from core.signals import capacity_changed
 
 log = logging.getLogger(__name__)
 
@@ -18,8 +21,6 @@ def site_port_policy():
     """The host ports and addresses jobs may publish on (PORTAL_HOST_PORT_RANGE,
     PORTAL_RESERVED_HOST_PORTS, PORTAL_HOST_PORT_ADDRESSES); checked at submit and again by
     the engine before every container is created."""
-    from clusters.runtime.spec import PortPolicy
-
     return PortPolicy.parse(
         host_port_range=settings.PORTAL_HOST_PORT_RANGE,
         reserved=settings.PORTAL_RESERVED_HOST_PORTS,
@@ -31,6 +32,8 @@ def engine_for(slave: Slave):
     """The engine behind a slave (``clusters.runtime.protocol.Engine``): Docker, or the
     in-memory engine when ``PORTAL_ENGINE=memory`` or the slave's URL is ``memory://name``
     (fast tests, demos without Docker). The runtime package is the only Docker importer."""
+    # Imported when first needed, for cost: both modules load the Docker SDK (and its requests
+    # stack), which web requests that never reach an engine need not pay for.
     from clusters.runtime.engine import DockerEngine
     from clusters.runtime.memory import MemoryEngine, is_memory_url
 
@@ -78,7 +81,7 @@ def slave_register(
         )
         if declared_gpus is not None:
             slave_declare_gpus(slave=slave, gpus=declared_gpus)
-        tick_request()
+        capacity_changed.send(sender=__name__)
     return slave
 
 
@@ -100,7 +103,7 @@ def slave_set_accepting(*, slave: Slave, accepting: bool) -> None:
         Slave.objects.filter(pk=slave.pk).update(accepting_jobs=accepting)
         capabilities_changed()
     slave.accepting_jobs = accepting
-    tick_request()
+    capacity_changed.send(sender=__name__)
 
 
 def slave_mark_offline(*, slave: Slave, reason: str, now: datetime | None = None) -> None:
@@ -139,9 +142,6 @@ def slave_probe(
     GPU discovery runs a container, so the periodic probe (``discover_gpus=None``) does it only
     when the slave comes (back) online or has no GPUs yet; "Probe now" and add_slave force it.
     """
-    from clusters.runtime.errors import RuntimeFailure
-    from clusters.runtime.probe import probe_engine
-
     now = now or timezone.now()
     was_online = slave.online
     try:
@@ -157,7 +157,7 @@ def slave_probe(
     except RuntimeFailure as failure:
         slave_mark_offline(slave=slave, reason=f"Docker engine unreachable: {failure}", now=now)
         if was_online:
-            tick_request()
+            capacity_changed.send(sender=__name__)
         return slave
     info = result.info
     if result.error:
@@ -189,7 +189,7 @@ def slave_probe(
         for key, value in updates.items():
             setattr(slave, key, value)
         if not was_online:
-            tick_request()
+            capacity_changed.send(sender=__name__)
     return slave
 
 

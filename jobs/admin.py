@@ -1,17 +1,18 @@
 from django.contrib import admin, messages
 
+from core.errors import ServiceError
+from jobs.actions.registry import ACTIONS, JobAction
 from jobs.models import (
     Job,
     JobEvent,
     JobExplanation,
     JobPullSecret,
+    JobSample,
     SchedulerLease,
     SubmitIdempotencyKey,
     UserUsage,
 )
-from jobs.services import job_cancel, job_delete, job_hold, job_release
 from jobs.spec import redact_image
-from portal.errors import ServiceError
 
 
 class JobEventInline(admin.TabularInline):
@@ -36,6 +37,18 @@ def _apply(modeladmin, request, queryset, service, verb):
     modeladmin.message_user(request, f"{verb} {done} job(s)")
 
 
+def _admin_action(action: JobAction):
+    """The registry's action as a Django admin action on the selected jobs."""
+
+    def run(modeladmin, request, queryset):
+        _apply(modeladmin, request, queryset, action.run, action.admin_verb)
+
+    run.__name__ = action.admin_name
+    return admin.action(
+        description=action.admin_description, permissions=[action.admin_permission]
+    )(run)
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = [
@@ -50,33 +63,25 @@ class JobAdmin(admin.ModelAdmin):
         "slave",
         "created",
     ]
-    list_filter = ["status", "project", "slave__cluster", "interactive", "restartable"]
+    # "Idle GPUs" (jobs/runtime/metrics.py): jobs whose GPUs stayed idle over the review window.
+    list_filter = [
+        "status",
+        "project",
+        "slave__cluster",
+        "interactive",
+        "restartable",
+        ("gpu_idle_flagged_at", admin.EmptyFieldListFilter),
+    ]
     search_fields = ["name", "uuid", "owner__username", "project__name", "container_id"]
     date_hierarchy = "created"
     list_select_related = ["owner", "project", "slave"]
     # Status only ever changes through the services (actions below), never by editing the row.
     readonly_fields = [f.name for f in Job._meta.fields]
     inlines = [JobEventInline]
-    actions = ["cancel", "hold", "release", "delete_jobs"]
+    actions = [_admin_action(a) for a in ACTIONS.values() if a.admin_name]
 
     def has_add_permission(self, request):
         return False
-
-    @admin.action(description="Cancel selected jobs", permissions=["change"])
-    def cancel(self, request, queryset):
-        _apply(self, request, queryset, job_cancel, "Cancelled")
-
-    @admin.action(description="Put selected jobs on hold", permissions=["change"])
-    def hold(self, request, queryset):
-        _apply(self, request, queryset, job_hold, "Held")
-
-    @admin.action(description="Release selected jobs", permissions=["change"])
-    def release(self, request, queryset):
-        _apply(self, request, queryset, job_release, "Released")
-
-    @admin.action(description="Delete (hide) selected finished jobs", permissions=["delete"])
-    def delete_jobs(self, request, queryset):
-        _apply(self, request, queryset, job_delete, "Deleted")
 
 
 @admin.register(JobEvent)
@@ -155,6 +160,22 @@ class JobExplanationAdmin(admin.ModelAdmin):
     list_select_related = ["job"]
     search_fields = ["job__uuid", "job__name"]
     readonly_fields = ["job", "lines"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(JobSample)
+class JobSampleAdmin(admin.ModelAdmin):
+    """Read-only: resource samples of running jobs (jobs/runtime/metrics.py)."""
+
+    list_display = ["time", "job", "cpu_percent", "memory_mb", "net_rx_kbps", "net_tx_kbps"]
+    list_select_related = ["job"]
+    search_fields = ["job__uuid", "job__name"]
+    readonly_fields = [f.name for f in JobSample._meta.fields]
 
     def has_add_permission(self, request):
         return False

@@ -5,7 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from jobs.states import JobStatus
+from jobs.states import HOLDS_RESOURCES, JobStatus
 
 
 class Job(models.Model):
@@ -22,7 +22,7 @@ class Job(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
     project = models.ForeignKey(
-        "portal.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
+        "accounts.Project", on_delete=models.PROTECT, related_name="jobs", db_index=False
     )
     deployment_environment = models.CharField(max_length=32, default="production")
     # The canonical v2 request; a registry password in the image is stored as XXXX here and
@@ -69,6 +69,9 @@ class Job(models.Model):
         db_index=False,
     )
     gpu_ids = models.JSONField(default=list, blank=True)
+    # When the sampler found the job's GPUs idle for the review window (jobs/runtime/metrics.py);
+    # flagged to the owner and listed for admins, never acted on automatically.
+    gpu_idle_flagged_at = models.DateTimeField("idle GPUs flagged", null=True, blank=True)
     cpu_ids = models.JSONField(default=list, blank=True)
     container_id = models.CharField(max_length=80, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
@@ -136,6 +139,44 @@ class Job(models.Model):
     def initial_uuid(self) -> str:
         return str(self.initial_job_uuid or self.uuid)
 
+    # --- figures shown and used in several places: each is computed here only ---------------
+
+    @staticmethod
+    def held_memory_of(cpu_memory_gb: int, tmpfs_gb: int) -> int:
+        """The memory (GB) a job holds on its slave: cpuMemoryGb plus its tmpfs, whose pages are
+        charged to the container's memory (the container's limit includes them). For rows
+        read with ``values()``; ``held_memory_gb`` for a Job, ``held_memory_gb_sql`` in SQL."""
+        return cpu_memory_gb + tmpfs_gb
+
+    @staticmethod
+    def held_memory_gb_sql() -> models.Expression:
+        """``held_memory_of`` as a query expression (for aggregates over jobs)."""
+        return models.F("cpu_memory_gb") + models.F("tmpfs_gb")
+
+    @property
+    def held_memory_gb(self) -> int:
+        return self.held_memory_of(self.cpu_memory_gb, self.tmpfs_gb)
+
+    @staticmethod
+    def run_end_of(*, status: str, ended_at, status_updated, now):
+        """When a run ended: the container's finish time when known; ``now`` while the job
+        still holds its room; else its last status change. For rows; ``run_end`` for a Job."""
+        if ended_at is not None:
+            return ended_at
+        return now if status in HOLDS_RESOURCES else status_updated
+
+    def run_end(self, now):
+        return self.run_end_of(
+            status=self.status, ended_at=self.ended_at, status_updated=self.status_updated, now=now
+        )
+
+    def run_seconds(self, now) -> int | None:
+        """How long this job (not its restart chain: ``run_seconds_before``) has run by
+        ``now``; None when it never started."""
+        if self.started_at is None:
+            return None
+        return max(0, int((self.run_end(now) - self.started_at).total_seconds()))
+
     @property
     def queued_explanations(self) -> list:
         """Why the job waits (or why it could not be scheduled); [] when nothing was said.
@@ -152,7 +193,7 @@ class JobExplanation(models.Model):
     A narrow table of its own, not a column of Job: every tick rewrites thousands of these,
     and a row here carries one index, where a Job row carries a dozen and its request JSON
     (measured on a 10k-queue tick on PostgreSQL: seconds as a Job column, a tenth as rows
-    here). Written by ``jobs.scheduling.apply`` only; a job that starts loses its row.
+    here). Written by ``jobs.scheduler_bridge.apply`` only; a job that starts loses its row.
     """
 
     job = models.OneToOneField(
@@ -189,7 +230,7 @@ class JobEvent(models.Model):
     type = models.CharField(max_length=16, choices=Type.choices)
     new_state = models.CharField(max_length=16, choices=JobStatus.choices, blank=True)
     message = models.TextField(blank=True)
-    # A Tapis stage (jobs/stages.py) when this event records one; empty otherwise.
+    # A Tapis stage (jobs/lifecycle/stages.py) when this event records one; empty otherwise.
     stage = models.CharField(max_length=24, blank=True, default="")
 
     class Meta:
@@ -234,7 +275,7 @@ class SchedulerLease(models.Model):
     recovery_by = models.CharField(max_length=100, blank=True)
     # The next moment a tick could decide differently on its own (a notBefore, a reservation's
     # start, a maxDuration deadline...), written by every tick; the watcher's timer asks for a
-    # tick then (jobs.ticks.wakeup_loop).
+    # tick then (jobs.scheduler_bridge.ticks.wakeup_loop).
     next_wakeup = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
@@ -268,3 +309,27 @@ class SubmitIdempotencyKey(models.Model):
 
     def __str__(self) -> str:
         return f"idempotency key {self.key[:16]} of {self.user}"
+
+
+class JobSample(models.Model):
+    """One reading of a running job's resource use (jobs/runtime/metrics.py): rates since the reading
+    before it, and the counters the next rate is computed from."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="samples")
+    time = models.DateTimeField()
+    cpu_percent = models.FloatField(help_text="Of one core: 250 means two and a half busy.")
+    memory_mb = models.PositiveIntegerField()
+    net_rx_kbps = models.FloatField()
+    net_tx_kbps = models.FloatField()
+    # [{"index": 0, "percent": 95.0, "memoryUsedMb": 745}, ...] for the job's GPUs.
+    gpus = models.JSONField(default=list, blank=True)
+    cpu_ns = models.BigIntegerField()
+    net_rx_bytes = models.BigIntegerField()
+    net_tx_bytes = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["job", "time"])]
+
+    def __str__(self) -> str:
+        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} cpu {self.cpu_percent}% mem {self.memory_mb} MB"

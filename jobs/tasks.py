@@ -1,52 +1,44 @@
 """django-q2 entry points: a few lines each, load by id, call a service.
 
-Their dotted paths are stored in the task queue: don't rename them lightly.
+Their dotted paths are stored in the task queue: don't rename them lightly (jobs/task_names.py).
+The services are looked up on their modules when a task runs, so a test that replaces one
+replaces it here too.
 """
+
+from jobs.lifecycle import notifications
+from jobs.runtime import reconcile as runtime_reconcile
+from jobs.runtime import recovery
+from jobs.runtime import services as runtime_services
+from jobs.scheduler_bridge import tick as tick_module
 
 
 def scheduler_tick() -> None:
-    from jobs.scheduling import tick
-
-    tick()
+    tick_module.tick()
 
 
 def job_launch(job_id: int) -> None:
-    from jobs.runtime_services import job_launch_run
-
-    job_launch_run(job_id=job_id)
+    runtime_services.job_launch_run(job_id=job_id)
 
 
 def job_finish(job_id: int) -> None:
-    from jobs.runtime_services import job_finish_run
-
-    job_finish_run(job_id=job_id)
+    runtime_services.job_finish_run(job_id=job_id)
 
 
 def job_stop(job_id: int) -> None:
-    from jobs.runtime_services import job_stop_run
-
-    job_stop_run(job_id=job_id)
+    runtime_services.job_stop_run(job_id=job_id)
 
 
 def job_halt(job_id: int) -> None:
-    from jobs.runtime_services import job_halt_run
-
-    job_halt_run(job_id=job_id)
+    runtime_services.job_halt_run(job_id=job_id)
 
 
 def job_notify(job_id: int, event: str) -> None:
-    from jobs.notifications import job_notify_send
-
-    job_notify_send(job_id=job_id, event=event)
+    notifications.job_notify_send(job_id=job_id, event=event)
 
 
 def reconcile() -> None:
-    from jobs.reconcile import reconcile_all
-
-    reconcile_all()
+    runtime_reconcile.reconcile_all()
 
 
 def recover() -> None:
-    from jobs.recovery import recovery_run
-
-    recovery_run()
+    recovery.recovery_run()

@@ -11,13 +11,13 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import Conflict
+from core.timefmt import utc_z
 from jobs.bulk_sql import rows_update
+from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
-from jobs.notifications import job_notify_request
 from jobs.states import JobStatus as S
 from jobs.states import is_allowed
-from portal.errors import Conflict
-from portal.timefmt import utc_z
 
 
 class TransitionNotAllowed(Conflict):

@@ -1,6 +1,11 @@
+from pathlib import Path
+
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
+
+from core.installation import make_private
+from portal.schedules import schedules_ensure
 
 
 class PortalConfig(AppConfig):
@@ -15,8 +20,6 @@ class PortalConfig(AppConfig):
 
 
 def _schedules_after_migrate(sender, using="default", **kwargs):
-    from portal.schedules import schedules_ensure
-
     schedules_ensure(using=using)
 
 
@@ -27,10 +30,6 @@ def _sqlite_file_private(sender, connection, **kwargs):
     """The SQLite file holds API tokens and registry credentials: 0600, once per process."""
     if connection.vendor != "sqlite":
         return
-    from pathlib import Path
-
-    from portal.installation import make_private
-
     name = str(connection.settings_dict["NAME"])
     if name in _private_checked or name.startswith("file:") or ":memory:" in name:
         return

@@ -8,10 +8,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from accounts.models import Membership, Project
 from clusters.models import Slave
 from clusters.services import cluster_ensure, slave_declare_gpus, slave_probe, slave_register
-from portal.installation import private_dir, write_private
-from portal.models import Membership, Project
+from core.installation import private_dir, write_private
 
 DEMO_GPUS = [("Demo GPU (declared, no real device)", 16384)] * 2
 

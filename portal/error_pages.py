@@ -9,7 +9,7 @@ from django.http import HttpResponse
 from django.template import loader
 from django.views.decorators.csrf import requires_csrf_token
 
-from portal.api_errors import api_error_response, is_api_path
+from core.api_errors import api_error_response, is_api_path
 
 
 def _page(request, template: str, status: int, context: dict | None = None) -> HttpResponse:

@@ -7,8 +7,8 @@ Made (or updated) after every ``migrate`` (portal/apps.py), so a deployment that
 from django.conf import settings
 from django.db import connections
 
+from core.tasks import task_timeout
 from jobs import task_names
-from portal.tasks import task_timeout
 
 PERIODIC = {
     # name: (task path, minutes)
@@ -34,7 +34,7 @@ def schedules_ensure(*, using: str = "default") -> None:
         else:
             defaults = {"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes}
         timeout = task_timeout(func)
-        # Above Q_CLUSTER's 60 s: reconcile visits every slave (see portal.tasks.task_timeout).
+        # Above Q_CLUSTER's 60 s: reconcile visits every slave (see core.tasks.task_timeout).
         defaults["kwargs"] = repr({"q_options": {"timeout": timeout}}) if timeout else None
         Schedule.objects.using(using).update_or_create(
             name=name, defaults={**defaults, "repeats": -1}

@@ -9,7 +9,7 @@ import os
 import socket
 from pathlib import Path
 
-from portal import installation
+from core import installation
 from portal.envconfig import database_from_url, env_bool, env_int, env_list
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -57,6 +57,8 @@ INSTALLED_APPS = [
     "django_q",
     "crispy_forms",
     "crispy_bootstrap5",
+    "core",
+    "accounts",
     "portal",
     "clusters",
     "reservations",
@@ -66,13 +68,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: under /api/ every error is JSON, even a bad Host header or a debug page.
-    "portal.api_errors.ApiJsonErrorsMiddleware",
+    "core.api_errors.ApiJsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the web process itself (compressed, cached forever when hashed).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything reads a cookie, a parameter or the body into a query: NUL bytes and
     # unpaired surrogates get a 400 naming the parameter instead of a database error (500).
-    "portal.text_guard.TextGuardMiddleware",
+    "core.text_guard.TextGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -111,9 +113,9 @@ DATABASES = {
     )
 }
 # A busy database (SQLite lock wait or PostgreSQL pool wait ran out) answers 503 with this
-# Retry-After (seconds), never 500: portal/dbbusy.py (DRF's handler covers the API).
+# Retry-After (seconds), never 500: core/dbbusy.py (DRF's handler covers the API).
 PORTAL_DB_BUSY_RETRY_AFTER_S = env_int("PORTAL_DB_BUSY_RETRY_AFTER_S", 2)
-MIDDLEWARE.append("portal.dbbusy.DatabaseBusyMiddleware")
+MIDDLEWARE.append("core.dbbusy.DatabaseBusyMiddleware")
 # Routes manage.py bench_api's floor endpoint (a bare DRF insert); only bench_api sets it.
 PORTAL_BENCH_FLOOR = env_bool("PORTAL_BENCH_FLOOR", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -152,16 +154,16 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("PORTAL_MAX_BODY_BYTES", 1024 * 1024)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        # Authorization: Token <key>, looked up by its SHA-256 (portal/tokens.py).
-        "portal.tokens.ApiTokenAuthentication",
+        # Authorization: Token <key>, looked up by its SHA-256 (accounts/tokens.py).
+        "accounts.tokens.ApiTokenAuthentication",
         # gpulab-cli's login certificate, handed over by the TLS front end. Last on purpose:
-        # see portal/certs/authentication.py.
-        "portal.certs.authentication.ClientCertificateAuthentication",
+        # see accounts/certs/authentication.py.
+        "accounts.certs.authentication.ClientCertificateAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": None,
-    "EXCEPTION_HANDLER": "portal.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 
@@ -185,7 +187,7 @@ SPECTACULAR_SETTINGS = {
 # not wait for that (reconcile re-drives lost launches, stops and halts within
 # PORTAL_RECOVERY_GRACE_S, see docs/runtime.md): the queue's retry is the last net, for e-mails.
 # 60 s covers every short task (a finish, a tick of 10,000 jobs, a stop's 10 s grace); the long
-# ones get their own time limit when fired (portal.tasks.TASK_TIMEOUTS: a launch may pull a big
+# ones get their own time limit when fired (core.tasks.TASK_TIMEOUTS: a launch may pull a big
 # image) and are claimed per job, so a re-delivery while they still run does nothing.
 Q_CLUSTER = {
     "name": "gpuportal",
@@ -253,12 +255,18 @@ PORTAL_LAUNCH_TIMEOUT_S = env_int("PORTAL_LAUNCH_TIMEOUT_S", 1800)
 PORTAL_INTERACTIVE_HALT_WAIT_S = env_int("PORTAL_INTERACTIVE_HALT_WAIT_S", PORTAL_HALT_GRACE_S + 45)
 PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
-# Each job's archived outputs (jobs/workdir.py), private to the portal's user.
+# Each job's archived outputs (jobs/runtime/workdir.py), private to the portal's user.
 PORTAL_JOB_ARCHIVE_DIR = Path(os.environ.get("PORTAL_JOB_ARCHIVE_DIR", VAR_DIR / "archive"))
+# Resource samples of running jobs (jobs/runtime/metrics.py): how often, how many kept per job, and
+# the idle-GPU review (GPUs below the threshold for the whole window are flagged, never stopped).
+PORTAL_METRICS_INTERVAL_S = env_int("PORTAL_METRICS_INTERVAL_S", 15)
+PORTAL_METRICS_KEEP = env_int("PORTAL_METRICS_KEEP", 2000)
+PORTAL_GPU_IDLE_PERCENT = env_int("PORTAL_GPU_IDLE_PERCENT", 5)
+PORTAL_GPU_IDLE_WINDOW_S = env_int("PORTAL_GPU_IDLE_WINDOW_S", 1800)
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.
-# (Containers started before the id existed carry "gpuportal": see jobs/reconcile.py.)
+# (Containers started before the id existed carry "gpuportal": see jobs/runtime/reconcile.py.)
 PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
     VAR_DIR / "instance-id", installation.new_instance_id
 )

@@ -1,19 +1,37 @@
+"""Root URLconf: the admin, each app's API routes under ``api/`` and its pages."""
+
 from django.conf import settings
 from django.contrib import admin
-from django.urls import include, path
+from django.contrib.auth import views as auth_views
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+api_patterns = [
+    # GPULab v4.0 endpoints and the portal's own beside them (never inside GPULab's objects).
+    path("", include("core.api.urls")),
+    path("", include("jobs.api.urls")),
+    path("", include("reservations.api.urls")),
+    path("", include("accounts.api.urls")),
+    # Tapis v3 Jobs-shaped API and resubmit (docs/tapis.md).
+    path("", include("tapis.api.urls")),
+    # OpenAPI schema and Swagger UI (served from drf-spectacular-sidecar, no CDN). No Redoc:
+    # drf-spectacular's Redoc page loads Google fonts.
+    re_path(r"^schema/?$", SpectacularAPIView.as_view(), name="api-schema"),
+    re_path(r"^docs/?$", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    # REST API: GPULab v4.0 endpoints, portal endpoints, OpenAPI schema and docs.
-    path("api/", include("portal.api_urls")),
-    # Tapis v3 Jobs-shaped API and resubmit (docs/tapis.md).
-    path("api/", include("tapis.api.urls")),
-    # Login certificates for gpulab-cli (download, revoke).
-    path("certificates/", include("portal.cert_urls")),
+    # REST API: GPULab v4.0 endpoints, portal endpoints, OpenAPI schema and docs (docs/api.md).
+    path("api/", include(api_patterns)),
+    # Browser pages.
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("jobs.urls")),
+    path("", include("reservations.urls")),
+    path("", include("accounts.urls")),
     # Tapis apps: list, editor, submit form.
     path("apps/", include("tapis.urls")),
-    # Browser pages.
-    path("", include("portal.web_urls")),
 ]
 
 # JSON under /api/, styled pages elsewhere; never a debug page (DEBUG is off by default).
@@ -24,6 +42,6 @@ handler500 = "portal.error_pages.server_error"
 
 if settings.PORTAL_BENCH_FLOOR:
     # manage.py bench_api's floor (a bare token-authenticated insert); never on otherwise.
-    from portal.api.bench import BenchFloorView
+    from core.api.bench import BenchFloorView
 
     urlpatterns.insert(0, path("api/portal/bench/floor", BenchFloorView.as_view()))

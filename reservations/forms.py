@@ -3,8 +3,8 @@
 from django import forms
 from django.contrib.auth import get_user_model
 
+from accounts.models import Project
 from clusters.models import Slave
-from portal.models import Project
 from reservations.models import Reservation
 from reservations.services import FIELDS, reservation_validate
 

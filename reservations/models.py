@@ -39,7 +39,7 @@ class Reservation(models.Model):
     )
     start = models.DateTimeField(db_index=True)
     end = models.DateTimeField(db_index=True)
-    projects = models.ManyToManyField("portal.Project", blank=True, related_name="reservations")
+    projects = models.ManyToManyField("accounts.Project", blank=True, related_name="reservations")
     users = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="reservations"
     )

@@ -18,9 +18,10 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import prefetch_related_objects
 
+from accounts.models import Membership
 from clusters.models import Cluster, Gpu, Slave
-from jobs.ticks import tick_request
-from portal.timefmt import utc_z
+from core.signals import capacity_changed
+from core.timefmt import utc_z
 from reservations.models import Reservation
 
 FIELDS = ("name", "description", "cluster", "slaves", "gpu_count", "start", "end")
@@ -38,7 +39,7 @@ class ReservationInvalid(Exception):
 
 def reservation_changed(*, reservation: Reservation | None) -> None:
     """Call after a reservation was created, edited or deleted."""
-    tick_request()
+    capacity_changed.send(sender=__name__)
 
 
 def _current(instance: Reservation | None) -> dict:
@@ -330,7 +331,6 @@ def entitled_reservations(*, user, reservations: Iterable[Reservation]) -> set[i
     projects or by name; the pages and the API show this as "entitled"."""
     if not user or not user.is_authenticated:
         return set()
-    from portal.models import Membership
 
     projects = getattr(user, "_portal_project_names", None)
     if projects is None:

@@ -9,8 +9,8 @@ from django.http import HttpResponseForbidden
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
+from accounts.permissions import may_manage_reservations
 from clusters.models import Cluster
-from portal.permissions import may_manage_reservations
 from reservations import services
 from reservations.forms import ReservationForm
 from reservations.models import Reservation

@@ -10,8 +10,10 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 .venv/bin/ruff format --check .
 .venv/bin/python manage.py check
 .venv/bin/python manage.py makemigrations --check --dry-run
+# The import contract: floors run one way, no cycles, a pure scheduler (pyproject.toml).
+.venv/bin/lint-imports
 # Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the in-memory
 # engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
 exec .venv/bin/pytest \
-  --cov=jobs.runtime_services --cov=jobs.reconcile --cov=jobs.watcher \
+  --cov=jobs.runtime.services --cov=jobs.runtime.reconcile --cov=jobs.runtime.watcher \
   --cov=clusters.runtime.engine --cov=clusters.runtime.memory --cov-report=term "$@"

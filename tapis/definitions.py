@@ -25,10 +25,10 @@ import re
 import shlex
 
 from clusters.models import Cluster
-from jobs.services import spec_defaults
+from jobs.actions.services import spec_defaults
+from jobs.runtime.staging import input_source_error, input_target_error
 from jobs.spec import FieldError, SpecError, parse_job_document
 from jobs.spec.v2_docker import ENV_NAME_HINT, ENV_NAME_RE, reserved_env_reason
-from jobs.staging import input_source_error, input_target_error
 from tapis.models import App
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")

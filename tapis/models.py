@@ -27,7 +27,7 @@ class App(models.Model):
     )
     # The project whose members may use a "project" app.
     project = models.ForeignKey(
-        "portal.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        "accounts.Project", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     image = models.CharField("container image", max_length=1000)
     # The program the arguments are appended to (a shell-like string; empty: the image's CMD).

@@ -2,8 +2,8 @@
 
 from django.db.models import Q, QuerySet
 
+from accounts.permissions import user_is_admin
 from jobs.selectors import project_ids_of
-from portal.permissions import user_is_admin
 from tapis.models import App
 
 

@@ -2,9 +2,9 @@
 
 from django.db import IntegrityError, transaction
 
+from accounts.models import Membership, Project
+from core.errors import Conflict, NotAllowed
 from jobs.spec import FieldError, SpecError
-from portal.errors import Conflict, NotAllowed
-from portal.models import Membership, Project
 from tapis.definitions import app_definition_parse
 from tapis.models import App
 from tapis.selectors import app_can_change

@@ -9,10 +9,10 @@ import json
 from django.conf import settings
 from django.utils import timezone
 
+from core.timefmt import utc_z
+from jobs.lifecycle.stages import job_tapis_status, tapis_status
 from jobs.models import Job, JobEvent
-from jobs.stages import job_tapis_status, tapis_status
-from jobs.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, CONTAINER_WORKING_DIR
-from portal.timefmt import utc_z
+from jobs.runtime.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, CONTAINER_WORKING_DIR
 
 TENANT = "portal"
 ARCHIVE_SYSTEM = "portal-archive"

@@ -13,9 +13,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from core.errors import ServiceError
 from jobs.selectors import job_list_visible_to, projects_of
 from jobs.spec import SpecError
-from portal.errors import ServiceError
 from tapis.definitions import app_to_json
 from tapis.models import App
 from tapis.selectors import app_can_change, app_get_visible, app_list_visible_to

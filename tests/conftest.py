@@ -6,7 +6,7 @@ Background tasks are only recorded (PORTAL_TASK_MODE=record) unless a test opts 
 import pytest
 from django.utils import timezone
 
-from portal import tasks
+from core import tasks
 
 
 def _remove_stale_wal(session, *, only_orphans: bool) -> None:
@@ -81,21 +81,21 @@ def make_user(db, django_user_model):
 
 @pytest.fixture
 def project(db):
-    from portal.models import Project
+    from accounts.models import Project
 
     return Project.objects.create(name="vision", gid=6001)
 
 
 @pytest.fixture
 def other_project(db):
-    from portal.models import Project
+    from accounts.models import Project
 
     return Project.objects.create(name="speech", gid=6002)
 
 
 @pytest.fixture
 def member(make_user, project):
-    from portal.models import Membership
+    from accounts.models import Membership
 
     user = make_user("alice")
     Membership.objects.create(user=user, project=project)
@@ -104,7 +104,7 @@ def member(make_user, project):
 
 @pytest.fixture
 def outsider(make_user, other_project):
-    from portal.models import Membership
+    from accounts.models import Membership
 
     user = make_user("bob")
     Membership.objects.create(user=user, project=other_project)
@@ -174,7 +174,7 @@ def hello_world():
 @pytest.fixture
 def submit(member, project, slave):
     """Submit a job document as ``member`` in ``project`` (the slave makes it satisfiable)."""
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
 
     def do(document=None, *, user=None, hold=False, **kwargs):
         import copy

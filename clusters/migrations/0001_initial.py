@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('portal', '0001_initial'),
+        ('accounts', '0001_initial'),
     ]
 
     operations = [
@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
                 ('comment', models.CharField(blank=True, max_length=200)),
                 ('is_private', models.BooleanField(default=False, help_text='Owner projects have absolute priority; others only run here as guests.')),
                 ('deployment_environment', models.CharField(default='production', max_length=32)),
-                ('owner_projects', models.ManyToManyField(blank=True, related_name='owned_clusters', to='portal.project')),
+                ('owner_projects', models.ManyToManyField(blank=True, related_name='owned_clusters', to='accounts.project')),
             ],
             options={
                 'ordering': ['id'],

@@ -31,6 +31,7 @@ from clusters.runtime.errors import (
     redact,
 )
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
+from clusters.runtime.stats import ContainerStats, parse_docker_stats
 
 DEFAULT_TIMEOUT_S = 30.0
 CONTAINER_EVENTS = ("start", "die")
@@ -553,6 +554,12 @@ class DockerEngine:
         with self._translated("exec inspect"):
             data = self.api.exec_inspect(exec_id)
         return None if data.get("Running") else data.get("ExitCode")
+
+    def stats(self, container_id: str) -> ContainerStats:
+        """One reading of the container's CPU time, memory and network counters."""
+        with self._translated("stats", container=container_id):
+            raw = self.api.stats(container_id, stream=False, one_shot=True)
+        return parse_docker_stats(raw)
 
     def container_address(self, container_id: str) -> str | None:
         """The container's IP address on its (bridge) network, None when it has none."""

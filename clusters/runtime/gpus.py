@@ -65,12 +65,9 @@ def _header_fields(cells: list[str]) -> list[str] | None:
     return [_FIELD_ALIASES.get(name, name) for name in names]
 
 
-def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = QUERY_FIELDS) -> list[DiscoveredGpu]:
-    """GPUs from the CSV output of ``nvidia-smi --query-gpu=<fields> --format=csv[,...]``.
-
-    ``fields`` names the queried columns in order (the probe's query by default); a header
-    line in ``text`` overrides it. Raises ValueError on rows that do not fit the columns.
-    """
+def _csv_rows(text: str, fields: Sequence[str]) -> list[dict]:
+    """One {column: value or None} per GPU line of nvidia-smi's CSV; a header line in ``text``
+    overrides ``fields``. Raises ValueError on rows that do not fit the columns."""
     lines = [line.strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     lines = [line for line in lines if line]
     columns = [_FIELD_ALIASES.get(f, f) for f in fields]
@@ -78,8 +75,8 @@ def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = QUERY_FIELDS) -> lis
         header = _header_fields([cell.strip() for cell in lines[0].split(",")])
         if header is not None:
             columns, lines = header, lines[1:]
-    gpus = []
-    for number, line in enumerate(lines):
+    rows = []
+    for line in lines:
         if _NO_DEVICES.match(line):
             continue
         cells = [cell.strip() for cell in line.split(",")]
@@ -91,7 +88,18 @@ def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = QUERY_FIELDS) -> lis
             raise ValueError(
                 f"nvidia-smi line {line!r} has {len(cells)} values, expected {len(columns)}"
             )
-        row = {column: _value(cell) for column, cell in zip(columns, cells, strict=True)}
+        rows.append({column: _value(cell) for column, cell in zip(columns, cells, strict=True)})
+    return rows
+
+
+def parse_nvidia_smi_csv(text: str, fields: Sequence[str] = QUERY_FIELDS) -> list[DiscoveredGpu]:
+    """GPUs from the CSV output of ``nvidia-smi --query-gpu=<fields> --format=csv[,...]``.
+
+    ``fields`` names the queried columns in order (the probe's query by default); a header
+    line in ``text`` overrides it. Raises ValueError on rows that do not fit the columns.
+    """
+    gpus = []
+    for number, row in enumerate(_csv_rows(text, fields)):
         index = row.get("index")
         gpus.append(
             DiscoveredGpu(
@@ -121,3 +129,48 @@ def cuda_major(version: str | None) -> int | None:
         return None
     match = re.match(r"\s*(\d+)", version)
     return int(match.group(1)) if match else None
+
+
+# What the sampler asks every interval on NVIDIA slaves (through the probe path).
+UTILISATION_FIELDS = ("index", "uuid", "utilization.gpu", "memory.used", "memory.total")
+UTILISATION_ARGS = (
+    f"--query-gpu={','.join(UTILISATION_FIELDS)}",
+    "--format=csv,noheader,nounits",
+)
+
+
+@dataclass(frozen=True)
+class GpuUtilisation:
+    """One GPU's load at one moment: ``percent`` busy (None when not reported) and memory in
+    MiB. ``uuid`` is "" when the query did not ask for it."""
+
+    index: int
+    uuid: str
+    percent: float | None
+    memory_used_mb: int | None
+    memory_total_mb: int | None
+
+
+def _percent(cell: str | None) -> float | None:
+    if cell is None:
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%?", cell)
+    if not match:
+        raise ValueError(f"utilisation value {cell!r} is not a percentage")
+    return float(match.group(1))
+
+
+def parse_nvidia_smi_utilisation(
+    text: str, fields: Sequence[str] = UTILISATION_FIELDS
+) -> list[GpuUtilisation]:
+    """Per-GPU load from ``nvidia-smi --query-gpu=...utilization.gpu,memory.used...``."""
+    return [
+        GpuUtilisation(
+            index=int(row["index"]) if row.get("index") is not None else number,
+            uuid=row.get("uuid") or "",
+            percent=_percent(row.get("utilization.gpu")),
+            memory_used_mb=_mebibytes(row.get("memory.used")),
+            memory_total_mb=_mebibytes(row.get("memory.total")),
+        )
+        for number, row in enumerate(_csv_rows(text, fields))
+    ]

@@ -51,6 +51,7 @@ from clusters.runtime.errors import (
     redact,
 )
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
+from clusters.runtime.stats import ContainerStats
 
 NS = 10**9
 KILLED = 137  # 128 + SIGKILL
@@ -110,6 +111,7 @@ class _Container:
     wake_at: float | None = None  # seconds since the epoch; None: blocked forever
     handlers: dict[str, str] = field(default_factory=dict)
     last_status: int = 0  # $? of the model shell
+    stats: ContainerStats = field(default_factory=lambda: ContainerStats(0, 0, None, 0, 0))
     # Regular files copied in with put_archive: absolute path -> content.
     files: dict[str, bytes] = field(default_factory=dict)
 
@@ -626,6 +628,12 @@ class MemoryEngine:
                 if ns >= floor
             )
 
+    def stats(self, container_id: str) -> ContainerStats:
+        with self._daemon.cond:
+            container = self._enter("stats").find(container_id, "stats")
+            # As Docker: a stopped container reads as all zeros.
+            return container.stats if container.running else ContainerStats(0, 0, None, 0, 0)
+
     def events(
         self,
         *,
@@ -674,6 +682,14 @@ class MemoryEngine:
             if not container.running:
                 raise ContainerNotRunning(f"finish: container {container_id} is not running")
             daemon.exit(container, exit_code, oom=oom_killed)
+
+    def set_stats(self, container_id: str, **fields) -> None:
+        """What the next ``stats`` readings of the container say (counters are cumulative)."""
+        from dataclasses import replace
+
+        with self._daemon.cond:
+            container = self._daemon.find(container_id, "set_stats")
+            container.stats = replace(container.stats, **fields)
 
     def write_log(self, container_id: str, data: bytes | str) -> None:
         with self._daemon.cond:

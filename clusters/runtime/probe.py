@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from clusters.runtime.errors import RuntimeFailure
 from clusters.runtime.gpus import (
     QUERY_ARGS,
+    UTILISATION_ARGS,
     DiscoveredGpu,
+    GpuUtilisation,
     parse_cuda_version,
     parse_nvidia_smi_csv,
+    parse_nvidia_smi_utilisation,
 )
 from clusters.runtime.spec import ContainerSpec
 
@@ -52,6 +55,47 @@ def _split_image(image: str) -> tuple[str, str]:
     return image, "latest"
 
 
+def _run_probe(engine, command, *, image: str, timeout_s: float) -> tuple[int, str]:
+    """Run one short container with every GPU; its exit code and output. Raises
+    RuntimeFailure; the container is removed either way."""
+    container_id = None
+    try:
+        if not engine.image_present(image):
+            repository, tag = _split_image(image)
+            engine.pull(repository, tag)
+        container_id = engine.run(
+            ContainerSpec(image=image, command=command, gpu_all=True, labels={PROBE_LABEL: "1"})
+        )
+        exit_code = engine.wait(container_id, timeout_s=timeout_s)
+        return exit_code, engine.logs(container_id).decode("utf-8", "replace")
+    finally:
+        if container_id is not None:
+            try:
+                engine.remove(container_id)
+            except RuntimeFailure:
+                pass  # a leftover probe container is labelled and harmless
+
+
+UTILISATION_COMMAND = ("nvidia-smi", *UTILISATION_ARGS)
+
+
+def gpu_utilisation(
+    engine, *, image: str = DEFAULT_PROBE_IMAGE, timeout_s: float = 30.0
+) -> list[GpuUtilisation]:
+    """Every GPU's load now, read by a probe container (NVML through nvidia-smi), so what a
+    job's own image holds cannot change the reading. Raises RuntimeFailure."""
+    exit_code, output = _run_probe(engine, UTILISATION_COMMAND, image=image, timeout_s=timeout_s)
+    if exit_code != 0:
+        raise RuntimeFailure(
+            f"GPU utilisation probe exited with {exit_code}: {output.strip()[-300:]}",
+            permanent=False,
+        )
+    try:
+        return parse_nvidia_smi_utilisation(output)
+    except ValueError as exc:
+        raise RuntimeFailure(f"GPU utilisation probe output: {exc}", permanent=False) from None
+
+
 def probe_engine(
     engine,
     *,
@@ -67,29 +111,10 @@ def probe_engine(
         return ProbeResult(info=info)
     if not discover_gpus:
         return ProbeResult(info=info, nvidia_runtime=True)
-    container_id = None
     try:
-        if not engine.image_present(image):
-            repository, tag = _split_image(image)
-            engine.pull(repository, tag)
-        container_id = engine.run(
-            ContainerSpec(
-                image=image,
-                command=PROBE_COMMAND,
-                gpu_all=True,
-                labels={PROBE_LABEL: "1"},
-            )
-        )
-        exit_code = engine.wait(container_id, timeout_s=timeout_s)
-        output = engine.logs(container_id).decode("utf-8", "replace")
+        exit_code, output = _run_probe(engine, PROBE_COMMAND, image=image, timeout_s=timeout_s)
     except RuntimeFailure as failure:
         return ProbeResult(info=info, nvidia_runtime=True, error=f"GPU probe failed: {failure}")
-    finally:
-        if container_id is not None:
-            try:
-                engine.remove(container_id)
-            except RuntimeFailure:
-                pass  # a leftover probe container is labelled and harmless
     if exit_code != 0 or _SEPARATOR not in output:
         tail = output.strip()[-300:]
         return ProbeResult(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:  # the dataclasses live with the Docker adapter; importing them is cheap
     from clusters.runtime.engine import ContainerState, EngineInfo
     from clusters.runtime.spec import ContainerSpec, PortPolicy
+    from clusters.runtime.stats import ContainerStats
 
 
 @runtime_checkable
@@ -65,6 +66,9 @@ class Engine(Protocol):
     def logs(
         self, container_id: str, *, since: float | None = None, timestamps: bool = False
     ) -> bytes: ...
+    def stats(self, container_id: str) -> ContainerStats:
+        """Cumulative CPU time and network bytes, memory in use (clusters.runtime.stats)."""
+
     def events(
         self,
         *,

@@ -14,11 +14,11 @@ from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from jobs import services
+from core.api.common import PortalAPIView, parse_bool, read_json_object
+from jobs.actions import services
 from jobs.api.serializers import ErrorSerializer
 from jobs.api.views import PORTAL_TAG, project_named
 from jobs.spec.array import expand_array
-from portal.api.common import PortalAPIView, parse_bool, read_json_object
 
 
 class ArraySubmittedSerializer(serializers.Serializer):

@@ -13,7 +13,7 @@ value is a 400 that names the parameter, never a 500 and never silently ignored.
 
 Choice where GPULab is silent: owner and project filters only match jobs the caller sees in
 full (their projects' jobs; every job for admins), so that filtering cannot reveal who owns a
-sanitised job. That rule lives in ``jobs.filters.JobFilter.apply``, shared with the web list.
+sanitised job. That rule lives in ``jobs.selectors.filters.JobFilter.apply``, shared with the web list.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import uuid
 from django.conf import settings
 from django.db.models import QuerySet
 
-from jobs.filters import JobFilter
+from core.api.common import parse_bool
+from core.api_errors import BadRequest
+from jobs.selectors.filters import JobFilter
 from jobs.states import DELETED, GROUPS, JobStatus
-from portal.api.common import parse_bool
-from portal.api_errors import BadRequest
 
 # sort key -> model field
 SORT_FIELDS = {
@@ -161,11 +161,6 @@ def job_filter_from_query(params) -> JobFilter:
         reservation_ids=reservation_ids,
         or_running=or_running,
     )
-
-
-def filter_jobs(queryset: QuerySet, params, *, user) -> QuerySet:
-    """Apply the list filters of ``params`` (a QueryDict) to ``queryset``."""
-    return job_filter_from_query(params).apply(queryset, viewer=user)
 
 
 def sort_jobs(queryset: QuerySet, params) -> QuerySet:

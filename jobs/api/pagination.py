@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from portal.api_errors import BadRequest
+from core.api_errors import BadRequest
 
 DEFAULT_PAGE_SIZE = 10
 MAX_PAGE_SIZE = 200

@@ -1,11 +1,11 @@
-"""JSON of the job endpoints besides the Job object itself (which ``jobs.gpulab_json`` owns), and
+"""JSON of the job endpoints besides the Job object itself (which ``jobs.api.gpulab_json`` owns), and
 serializers that only describe shapes for the OpenAPI schema."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.timefmt import utc_z
+from core.timefmt import utc_z
 
 
 def debug_event(event, *, job_uuid: str) -> dict:

@@ -1,23 +1,41 @@
 """GPULab v4.0 job endpoints, as the real ``gpulab-cli`` uses them (docs/gpulab-format.md,
 section 4), and the portal's own job endpoints (convert, explain).
 
-Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.services``
-(their errors become 403/409 in ``portal.api_errors``); the JSON comes from ``jobs.gpulab_json``.
+Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.actions.services``
+(their errors become 403/409 in ``core.api_errors``); the JSON comes from ``jobs.api.gpulab_json``.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from jobs import idempotency, services
-from jobs.api.filters import filter_jobs, sort_jobs
+from accounts.models import Project
+from accounts.permissions import may_delete_all_jobs
+from clusters.models import Cluster
+from core.api.common import (
+    PortalAPIView,
+    parse_bool,
+    parse_uuid_or_404,
+    read_body,
+    read_json_object,
+    read_text,
+)
+from core.api_errors import BadRequest
+from core.errors import NotAllowed
+from jobs.actions import services
+from jobs.actions.registry import ACTION_BY_API_STATUS
+from jobs.api.filters import job_filter_from_query, sort_jobs
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
     ConvertedJobSerializer,
@@ -29,27 +47,14 @@ from jobs.api.serializers import (
     debug_event,
     explanation,
 )
-from jobs.gpulab_json import job_to_gpulab
-from jobs.logs import job_log_range
 from jobs.models import Job
+from jobs.runtime.logs import job_log_range
+from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
-from jobs.states import JobStatus
-from portal.api.common import (
-    PortalAPIView,
-    parse_bool,
-    parse_uuid_or_404,
-    read_body,
-    read_json_object,
-    read_text,
-)
-from portal.api_errors import BadRequest
-from portal.errors import NotAllowed
-from portal.models import Project
-from portal.permissions import may_delete_all_jobs
+from jobs.submit import idempotency
 
-S = JobStatus
 TAG = "GPULab v4.0"
 PORTAL_TAG = "portal"
 _ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
@@ -141,7 +146,8 @@ class JobListView(PortalAPIView):
     def get(self, request):
         params = request.query_params
         queryset = job_list_visible_to(request.user).prefetch_related("slave__gpus")
-        queryset = sort_jobs(filter_jobs(queryset, params, user=request.user), params)
+        queryset = job_filter_from_query(params).apply(queryset, viewer=request.user)
+        queryset = sort_jobs(queryset, params)
         rows, paging = paginate(queryset, params)
         items = [job_to_gpulab(job, viewer=request.user) for job in rows]
         return Response({"items": items, **paging})
@@ -236,14 +242,6 @@ class JobDetailView(PortalAPIView):
         return Response(status=204)
 
 
-STATUS_ACTIONS = {
-    S.CANCELLED: services.job_cancel,
-    S.MUSTHALT: services.job_halt_request,
-    S.ONHOLD: services.job_hold,
-    S.QUEUED: services.job_release,
-}
-
-
 class JobStatusView(PortalAPIView):
     permission_classes = [IsAuthenticated]
 
@@ -257,14 +255,12 @@ class JobStatusView(PortalAPIView):
     def put(self, request, job_id: str):
         text = read_text(request).strip().strip('"').strip().upper()
         job = get_visible_job(request, job_id)
-        action = STATUS_ACTIONS.get(text)
+        action = ACTION_BY_API_STATUS.get(text)
         if action is None:
             shown = text[:40] or "(empty)"
-            raise BadRequest(
-                "invalid status",
-                [f"(body): must be one of CANCELLED, MUSTHALT, ONHOLD, QUEUED, not {shown}"],
-            )
-        action(job=job, user=request.user)
+            known = ", ".join(ACTION_BY_API_STATUS)
+            raise BadRequest("invalid status", [f"(body): must be one of {known}, not {shown}"])
+        action.run(job=job, user=request.user)
         job.refresh_from_db()
         return Response(job_to_gpulab(job, viewer=request.user))
 
@@ -401,3 +397,43 @@ class ConvertView(PortalAPIView):
         response = Response(canonical)
         response["X-Converted-From"] = "v1" if parsed.was_v1 else "v2"
         return response
+
+
+class JobMetricsView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_metrics",
+        tags=[PORTAL_TAG],
+        summary="A job's resource samples (CPU, memory, network, GPU load) as chart columns",
+        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        _require_full_view(request.user, job)
+        return Response(job_samples_series(job))
+
+
+class ClusterUtilisationView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_cluster_utilisation",
+        tags=[PORTAL_TAG],
+        summary="What a cluster's running jobs used over the last hours (10-minute buckets)",
+        parameters=[OpenApiParameter("hours", int, description="1 to 168; default 24")],
+        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+    )
+    def get(self, request, cluster_id: int):
+        get_object_or_404(Cluster, pk=cluster_id)
+        hours = request.query_params.get("hours", "24")
+        if not hours.isdigit() or not 1 <= int(hours) <= 168:
+            raise BadRequest("invalid query", ["hours: must be a whole number from 1 to 168"])
+        until = timezone.now()
+        since = until - timedelta(hours=int(hours))
+        bucket_s = 600 if int(hours) <= 48 else 3600
+        return Response(
+            cluster_utilisation_series(
+                cluster_id=cluster_id, since=since, until=until, bucket_s=bucket_s
+            )
+        )

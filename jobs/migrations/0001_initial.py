@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('clusters', '0001_initial'),
-        ('portal', '0001_initial'),
+        ('accounts', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -78,7 +78,7 @@ class Migration(migrations.Migration):
                 ('initial_job_uuid', models.UUIDField(blank=True, db_index=True, null=True)),
                 ('restart_count', models.PositiveIntegerField(default=0)),
                 ('owner', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='portal.project')),
+                ('project', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='jobs', to='accounts.project')),
                 ('restart_of', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='restarted_as', to='jobs.job')),
                 ('slave', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='jobs', to='clusters.slave')),
             ],

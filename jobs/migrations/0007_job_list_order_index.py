@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('clusters', '0003_capability_stamp'),
         ('jobs', '0006_submit_idempotency_key'),
-        ('portal', '0003_apitoken_hashed'),
+        ('accounts', '0003_apitoken_hashed'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

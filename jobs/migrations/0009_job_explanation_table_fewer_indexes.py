@@ -29,7 +29,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ("clusters", "0002_cluster_id_min_1"),
         ("jobs", "0008_job_openpai_config"),
-        ("portal", "0002_logincertificate"),
+        ("accounts", "0002_logincertificate"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -72,7 +72,7 @@ class Migration(migrations.Migration):
                 db_index=False,
                 on_delete=django.db.models.deletion.PROTECT,
                 related_name="jobs",
-                to="portal.project",
+                to="accounts.project",
             ),
         ),
         migrations.AlterField(

@@ -1,6 +1,6 @@
 """The pure GPU scheduler: a frozen :class:`Snapshot` in, a :class:`CycleResult` out.
 
-Stdlib only: no Django, no other app. ``jobs/scheduling/`` is the only bridge to the database.
+Stdlib only: no Django, no other app. ``jobs/scheduler_bridge/`` is the only bridge to the database.
 """
 
 from .core import run_cycle

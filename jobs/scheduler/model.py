@@ -1,6 +1,6 @@
 """What the pure scheduler receives and returns: frozen dataclasses, nothing else.
 
-The bridge (``jobs/scheduling/``) turns database rows into a :class:`Snapshot`, calls
+The bridge (``jobs/scheduler_bridge/``) turns database rows into a :class:`Snapshot`, calls
 ``run_cycle`` and applies the returned decisions. Nothing in here reads the clock or the database:
 ``Snapshot.now`` is the only notion of time, so a cycle can be replayed exactly.
 

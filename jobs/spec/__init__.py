@@ -2,7 +2,7 @@
 image references; OpenPAI job configs (openpai.py: validation and expansion into tasks).
 
 Pure Python (standard library only, no Django; the rule on text no database can store comes
-from portal.text_guard, itself standard library only) so that the API, the web forms, the
+from core.text_guard, itself standard library only) so that the API, the web forms, the
 scheduler and the launcher can share it and it can be tested anywhere.
 """
 

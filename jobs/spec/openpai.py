@@ -9,7 +9,7 @@ as null, ``{}`` or ``[]``). Normalising a canonical config returns an equal conf
 ``expand_tasks`` turns a canonical config into its tasks as data: one GPULab-v2-shaped request
 per task role x index, with role/index metadata. The multi-task runtime consumes it; today the
 portal submits the single task of a one-role, one-task config as an ordinary job
-(jobs/openpai_submit.py).
+(jobs/submit/openpai.py).
 
 Pure Python, standard library only, like the rest of jobs/spec.
 

@@ -7,7 +7,7 @@ Choices where GPULab is silent or lenient:
   clamp. When only maxDuration is given and it is shorter than the default minDuration, the
   default is capped instead (the normalised minDuration becomes the maxDuration string): the
   user asked for nothing contradictory, and a job can never run past maxDuration anyway.
-- A notAfter already in the past is refused at submit (jobs/submit_checks.py): it needs the
+- A notAfter already in the past is refused at submit (jobs/submit/checks.py): it needs the
   clock, and this module is pure.
 - notBefore/notAfter are stored as UTC ``YYYY-MM-DDTHH:MM:SSZ``; fractional seconds are
   dropped before notBefore < notAfter is checked, so a normalised document always re-validates.

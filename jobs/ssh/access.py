@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from accounts.models import LoginCertificate, Profile
+from clusters.models import Slave
+from clusters.services import engine_for
 from jobs.models import Job
 from jobs.states import JobStatus
 from jobs.transitions import job_event_add
-from portal.models import LoginCertificate, Profile
 
 MIN_PREFIX = 6
 
@@ -149,8 +151,5 @@ def ssh_event_record(*, job_id: int, message: str) -> None:
 
 
 def ssh_engine_for(*, slave_id: int):
-    from clusters.models import Slave
-    from clusters.services import engine_for
-
     _fresh_connection()
     return engine_for(Slave.objects.get(pk=slave_id))

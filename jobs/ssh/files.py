@@ -28,6 +28,8 @@ from asyncssh.sftp import (
     FXF_WRITE,
 )
 
+from jobs.ssh.sessions import Demux, exec_exit_status
+
 SPOOL_BYTES = 8 * 1024 * 1024
 MAX_LINKS = 8
 
@@ -130,8 +132,6 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
             raise asyncssh.SFTPFailure(err.decode(errors="replace").strip() or f"{argv[0]} failed")
 
     async def _capture(self, argv: list[str]) -> tuple[int, bytes, bytes]:
-        from jobs.ssh.sessions import Demux, exec_exit_status
-
         stream = await self._session.exec_open(argv, tty=False)
 
         def read_all():

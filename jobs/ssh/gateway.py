@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import asyncssh
+from django.conf import settings
 
 from jobs.ssh import access
 from jobs.ssh.files import ContainerSFTPServer
@@ -154,8 +155,6 @@ class Gateway:
         return "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
 
     def is_own_address(self, host: str, port: int) -> bool:
-        from django.conf import settings
-
         own_hosts = {settings.PORTAL_SSH_HOST.lower(), self.loopback_host}
         return host.lower() in own_hosts and port == settings.PORTAL_SSH_PORT
 

@@ -12,14 +12,12 @@ import asyncio
 import logging
 import struct
 import threading
-from typing import TYPE_CHECKING
+from concurrent.futures import Executor
+from typing import Protocol
 
 import asyncssh
 
 from jobs.ssh import access
-
-if TYPE_CHECKING:
-    from jobs.ssh.gateway import Gateway  # noqa: F401 - annotations only
 
 log = logging.getLogger("jobs.ssh")
 
@@ -29,6 +27,15 @@ SHELL = [
     "if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi",
 ]
 READ_SIZE = 65536
+
+
+class Gateway(Protocol):
+    """What a session needs of ``jobs.ssh.gateway.Gateway`` (which imports this module): its
+    thread pool, and a way to run a blocking call there."""
+
+    executor: Executor
+
+    async def run(self, fn, *args, **kwargs): ...
 
 
 class Demux:

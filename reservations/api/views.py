@@ -19,12 +19,12 @@ from rest_framework import serializers
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
+from accounts.models import Project, user_urn
+from accounts.permissions import may_manage_reservations, may_view_all_reservations
 from clusters.models import Cluster, Slave
-from portal.api.common import PortalAPIView, parse_bool, parse_uuid_or_404, read_json_object
-from portal.api_errors import BadRequest
-from portal.models import Project, user_urn
-from portal.permissions import may_manage_reservations, may_view_all_reservations
-from portal.timefmt import utc_z
+from core.api.common import PortalAPIView, parse_bool, parse_uuid_or_404, read_json_object
+from core.api_errors import BadRequest
+from core.timefmt import utc_z
 from reservations.models import Reservation
 from reservations.services import FIELDS as RULE_FIELDS
 from reservations.services import (

@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('clusters', '0001_initial'),
-        ('portal', '0001_initial'),
+        ('accounts', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
                 ('created', models.DateTimeField(auto_now_add=True)),
                 ('cluster', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reservations', to='clusters.cluster')),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('projects', models.ManyToManyField(blank=True, related_name='reservations', to='portal.project')),
+                ('projects', models.ManyToManyField(blank=True, related_name='reservations', to='accounts.project')),
                 ('slaves', models.ManyToManyField(blank=True, help_text='Empty: every slave of the cluster.', to='clusters.slave')),
                 ('users', models.ManyToManyField(blank=True, related_name='reservations', to=settings.AUTH_USER_MODEL)),
             ],

@@ -14,7 +14,7 @@ import time
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
-from portal.tokens import ApiTokenAuthentication
+from accounts.tokens import ApiTokenAuthentication
 
 HEADER = "HTTP_X_TAPIS_TOKEN"
 CLAIM = "portal_token"

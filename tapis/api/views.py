@@ -18,13 +18,13 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from jobs import services
+from core.api.common import PortalAPIView, parse_uuid_or_404, read_json_object
+from core.api_errors import BadRequest, exception_handler
+from core.errors import NotAllowed
+from jobs.actions import services
+from jobs.lifecycle.stages import job_tapis_status
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_list_not_deleted, job_list_visible_to, job_sees_full, project_ids_of
-from jobs.stages import job_tapis_status
-from portal.api.common import PortalAPIView, parse_uuid_or_404, read_json_object
-from portal.api_errors import BadRequest, exception_handler
-from portal.errors import NotAllowed
 from tapis.api.auth import TapisTokenAuthentication
 from tapis.definitions import app_to_json
 from tapis.selectors import app_get_visible, app_list_visible_to

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from core.timefmt import utc_z
 from jobs.models import JobExplanation
-from portal.timefmt import utc_z
 from tests.conftest import HELLO_WORLD
 
 API = "/api/gpulab/v4.0/"
@@ -44,7 +44,7 @@ def responses():
 def _client(responses, user=None):
     client = RecordingClient(log=responses)
     if user is not None:
-        from portal.tokens import api_token_rotate
+        from accounts.tokens import api_token_rotate
 
         _, key = api_token_rotate(user=user)
         client.credentials(HTTP_AUTHORIZATION=f"Token {key}")

@@ -117,7 +117,7 @@ def assert_shape(value, spec) -> None:
 
 # --- building blocks ----------------------------------------------------------------------
 
-TIME = Re(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z")  # event times carry ms: portal/timefmt.py
+TIME = Re(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z")  # event times carry ms: core/timefmt.py
 UUID = Re(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 STATUS = OneOf(tuple(s.value for s in JobStatus))
 NUMBER = (int, float)

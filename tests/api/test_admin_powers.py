@@ -1,5 +1,5 @@
 """Admin powers follow Django's superuser flag and explicit permissions, never ``is_staff``
-alone (portal.permissions is the one place that decides)."""
+alone (accounts.permissions is the one place that decides)."""
 
 import json
 
@@ -160,7 +160,7 @@ def test_each_permission_grants_only_its_power(django_user_model, jobs, response
 
 
 def test_inactive_superuser_has_no_powers(django_user_model):
-    from portal import permissions
+    from accounts import permissions
 
     user = _user(django_user_model, "gone", is_superuser=True, is_active=False)
     assert not permissions.may_act_on_all_jobs(user)

@@ -118,7 +118,7 @@ def test_bad_owner(member_client, slave, nothing_written, owner, expected):
 
 
 def test_owner_required_with_several_projects(member_client, member, other_project, slave):
-    from portal.models import Membership
+    from accounts.models import Membership
 
     Membership.objects.create(user=member, project=other_project)
     response = _post_job(member_client, json.dumps(HELLO_WORLD))

@@ -58,7 +58,7 @@ def test_busy_database_on_a_page_is_503(member, monkeypatch):
     def locked(user):
         raise OperationalError("database is locked")
 
-    monkeypatch.setattr("portal.views.api_token_of", locked)
+    monkeypatch.setattr("accounts.views.api_token_of", locked)
     client = Client()
     client.force_login(member)
     response = client.get("/profile/")

@@ -5,8 +5,8 @@ import threading
 import pytest
 from rest_framework.test import APIClient
 
-from jobs import idempotency
 from jobs.models import Job, SubmitIdempotencyKey
+from jobs.submit import idempotency
 from tests.api.conftest import API
 from tests.conftest import HELLO_WORLD
 
@@ -72,7 +72,7 @@ def test_a_refused_submission_keeps_no_key(submit_api):
 def test_concurrent_double_submit_creates_one_job(member, project, slave, monkeypatch):
     """Both requests pass the "key unknown" check before either commits: the unique constraint
     lets one commit and the other rolls back whole and answers the winner's answer."""
-    from portal.tokens import api_token_rotate
+    from accounts.tokens import api_token_rotate
 
     _, key = api_token_rotate(user=member)
     both_checked = threading.Barrier(2, timeout=10)
@@ -87,7 +87,7 @@ def test_concurrent_double_submit_creates_one_job(member, project, slave, monkey
         return answer
 
     monkeypatch.setattr(idempotency, "_replay", replay_after_both_checked)
-    from jobs import services
+    from jobs.actions import services
 
     real_submit, submitted = services.job_submit, []
 

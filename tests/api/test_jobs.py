@@ -49,7 +49,7 @@ def test_submit_on_hold(submit_api):
 def test_submit_picks_the_project_by_urn_or_name(
     submit_api, project, other_project, member, project_ref
 ):
-    from portal.models import Membership
+    from accounts.models import Membership
 
     Membership.objects.create(user=member, project=other_project)  # two projects now
     document = {
@@ -283,7 +283,7 @@ def test_admin_filters_every_project(admin_client, zoo):
 
 
 def test_reservation_filter(member_client, member, project, slave):
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
     from reservations.services import reservation_create
 
     now = timezone.now()

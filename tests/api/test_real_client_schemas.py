@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from django.contrib.auth.models import AnonymousUser
 
-from jobs.gpulab_json import job_to_gpulab
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.transitions import job_event_add
 from tests.api.conftest import API, put_state
 from tests.api.test_shapes import _rich_job

@@ -6,7 +6,7 @@ import copy
 import pytest
 from django.utils import timezone
 
-from jobs.gpulab_json import job_to_gpulab
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job
 from jobs.transitions import job_event_add
 from tests.api import shapes
@@ -142,7 +142,7 @@ def test_anonymous_presenter_hides_hosts_and_ids(running_job):
 
 
 def test_sanitised_reservation_ids_become_zero_uuid(outsider_client, member, project, slave):
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
     from reservations.services import reservation_create
 
     now = timezone.now()

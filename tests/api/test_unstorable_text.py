@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.text_guard import NUL_MESSAGE, SURROGATE_MESSAGE
 from jobs.models import Job, JobEvent
-from portal.text_guard import NUL_MESSAGE, SURROGATE_MESSAGE
 from reservations.models import Reservation
 from tests.api.conftest import API, PORTAL
 from tests.conftest import HELLO_WORLD

@@ -66,7 +66,7 @@ def browser():
 
 @pytest.fixture
 def portal(browser, live_server, settings, django_user_model):
-    from portal.models import Membership, Project
+    from accounts.models import Membership, Project
 
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # (the browser fixture restores it)
     settings.PORTAL_TASK_MODE = "inline"
@@ -84,8 +84,8 @@ def local_slave(portal, settings):
     """The local Docker engine as slave "local" (cluster 1, 2 declared GPUs), watched."""
     from clusters.models import Cluster
     from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
-    from jobs.launch import LABEL_INSTANCE
-    from jobs.watcher import SlaveWatch
+    from jobs.runtime.container_spec import LABEL_INSTANCE
+    from jobs.runtime.watcher import SlaveWatch
     from tests.integration.docker_support import docker_url, require_docker
 
     require_docker(docker_url())

@@ -32,8 +32,8 @@ def setup(args) -> dict:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
+    from accounts.models import Membership, Project
     from clusters.models import Cluster, Gpu, Slave
-    from portal.models import Membership, Project
 
     user_model = get_user_model()
     vision = Project.objects.create(name="vision", gid=6001)
@@ -95,8 +95,8 @@ def job(args) -> dict:
     from django.utils import timezone
 
     from clusters.models import Slave
-    from jobs.logs import job_log_archive
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
+    from jobs.runtime.logs import job_log_archive
     from jobs.transitions import job_transition
 
     user = get_user_model().objects.get(username=args.user)
@@ -124,8 +124,8 @@ def job(args) -> dict:
 
 
 def append_log(args) -> dict:
-    from jobs.logs import archive_path, job_log_archive
     from jobs.models import Job
+    from jobs.runtime.logs import archive_path, job_log_archive
 
     found = Job.objects.get(uuid=args.uuid)
     path = archive_path(found)
@@ -139,7 +139,7 @@ def user(args) -> dict:
     address rule, or straight in the database)."""
     from django.contrib.auth import get_user_model
 
-    from portal.models import Membership, Project
+    from accounts.models import Membership, Project
 
     made = get_user_model().objects.create_user(username=args.name, email=args.email)
     Membership.objects.create(user=made, project=Project.objects.get(name=args.project))

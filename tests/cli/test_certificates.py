@@ -16,14 +16,14 @@ from django.utils import timezone
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.certs import ca as ca_module
-from portal.certs.authentication import ClientCertificateAuthentication
-from portal.certs.services import (
+from accounts.certs import ca as ca_module
+from accounts.certs.authentication import ClientCertificateAuthentication
+from accounts.certs.services import (
     first_san_uri,
     login_certificate_issue,
     login_certificate_revoke,
 )
-from portal.models import LoginCertificate, user_urn
+from accounts.models import LoginCertificate, user_urn
 
 HEADER = "HTTP_X_SSL_CLIENT_CERT"
 SECRET_HEADER = "HTTP_X_PORTAL_FRONTEND_SECRET"
@@ -178,7 +178,7 @@ def test_user_without_email_gets_the_hidden_address(make_user):
 
 def test_authentication_class_is_configured_last(settings):
     classes = settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"]
-    assert classes[-1] == "portal.certs.authentication.ClientCertificateAuthentication"
+    assert classes[-1] == "accounts.certs.authentication.ClientCertificateAuthentication"
     assert "rest_framework.authentication.SessionAuthentication" in classes
 
 
@@ -262,7 +262,7 @@ def test_header_from_loopback_without_the_right_secret_is_ignored(api, member, s
 def test_without_a_configured_secret_certificate_headers_are_ignored(
     api, member, settings, tmp_path, caplog
 ):
-    from portal.certs import authentication
+    from accounts.certs import authentication
 
     settings.PORTAL_FRONTEND_SECRET = ""
     settings.PORTAL_FRONTEND_SECRET_FILE = tmp_path / "absent"
@@ -308,7 +308,7 @@ def test_secret_file_is_read_when_it_appears_and_when_it_changes(api, member, se
 
 
 def test_without_certificate_session_and_token_still_work(api, member):
-    from portal.tokens import api_token_rotate
+    from accounts.tokens import api_token_rotate
 
     assert api.get("/whoami/").status_code in (401, 403)
     _, key = api_token_rotate(user=member)
@@ -432,7 +432,7 @@ def test_session_wins_over_a_certificate_of_someone_else(api, member, outsider):
 
 
 def test_authenticate_header_helper_for_plain_views(rf, member):
-    from portal.certs.authentication import authenticate_client_certificate
+    from accounts.certs.authentication import authenticate_client_certificate
 
     issued = login_certificate_issue(user=member)
     request = rf.get("/", **via_nginx(header_value(issued.pem)))
@@ -530,7 +530,7 @@ def test_revoke_needs_csrf_token(member):
 def test_admin_lists_and_revokes_certificates(client, admin_user, member):
     cert = login_certificate_issue(user=member).certificate
     client.force_login(admin_user)
-    url = reverse("admin:portal_logincertificate_changelist")
+    url = reverse("admin:accounts_logincertificate_changelist")
     page = client.get(url)
     assert page.status_code == 200
     assert cert.serial in page.content.decode()
@@ -541,7 +541,7 @@ def test_admin_lists_and_revokes_certificates(client, admin_user, member):
 
 
 def test_revoke_service_refuses_other_users(member, outsider):
-    from portal.errors import NotAllowed
+    from core.errors import NotAllowed
 
     cert = login_certificate_issue(user=member).certificate
     with pytest.raises(NotAllowed):

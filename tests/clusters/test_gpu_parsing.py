@@ -167,6 +167,9 @@ def test_every_fixture_is_covered():
         "csv-rtx2080-noheader-nounits-19-fields.txt",
         "csv-titanv-rtx5880-header.txt",
         "csv-gb10-memory-na-header.txt",
+        # Utilisation readings: tests/clusters/test_gpu_utilisation.py, tests/runtime/.
+        "csv-util-busy-6gb-header-units.txt",
+        "csv-util-rtx4090-idle-header-units.txt",
     }
     assert {p.name for p in FIXTURES.glob("*.txt")} - {"README.txt"} == used
 

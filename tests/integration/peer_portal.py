@@ -28,11 +28,11 @@ def start() -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
+    from accounts.models import Membership, Project
     from clusters.models import Cluster
     from clusters.services import slave_declare_gpus, slave_probe, slave_register
+    from jobs.actions.services import job_submit
     from jobs.models import Job
-    from jobs.services import job_submit
-    from portal.models import Membership, Project
     from tests.integration.docker_support import TEST_IMAGE, docker_url
 
     call_command("migrate", verbosity=0)
@@ -62,7 +62,7 @@ def start() -> None:
 
 
 def reconcile(cycles: int) -> None:
-    from jobs.reconcile import reconcile_all
+    from jobs.runtime.reconcile import reconcile_all
 
     for _ in range(cycles):
         reconcile_all()

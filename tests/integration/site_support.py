@@ -29,10 +29,10 @@ SITE_SEED = textwrap.dedent(
     """
     import json, os
     from django.contrib.auth.models import User
-    from portal.tokens import api_token_rotate
+    from accounts.tokens import api_token_rotate
     from clusters.models import Cluster
     from clusters.services import slave_declare_gpus, slave_probe, slave_register
-    from portal.models import Membership, Project
+    from accounts.models import Membership, Project
     from portal.schedules import schedules_ensure
 
     cluster = Cluster.objects.create(id=1, comment="scale-out")

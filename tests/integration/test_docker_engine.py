@@ -196,3 +196,23 @@ def test_every_extra_engine_runs_and_publishes(position):
             assert b"gpuportal test image" in http_get(port["hostPort"])
         finally:
             engine.remove(container_id)
+
+
+def test_stats_count_cpu_time_and_memory_of_a_busy_container(engine):
+    container_id = engine.run(
+        ContainerSpec(
+            image=TEST_IMAGE,
+            command=["sh", "-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done; sleep 30"],
+            labels={"gpuportal.test": "stats"},
+        )
+    )
+    try:
+        time.sleep(1.5)
+        first = engine.stats(container_id)
+        time.sleep(1.0)
+        second = engine.stats(container_id)
+        assert second.cpu_ns > first.cpu_ns > 0  # the loop burns CPU time
+        assert second.memory_bytes > 0
+        assert second.memory_limit_bytes and second.memory_limit_bytes > second.memory_bytes
+    finally:
+        engine.remove(container_id)

@@ -27,16 +27,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
-from jobs.logs import job_log_bytes
+from jobs.actions.services import job_submit
 from jobs.models import Job
-from jobs.reconcile import reconcile_all
-from jobs.services import job_submit
-from jobs.watcher import SlaveWatch
-from portal.models import Membership, Project
+from jobs.runtime.logs import job_log_bytes
+from jobs.runtime.reconcile import reconcile_all
+from jobs.runtime.watcher import SlaveWatch
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

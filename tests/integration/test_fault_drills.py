@@ -2,7 +2,7 @@
 
 Each drill runs ``manage.py qcluster`` (ORM broker, a temporary SQLite database, the local Docker
 engine as slave ``local``) with ``PORTAL_TEST_CRASH_AT`` set, so that the whole process group
-dies by SIGKILL at that point (portal/faults.py). A fresh cluster is started, and the job must
+dies by SIGKILL at that point (core/faults.py). A fresh cluster is started, and the job must
 reach its true state within 30 s of the restart, with exactly one container ever created for it.
 Defaults as shipped (PORTAL_RECOVERY_GRACE_S and PORTAL_TICK_LEASE_S 15 s).
 """
@@ -37,7 +37,7 @@ PRELUDE = textwrap.dedent(
     django.setup()
     from django.contrib.auth.models import User
     from jobs.models import Job
-    from portal.models import Project
+    from accounts.models import Project
     """
 )
 
@@ -46,7 +46,7 @@ SETUP = textwrap.dedent(
     from django.core.management import call_command
     call_command("migrate", verbosity=0)
     from clusters.services import cluster_ensure, slave_declare_gpus, slave_probe, slave_register
-    from portal.models import Membership
+    from accounts.models import Membership
     user = User.objects.create_user("drill")
     project = Project.objects.create(name="drill", gid=4567)
     Membership.objects.create(user=user, project=project)
@@ -60,7 +60,7 @@ SETUP = textwrap.dedent(
 
 SUBMIT = textwrap.dedent(
     """
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
     job = job_submit(user=User.objects.get(username="drill"), project=Project.objects.get(),
         document={"name": "drill", "request": {
             "resources": {"gpus": 1, "cpus": 1, "cpuMemoryGb": 1},
@@ -71,7 +71,7 @@ SUBMIT = textwrap.dedent(
 
 HALT = textwrap.dedent(
     """
-    from jobs.services import job_halt_request
+    from jobs.actions.services import job_halt_request
     job = Job.objects.get(uuid=sys.argv[1])
     job_halt_request(job=job, user=job.owner)
     print(json.dumps({"status": Job.objects.get(uuid=sys.argv[1]).status}))

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
-from jobs.logs import job_log_bytes
+from jobs.actions.services import job_submit
 from jobs.models import Job
-from jobs.services import job_submit
-from jobs.watcher import SlaveWatch
-from portal.models import Membership, Project
+from jobs.runtime.logs import job_log_bytes
+from jobs.runtime.watcher import SlaveWatch
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

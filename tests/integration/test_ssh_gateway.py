@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from accounts.certs.services import login_certificate_issue, login_certificate_revoke
+from accounts.models import Membership, Profile, Project
 from clusters.models import Cluster
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
-from jobs.gpulab_json import job_to_gpulab
+from jobs.actions.services import job_cancel, job_submit
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
-from jobs.services import job_cancel, job_submit
 from jobs.ssh.gateway import Gateway
-from portal.certs.services import login_certificate_issue, login_certificate_revoke
-from portal.models import Membership, Profile, Project
 from tests.integration.docker_support import TEST_IMAGE, docker_required, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.models import Membership, Project
+from accounts.tokens import api_token_rotate
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
-from jobs.watcher import SlaveWatch
-from jobs.workdir import job_archive_outputs_dir
-from portal.models import Membership, Project
-from portal.tokens import api_token_rotate
+from jobs.runtime.watcher import SlaveWatch
+from jobs.runtime.workdir import job_archive_outputs_dir
 from tapis.services import app_create
 from tapis.submit import tapis_job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker

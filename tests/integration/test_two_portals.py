@@ -19,15 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
-from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+from jobs.actions.services import job_submit
 from jobs.models import Job
-from jobs.reconcile import reconcile_all
-from jobs.services import job_submit
-from portal.models import Membership, Project
+from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+from jobs.runtime.reconcile import reconcile_all
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]
@@ -160,7 +160,7 @@ def test_containers_started_before_instance_ids_are_adopted_by_job_and_never_rem
     """An upgrade: a job running in a container labelled the old way (instance "gpuportal", no
     slave label) stays RUNNING through reconcile and is finished when its container exits; an
     old-style container of an unknown job (another old portal's) is left alone."""
-    from jobs.launch import LEGACY_INSTANCE
+    from jobs.runtime.container_spec import LEGACY_INSTANCE
 
     user = django_user_model.objects.create_user("old", "old@example.org", "pw")
     project = Project.objects.create(name="old", gid=4402)

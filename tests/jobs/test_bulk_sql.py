@@ -21,9 +21,9 @@ def check_bulk_sql() -> dict:
     from django.contrib.auth.models import User
     from django.db import connection, transaction
 
+    from accounts.models import Project
     from jobs.bulk_sql import rows_delete, rows_update, rows_upsert
     from jobs.models import Job, JobExplanation
-    from portal.models import Project
 
     owner = User.objects.create_user("bulk-owner")
     project = Project.objects.create(name="bulk", gid=7001)

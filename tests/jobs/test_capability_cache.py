@@ -10,14 +10,14 @@ from clusters.capabilities import capability_stamp
 from clusters.models import Cluster, Gpu, Slave
 from clusters.services import slave_declare_gpus, slave_mark_offline, slave_set_accepting
 from jobs.spec import SpecError
-from jobs.submit_checks import check_request_against_slaves, slave_capabilities
+from jobs.submit.checks import check_request_against_slaves, slave_capabilities
 from tests.conftest import HELLO_WORLD
 
 pytestmark = pytest.mark.django_db
 
 
 def _request(**resources) -> dict:
-    from jobs.services import spec_defaults
+    from jobs.actions.services import spec_defaults
     from jobs.spec import parse_job_document
 
     document = copy.deepcopy(HELLO_WORLD)

@@ -23,8 +23,10 @@ SEED = textwrap.dedent(
     """
     from django.contrib.auth.models import User
     from clusters.models import Cluster, Gpu, Slave
-    from jobs.services import job_submit
-    from portal.models import Membership, Project
+    from jobs.actions.services import job_submit
+    from accounts.models import Membership, Project
+    from jobs.actions.services import job_submit
+    from accounts.models import Membership, Project
     from django.utils import timezone
 
     cluster = Cluster.objects.create(id=1)
@@ -50,7 +52,7 @@ WORKER = textwrap.dedent(
     """
     import sys, time, django
     django.setup()
-    from jobs import scheduling
+    from jobs import scheduler_bridge as scheduling
     go = float(sys.argv[1])
     while time.time() < go:
         time.sleep(0.001)

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from jobs.models import Job, JobExplanation
-from jobs.scheduling import tick
+from jobs.scheduler_bridge.tick import tick
 
 pytestmark = pytest.mark.django_db
 

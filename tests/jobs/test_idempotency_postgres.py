@@ -21,7 +21,7 @@ SEED = textwrap.dedent(
     """
     from django.contrib.auth.models import User
     from clusters.models import Cluster, Gpu, Slave
-    from portal.models import Membership, Project
+    from accounts.models import Membership, Project
 
     cluster = Cluster.objects.create(id=1)
     slave = Slave.objects.create(name="gpu0", cluster=cluster, docker_url="unix:///x",
@@ -37,9 +37,12 @@ WORKER = textwrap.dedent(
     import json, sys, time, django
     django.setup()
     from django.contrib.auth.models import User
-    from jobs import idempotency
-    from jobs.services import job_submit
-    from portal.models import Project
+    from jobs.submit import idempotency
+    from jobs.actions.services import job_submit
+    from accounts.models import Project
+    from jobs.submit import idempotency
+    from jobs.actions.services import job_submit
+    from accounts.models import Project
 
     user, project = User.objects.get(username="alice"), Project.objects.get(name="vision")
     document = {"name": "race", "request": {"resources": {"gpus": 1, "cpus": 1, "cpuMemoryGb": 1},

@@ -1,6 +1,6 @@
 """Following a live log: only entries not taken yet are appended (pure part)."""
 
-from jobs.logs import new_entries, stamp_ns
+from jobs.runtime.logs import new_entries, stamp_ns
 
 LOG = (
     b"2026-11-21T22:15:44.338364694Z a\n"

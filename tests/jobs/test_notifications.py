@@ -4,9 +4,9 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
+from jobs.lifecycle.notifications import job_notify_send
 from jobs.models import Job
-from jobs.notifications import job_notify_send
-from jobs.runtime_services import job_restart_create
+from jobs.runtime.services import job_restart_create
 from jobs.transitions import job_transition
 
 pytestmark = pytest.mark.django_db

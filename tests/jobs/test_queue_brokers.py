@@ -8,9 +8,9 @@ rollback.
 import pytest
 from django.db import transaction
 
+from core.tasks import fire
 from jobs.models import Job
 from jobs.states import JobStatus
-from portal.tasks import fire
 from tests.support.brokers import BROKERS, use_broker
 
 pytestmark = pytest.mark.django_db

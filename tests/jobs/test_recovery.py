@@ -15,8 +15,8 @@ from django.utils import timezone
 from clusters.runtime.engine import ContainerState
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from jobs.models import Job
-from jobs.reconcile import reconcile_all
-from jobs.runtime_services import (
+from jobs.runtime.reconcile import reconcile_all
+from jobs.runtime.services import (
     _claim,
     job_finish_run,
     job_halt_run,
@@ -154,9 +154,9 @@ def engine(monkeypatch, settings):
     settings.PORTAL_RECOVERY_GRACE_S = 15
     settings.PORTAL_HALT_GRACE_S = 1
     fake = FakeEngine()
-    for module in ("jobs.runtime_services", "jobs.reconcile"):
+    for module in ("jobs.runtime.services", "jobs.runtime.reconcile"):
         monkeypatch.setattr(f"{module}.engine_for", lambda slave: fake)
-    monkeypatch.setattr("jobs.reconcile.slave_probe", lambda **kw: kw["slave"])
+    monkeypatch.setattr("jobs.runtime.reconcile.slave_probe", lambda **kw: kw["slave"])
     return fake
 
 
@@ -202,7 +202,7 @@ def test_any_exception_in_the_launch_fails_the_job(commit, submit, slave, engine
     def broken(*args, **kwargs):
         raise KeyError("storage")
 
-    monkeypatch.setattr("jobs.runtime_services._prepare_storage", broken)
+    monkeypatch.setattr("jobs.runtime.services._prepare_storage", broken)
     with commit():
         job_launch_run(job_id=job.pk)
     job.refresh_from_db()
@@ -341,7 +341,7 @@ def test_halting_job_of_a_killed_worker_is_halted_again(
 
 
 def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks, monkeypatch):
-    from jobs.recovery import recovery_request
+    from jobs.runtime.recovery import recovery_request
 
     monkeypatch.setattr("os.getppid", lambda: 4242)  # the workers' sentinel
     with commit():
@@ -356,7 +356,7 @@ def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks,
 def test_recovery_redrives_at_once_and_asks_for_a_tick(
     commit, submit, slave, engine, recorded_tasks
 ):
-    from jobs.recovery import recovery_run
+    from jobs.runtime.recovery import recovery_run
 
     job = place(submit(), slave, "ASSIGNED", age_s=1)
     recorded_tasks.clear()
@@ -367,7 +367,7 @@ def test_recovery_redrives_at_once_and_asks_for_a_tick(
 
 
 def test_queue_retries_sooner_than_before_and_after_the_timeout(settings):
-    from portal.tasks import task_timeout
+    from core.tasks import task_timeout
 
     q = settings.Q_CLUSTER
     assert q["timeout"] < q["retry"] <= 90
@@ -436,7 +436,7 @@ def test_a_launch_in_progress_is_never_re_driven(submit, slave, engine, monkeypa
         seen.append(_claim(current))  # a duplicate launch task
         raise RuntimeFailure("stop here", permanent=True)
 
-    monkeypatch.setattr("jobs.runtime_services._launch_with_retries", launching)
+    monkeypatch.setattr("jobs.runtime.services._launch_with_retries", launching)
     job_launch_run(job_id=job.pk)
     assert seen == [False, False]
 
@@ -444,7 +444,7 @@ def test_a_launch_in_progress_is_never_re_driven(submit, slave, engine, monkeypa
 def test_recovery_waits_only_until_the_killed_workers_claims_are_stale(
     commit, submit, slave, engine, recorded_tasks, monkeypatch
 ):
-    from jobs.recovery import recovery_run
+    from jobs.runtime.recovery import recovery_run
 
     beat = timezone.now() - timedelta(seconds=10)  # killed 10 s ago: stale in 5 s
     place(submit(), slave, "STARTING", age_s=10, runtime_heartbeat=beat)
@@ -478,7 +478,7 @@ def test_reconcile_schedule_runs_under_its_own_time_limit(db):
 
 
 def test_a_failing_recovery_request_never_stops_a_worker_from_spawning(db, monkeypatch):
-    from jobs.recovery import recovery_request
+    from jobs.runtime.recovery import recovery_request
 
     def broken(*args, **kwargs):
         raise RuntimeError("database is locked")

@@ -9,7 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.models import Job, UserUsage
-from jobs.scheduling import build_snapshot, tick
+from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
+from jobs.scheduler_bridge.tick import tick
+from jobs.scheduler_bridge.usage import usage_accrue
 from jobs.spec import SpecError
 
 pytestmark = pytest.mark.django_db
@@ -93,11 +95,27 @@ def test_usage_accrues_for_running_jobs(submit, hello_world, member):
     tick()
     start = timezone.now()
     Job.objects.filter(pk=job.pk).update(status="RUNNING", started_at=start)
-    build_snapshot(start)
-    build_snapshot(start + timedelta(hours=1))
+    for now in (start, start + timedelta(hours=1)):
+        usage_accrue(now=now, running=running_rows(), config=scheduler_config())
     usage = UserUsage.objects.get(user=member)
     # Two GPUs for an hour (plus small CPU/memory weights), barely decayed over one hour.
     assert 2 * 3600 * 0.99 < usage.value < 2 * 3600 * 1.2
+    # The snapshot reads that usage, decayed to its own moment, and writes nothing.
+    later = start + timedelta(hours=2)
+    snapshot, _ = build_snapshot(later)
+    assert 2 * 3600 * 0.9 < snapshot.usage[member.username] < usage.value
+    assert UserUsage.objects.get(user=member).updated_at == start + timedelta(hours=1)
+
+
+def test_a_snapshot_writes_no_usage(submit, hello_world, member):
+    job = submit(job_doc(hello_world, gpus=1))
+    tick()
+    Job.objects.filter(pk=job.pk).update(status="RUNNING", started_at=timezone.now())
+    UserUsage.objects.all().delete()
+    build_snapshot(timezone.now() + timedelta(hours=1))
+    assert not UserUsage.objects.exists()
+    tick(timezone.now() + timedelta(hours=1))  # the tick is what accrues
+    assert UserUsage.objects.filter(user=member).exists()
 
 
 def test_max_duration_cancels_a_running_job(
@@ -120,7 +138,7 @@ def test_max_duration_cancels_a_running_job(
 def test_stale_start_on_a_held_gpu_is_skipped(submit, hello_world, slave):
     """A decision made on an old snapshot must never hand out a GPU another job holds now."""
     from jobs.scheduler.model import Start
-    from jobs.scheduling import apply_starts
+    from jobs.scheduler_bridge.apply import apply_starts
 
     holder, late = submit(job_doc(hello_world)), submit(job_doc(hello_world))
     Job.objects.filter(pk=holder.pk).update(status="RUNNING", slave=slave, gpu_ids=[0], cpu_ids=[0])
@@ -137,7 +155,7 @@ def test_stale_start_on_a_held_gpu_is_skipped(submit, hello_world, slave):
 def test_flat_slave_states_match_the_model_view(slave, cluster, project):
     """``slave_states`` (flat queries) sees every slave exactly as ``slave_state`` does."""
     from clusters.models import Gpu, Slave
-    from jobs.scheduling.snapshot import slave_state, slave_states
+    from jobs.scheduler_bridge.snapshot import slave_state, slave_states
 
     cluster.is_private = True
     cluster.save()

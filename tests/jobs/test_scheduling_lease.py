@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import SchedulerLease
-from jobs.scheduling.lease import lease_acquire_or_request_rerun, lease_release_or_continue
+from jobs.scheduler_bridge.lease import lease_acquire_or_request_rerun, lease_release_or_continue
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def test_a_long_tick_keeps_its_lease_and_a_killed_holder_is_noticed_in_seconds(
     import importlib
     import time
 
-    from jobs.scheduling import tick
+    from jobs.scheduler_bridge.tick import tick
 
     settings.PORTAL_TICK_LEASE_S = 1
     seen = []
@@ -66,7 +66,9 @@ def test_a_long_tick_keeps_its_lease_and_a_killed_holder_is_noticed_in_seconds(
             seen.append(SchedulerLease.objects.get().acquired_at > first)
         return {"next_wakeup": None}
 
-    monkeypatch.setattr(importlib.import_module("jobs.scheduling.tick"), "tick_once", slow_tick)
+    monkeypatch.setattr(
+        importlib.import_module("jobs.scheduler_bridge.tick"), "tick_once", slow_tick
+    )
     tick()
     assert seen == [False, True]
     # A holder that stops beating (killed) loses the lease once it is PORTAL_TICK_LEASE_S old.

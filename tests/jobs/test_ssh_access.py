@@ -9,8 +9,14 @@ import asyncssh
 import pytest
 from django.utils import timezone
 
+from accounts.certs.services import (
+    login_certificate_issue,
+    login_certificate_revoke,
+    openssh_fingerprint,
+)
+from accounts.models import Profile
 from clusters.runtime.engine import _go_mode_to_posix
-from jobs.gpulab_json import job_to_gpulab
+from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import JobEvent
 from jobs.ssh.access import (
     ssh_event_record,
@@ -20,12 +26,6 @@ from jobs.ssh.access import (
 )
 from jobs.ssh.gateway import host_key_load_or_create
 from jobs.ssh.sessions import Demux
-from portal.certs.services import (
-    login_certificate_issue,
-    login_certificate_revoke,
-    openssh_fingerprint,
-)
-from portal.models import Profile
 from tests.web.factories import make_job
 
 pytestmark = pytest.mark.django_db
@@ -64,7 +64,7 @@ def test_a_key_of_the_request_gets_in_and_names_the_container(running):
 
 
 def test_other_keys_and_other_jobs_are_refused(running, make_user, project):
-    from portal.models import Membership
+    from accounts.models import Membership
 
     blob, line, fingerprint = new_key()
     other_blob, other_line, other_fingerprint = new_key()

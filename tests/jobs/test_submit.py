@@ -6,10 +6,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.errors import NotAllowed
+from jobs.actions.services import job_submit
 from jobs.models import Job, JobEvent, JobPullSecret
-from jobs.services import job_submit
 from jobs.spec import SpecError
-from portal.errors import NotAllowed
 from reservations.models import Reservation
 
 pytestmark = pytest.mark.django_db

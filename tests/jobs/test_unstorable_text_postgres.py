@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent(
 
     from clusters.models import Cluster, Slave
     from jobs.models import Job
-    from portal.models import Membership, Project
+    from accounts.models import Membership, Project
 
     setup_test_environment()
     cluster = Cluster.objects.create(id=1)

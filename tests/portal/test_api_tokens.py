@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from portal.models import ApiToken
-from portal.tokens import api_token_rotate
+from accounts.models import ApiToken
+from accounts.tokens import api_token_rotate
 
 pytestmark = pytest.mark.django_db
 ME = "/api/portal/me"
@@ -57,14 +57,14 @@ def test_wrong_inactive_and_rotated_keys_are_refused(member):
 def test_admin_lists_tokens_by_prefix_only(client, admin_user, member, outsider):
     keys = [api_token_rotate(user=u)[1] for u in (member, outsider, admin_user)]
     client.force_login(admin_user)
-    listing = client.get("/admin/portal/apitoken/").content.decode()
+    listing = client.get("/admin/accounts/apitoken/").content.decode()
     token = ApiToken.objects.get(user=member)
-    page = client.get(f"/admin/portal/apitoken/{token.pk}/change/").content.decode()
+    page = client.get(f"/admin/accounts/apitoken/{token.pk}/change/").content.decode()
     for key in keys:
         assert key[:8] + "…" in listing
         assert key not in listing and key not in page
         assert hashlib.sha256(key.encode()).hexdigest() not in listing + page
-    assert client.get("/admin/portal/apitoken/add/").status_code == 403
+    assert client.get("/admin/accounts/apitoken/add/").status_code == 403
     # DRF's own token admin (plain keys) is gone.
     assert client.get("/admin/authtoken/tokenproxy/").status_code == 404
 
@@ -95,7 +95,7 @@ def test_old_authtoken_keys_are_migrated_and_dropped(member):
             "INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, %s)",
             ["authtoken", "0001_initial", datetime(2026, 1, 1, tzinfo=UTC)],
         )
-    migration = importlib.import_module("portal.migrations.0003_apitoken_hashed")
+    migration = importlib.import_module("accounts.migrations.0003_apitoken_hashed")
     with connection.schema_editor() as editor:
         migration.copy_authtoken_keys(apps, editor)
     assert "authtoken_token" not in connection.introspection.table_names()

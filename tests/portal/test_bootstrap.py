@@ -2,9 +2,9 @@
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from portal.bootstrap import bootstrap_demo
-from portal.models import Membership, Project
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@
 import pytest
 from cryptography import x509
 
-from portal.emails import HIDDEN_EMAIL, email_for_gpulab, email_problem
+from accounts.emails import HIDDEN_EMAIL, email_for_gpulab, email_problem
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ def test_user_page_edits_memberships(admin_client, member, project):
 @pytest.mark.parametrize(("stored", "in_pem"), [("", HIDDEN_EMAIL), ("a@x.local", HIDDEN_EMAIL)])
 def test_login_pem_always_carries_an_address_the_client_accepts(member, stored, in_pem):
     """gpulab-cli reads the submitter's address from the PEM and fails every submit without."""
-    from portal.certs.services import login_certificate_issue
+    from accounts.certs.services import login_certificate_issue
 
     type(member).objects.filter(pk=member.pk).update(email=stored)
     member.refresh_from_db()

@@ -85,8 +85,8 @@ def test_https_behind_the_front_end_makes_cookies_secure(tmp_path):
 def test_reconcile_takes_only_its_own_slaves_containers(slave, settings):
     from types import SimpleNamespace
 
-    from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
-    from jobs.reconcile import _belongs_to
+    from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
+    from jobs.runtime.reconcile import _belongs_to
 
     settings.PORTAL_INSTANCE = "gp-mine"
 
@@ -159,16 +159,16 @@ def test_schedules_exist_after_migrate_without_run_portal():
 
 
 def test_files_with_secrets_are_private_to_the_portal_user(tmp_path, settings, submit):
+    from accounts.certs.ca import CERT_FILE, ca_get_or_create
+    from core.installation import private_dir
     from portal.bootstrap import _admin_password
-    from portal.certs.ca import CERT_FILE, ca_get_or_create
-    from portal.installation import private_dir
 
     var_dir = private_dir(tmp_path / "var")
     settings.PORTAL_LOG_ARCHIVE_DIR = var_dir / "logs"
     settings.PORTAL_CA_DIR = var_dir / "ca"
     old_umask = os.umask(0o022)  # what most accounts have: files 0644 unless the portal cares
     try:
-        from jobs.logs import job_log_archive
+        from jobs.runtime.logs import job_log_archive
 
         job_log_archive(job=submit(), data=b"secret output\n")
         ca_get_or_create()

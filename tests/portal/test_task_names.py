@@ -2,8 +2,9 @@
 
 import pytest
 
+from core import tasks
 from jobs import task_names
-from portal import schedules, tasks
+from portal import schedules
 
 
 def test_every_task_name_resolves_to_a_function():
@@ -21,9 +22,12 @@ def test_every_task_name_resolves_to_a_function():
 def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
-    from jobs import notifications, reconcile, recovery, runtime_services, services, ticks, watcher
+    from jobs.lifecycle import actions, notifications
+    from jobs.runtime import reconcile, recovery, watcher
+    from jobs.runtime import services as runtime_services
+    from jobs.scheduler_bridge import ticks
 
-    apply = import_module("jobs.scheduling.apply")
+    apply = import_module("jobs.scheduler_bridge.apply")
 
     used = {
         apply.LAUNCH_TASK,
@@ -31,8 +35,8 @@ def test_modules_that_fire_tasks_use_the_constants():
         reconcile.STOP_TASK,
         reconcile.HALT_TASK,
         recovery.RECOVER_TASK,
-        services.STOP_TASK,
-        services.HALT_TASK,
+        actions.STOP_TASK,
+        actions.HALT_TASK,
         runtime_services.FINISH_TASK,
         watcher.FINISH_TASK,
         ticks.SCHEDULER_TICK_TASK,

@@ -1,4 +1,4 @@
-"""portal.text_guard's rules on their own: what cannot be stored, where it is, how it is shown."""
+"""core.text_guard's rules on their own: what cannot be stored, where it is, how it is shown."""
 
 import ast
 import sys
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from portal import text_guard
-from portal.text_guard import (
+from core import text_guard
+from core.text_guard import (
     MAX_PROBLEMS,
     NUL_MESSAGE,
     SURROGATE_MESSAGE,

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
+from accounts.models import Project
 from clusters.models import Cluster, Gpu, Slave
 from jobs.scheduler import run_cycle
-from jobs.scheduling.snapshot import build_snapshot, reservation_windows, slave_state
-from portal.models import Project
+from jobs.scheduler_bridge.snapshot import build_snapshot, reservation_windows, slave_state
 from reservations.models import Reservation
 from reservations.services import ReservationInvalid, reservation_create, reservation_validate
 from tests.api.conftest import PORTAL
@@ -307,7 +307,7 @@ def test_scheduler_starts_the_entitled_job_beside_the_valid_set(
 ):
     """With the set validation accepts (B: 1 GPU), A's entitled job starts; the set it refuses
     (B: 2 GPUs, written past the rules as before) left the job queued beside an idle GPU."""
-    from jobs.services import job_submit
+    from jobs.actions.services import job_submit
 
     if b_gpus == 1:
         b = reservation_create(

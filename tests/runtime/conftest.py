@@ -6,9 +6,9 @@ import uuid
 import pytest
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
+from accounts.models import Membership, Project
 from clusters.runtime import memory
 from clusters.services import engine_for
-from portal.models import Membership, Project
 from tests.support.runtime import add_slave
 
 

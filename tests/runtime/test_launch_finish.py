@@ -7,12 +7,12 @@ import pytest
 
 from clusters.runtime.memory import MemoryEngine
 from clusters.runtime.spec import ContainerSpec
-from jobs.launch import LABEL_JOB, container_spec
+from core import tasks
+from jobs.actions.services import job_cancel
 from jobs.models import Job
-from jobs.runtime_services import job_finish_run, job_launch_run
-from jobs.scheduling import tick
-from jobs.services import job_cancel
-from portal import tasks
+from jobs.runtime.container_spec import LABEL_JOB, container_spec
+from jobs.runtime.services import job_finish_run, job_launch_run
+from jobs.scheduler_bridge.tick import tick
 from tests.support.runtime import containers_of, job_doc, log_text, submit
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +96,7 @@ def test_unknown_executable_fails_and_leaves_no_container(people, slave):
 @pytest.fixture
 def no_backoff(monkeypatch):
     """Launch retries back off with time.sleep: skip the wait, keep the retry."""
-    monkeypatch.setattr("jobs.runtime_services.time", SimpleNamespace(sleep=lambda s: None))
+    monkeypatch.setattr("jobs.runtime.services.time", SimpleNamespace(sleep=lambda s: None))
 
 
 def test_transient_failure_is_retried(people, slave, engine, no_backoff):
@@ -120,7 +120,7 @@ def test_permanent_failure_fails_without_retry(people, slave, engine):
 def test_transient_failures_that_persist_fail_the_job(
     people, slave, engine, monkeypatch, no_backoff
 ):
-    monkeypatch.setattr("jobs.runtime_services.LAUNCH_ATTEMPTS", 2)
+    monkeypatch.setattr("jobs.runtime.services.LAUNCH_ATTEMPTS", 2)
     engine.fail_next("run", permanent=False, message="create: engine busy", times=-1)
     job = submit(people, job_doc("sleep 300"))
     job.refresh_from_db()

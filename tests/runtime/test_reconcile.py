@@ -8,10 +8,10 @@ from django.utils import timezone
 
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for
-from jobs.launch import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+from jobs.actions.services import job_cancel
 from jobs.models import Job
-from jobs.reconcile import reconcile_all
-from jobs.services import job_cancel
+from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+from jobs.runtime.reconcile import reconcile_all
 from tests.support.runtime import TEST_IMAGE, add_slave, containers_of, job_doc, log_text, submit
 
 pytestmark = pytest.mark.django_db

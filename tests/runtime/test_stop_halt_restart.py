@@ -2,9 +2,9 @@
 
 import pytest
 
+from jobs.actions.services import job_cancel, job_halt_request
 from jobs.models import Job
-from jobs.runtime_services import job_halt_run, job_restart_create, job_stop_run
-from jobs.services import job_cancel, job_halt_request
+from jobs.runtime.services import job_halt_run, job_restart_create, job_stop_run
 from tests.support.runtime import HALTABLE, STUBBORN, containers_of, job_doc, log_text, submit
 
 pytestmark = pytest.mark.django_db

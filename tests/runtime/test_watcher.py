@@ -6,9 +6,9 @@ import time
 import pytest
 
 from clusters.runtime import memory
+from core import tasks
 from jobs.models import Job
-from jobs.watcher import SlaveWatch, handle_event, watch_forever
-from portal import tasks
+from jobs.runtime.watcher import SlaveWatch, handle_event, watch_forever
 from tests.support.runtime import (
     job_doc,
     log_text,

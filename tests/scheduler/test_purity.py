@@ -10,7 +10,17 @@ import jobs.scheduler
 
 PACKAGE = Path(jobs.scheduler.__file__).parent
 FILES = sorted(PACKAGE.rglob("*.py"))
-FORBIDDEN = {"django", "jobs", "clusters", "portal", "reservations", "rest_framework", "docker"}
+FORBIDDEN = {
+    "django",
+    "core",
+    "accounts",
+    "jobs",
+    "clusters",
+    "portal",
+    "reservations",
+    "rest_framework",
+    "docker",
+}
 
 
 def imported_modules(tree: ast.AST):

@@ -75,7 +75,7 @@ class QueueProbe:
         """Take one task as a worker would (dequeue, run, acknowledge); its call, or None."""
         from django_q.signing import SignedPackage
 
-        from portal.tasks import resolve
+        from core.tasks import resolve
 
         taken = self.broker.dequeue()
         if not taken:

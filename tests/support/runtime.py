@@ -8,9 +8,9 @@ import time
 
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
-from jobs.logs import job_log_bytes
+from jobs.actions.services import job_submit
 from jobs.models import Job
-from jobs.services import job_submit
+from jobs.runtime.logs import job_log_bytes
 
 TEST_IMAGE = "gpuportal/busybox:latest"
 

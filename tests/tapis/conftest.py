@@ -65,7 +65,7 @@ def app(make_app, slave):
 def tapis_client(user, key: str | None = None) -> APIClient:
     """A client sending ``user``'s portal token as ``X-Tapis-Token`` (a new token unless
     ``key`` is given: a user has one token, rotating replaces it)."""
-    from portal.tokens import api_token_rotate
+    from accounts.tokens import api_token_rotate
 
     if key is None:
         _, key = api_token_rotate(user=user)
@@ -76,7 +76,7 @@ def tapis_client(user, key: str | None = None) -> APIClient:
 
 @pytest.fixture
 def member_key(member) -> str:
-    from portal.tokens import api_token_rotate
+    from accounts.tokens import api_token_rotate
 
     return api_token_rotate(user=member)[1]
 

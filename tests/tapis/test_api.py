@@ -5,8 +5,8 @@ from datetime import datetime
 
 import pytest
 
+from jobs.actions.services import job_submit
 from jobs.models import Job
-from jobs.services import job_submit
 from tests.conftest import HELLO_WORLD
 from tests.tapis.conftest import TAPIS, seed_request, tapis_client
 from tests.tapis.openapi_facts import FACTS, check, operation
@@ -134,7 +134,7 @@ def test_outsiders_get_404_and_see_nothing(app, tapis_member, tapis_outsider):
 
 
 def test_list_types_and_paging(app, member, project, make_user, tapis_member, slave):
-    from portal.models import Membership
+    from accounts.models import Membership
 
     mate = make_user("carol")
     Membership.objects.create(user=mate, project=project)

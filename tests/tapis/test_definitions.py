@@ -3,8 +3,8 @@
 import pytest
 from django.test import Client
 
+from core.errors import Conflict, NotAllowed
 from jobs.spec import SpecError
-from portal.errors import Conflict, NotAllowed
 from tapis.admin import AppAdminForm
 from tapis.definitions import app_definition_parse, app_to_json
 from tapis.models import App

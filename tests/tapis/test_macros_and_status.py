@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from jobs.actions.services import job_hold
+from jobs.lifecycle.stages import Stage, job_tapis_status, tapis_status
 from jobs.models import JobExplanation
-from jobs.services import job_hold
-from jobs.stages import Stage, job_tapis_status, tapis_status
 from jobs.states import JobStatus
 from tapis.macros import MACROS, macro_values, substitute
 from tapis.submit import tapis_job_submit

@@ -188,7 +188,7 @@ def test_job_is_seen_by_the_gpulab_api(app, member, member_client_gpulab):
 def member_client_gpulab(member):
     from rest_framework.test import APIClient
 
-    from portal.tokens import api_token_rotate
+    from accounts.tokens import api_token_rotate
 
     _, key = api_token_rotate(user=member)
     client = APIClient()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from accounts.models import Membership, Project
+from accounts.tokens import api_token_rotate
 from clusters.runtime import memory
-from portal.models import Membership, Project
-from portal.tokens import api_token_rotate
 from tapis.api.auth import tapis_token_wrap
 from tapis.services import app_create
 from tests.cli.cli_support import ROOT, unavailable

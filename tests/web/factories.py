@@ -5,12 +5,12 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from core.timefmt import utc_z
+from jobs.actions.services import spec_defaults
 from jobs.models import Job, JobEvent, JobExplanation
-from jobs.request_columns import columns_from_request
-from jobs.services import spec_defaults
 from jobs.spec import normalize_job
 from jobs.states import HOLDS_RESOURCES, TERMINAL
-from portal.timefmt import utc_z
+from jobs.submit.request_columns import columns_from_request
 
 BASE_DOCUMENT = {
     "name": "train-model",

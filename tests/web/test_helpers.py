@@ -2,7 +2,9 @@
 
 import pytest
 
-from jobs.forms import (
+from core.templatetags.portal_ui import duration, percent, utctime
+from jobs.spec import SpecError
+from jobs.web.forms import (
     apply_fields,
     command_from_field,
     command_warnings,
@@ -10,9 +12,7 @@ from jobs.forms import (
     field_for_path,
     fields_from_document,
 )
-from jobs.spec import SpecError
-from jobs.views.log import complete_utf8_length
-from portal.templatetags.portal_ui import duration, percent, utctime
+from jobs.web.views.log import complete_utf8_length
 
 
 @pytest.mark.parametrize(

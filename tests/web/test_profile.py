@@ -2,8 +2,8 @@
 
 import base64
 
-from portal.models import ApiToken, Profile
-from portal.views import ssh_key_problem
+from accounts.models import ApiToken, Profile
+from accounts.views import ssh_key_problem
 
 
 def ed25519_key(comment="alice@laptop"):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from core.text_guard import NUL_MESSAGE, SURROGATE_MESSAGE
 from jobs.models import Job
-from portal.text_guard import NUL_MESSAGE, SURROGATE_MESSAGE
 from reservations.models import Reservation
 
 pytestmark = pytest.mark.django_db

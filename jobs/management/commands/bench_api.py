@@ -43,7 +43,19 @@ from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.utils import timezone
+
+from accounts.models import Membership, Project
+from accounts.tokens import api_token_rotate
+from clusters.models import Cluster, Gpu, Slave
+from core.api.bench import create_floor_table
+from jobs.actions.services import spec_defaults
+from jobs.models import Job
+from jobs.spec import parse_job_document
+from jobs.submit.request_columns import columns_from_request
 
 API = "/api/gpulab/v4.0/"
 FLOOR = "/api/portal/bench/floor"
@@ -233,17 +245,6 @@ def drive(*, port, tokens, seconds, pick, clients, think_s=0.0, on_tick=None) ->
 
 
 def seed(*, jobs: int, users: int, keys_file: str) -> None:
-    from django.contrib.auth import get_user_model
-    from django.utils import timezone
-
-    from clusters.models import Cluster, Gpu, Slave
-    from jobs.models import Job
-    from jobs.request_columns import columns_from_request
-    from jobs.services import spec_defaults
-    from jobs.spec import parse_job_document
-    from portal.api.bench import create_floor_table
-    from portal.models import Membership, Project
-    from portal.tokens import api_token_rotate
 
     create_floor_table()
     cluster = Cluster.objects.create(id=1, comment="bench_api")
@@ -296,8 +297,6 @@ def seed(*, jobs: int, users: int, keys_file: str) -> None:
             Job.objects.bulk_create(batch)
             batch = []
     Job.objects.bulk_create(batch)
-    from django.db import connection
-
     if connection.vendor == "postgresql":
         # A database in service has been vacuumed and analysed; a freshly loaded one has not.
         with connection.cursor() as cursor:

@@ -20,6 +20,7 @@ as subprocesses, ``PORTAL_TASK_MODE=queue``, and reports, as p50/p90:
 beside a bare ``docker run`` of the same image measured in the same run.
 """
 
+import argparse
 import json
 import os
 import statistics
@@ -36,20 +37,18 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
-from jobs.models import Job
-from jobs.services import job_submit
-from jobs.watcher import SlaveWatch
-from portal.models import Membership, Project
+from jobs.actions.services import job_submit
+from jobs.models import Job, JobEvent
+from jobs.runtime.watcher import SlaveWatch
 
 BENCH_CLUSTER = 999
 
 
 def argparse_suppress():
-    import argparse
-
     return argparse.SUPPRESS
 
 
@@ -210,8 +209,6 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(report, indent=2))
 
     def _queue_measure(self, o, user, project, slave) -> dict:
-        from jobs.models import JobEvent
-
         image, runs = o["image"], o["runs"]
 
         def document(command):

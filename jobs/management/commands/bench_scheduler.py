@@ -14,14 +14,14 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import connection, transaction
 
+from accounts.models import Membership, Project
 from clusters.capabilities import capabilities_changed
 from clusters.models import Cluster, Gpu, Slave
+from core.installation import database_migrate_if_needed
 from jobs.models import Job, UserUsage
 from jobs.scheduler.core import run_cycle
 from jobs.scheduler.synthetic import build_synthetic_snapshot
-from jobs.scheduling import tick_once
-from portal.installation import database_migrate_if_needed
-from portal.models import Membership, Project
+from jobs.scheduler_bridge.tick import tick_once
 from reservations.models import Reservation
 
 GB = 1

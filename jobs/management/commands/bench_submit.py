@@ -22,11 +22,11 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from accounts.models import Membership, Project
+from accounts.tokens import api_token_rotate
 from clusters.models import Cluster, Gpu, Slave
+from core.installation import database_migrate_if_needed
 from jobs.models import Job
-from portal.installation import database_migrate_if_needed
-from portal.models import Membership, Project
-from portal.tokens import api_token_rotate
 
 DOCUMENT = {
     "name": "bench-${index}",

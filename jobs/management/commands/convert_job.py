@@ -6,7 +6,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from jobs.services import spec_defaults
+from jobs.actions.services import spec_defaults
 from jobs.spec import SpecError, parse_any_document
 
 

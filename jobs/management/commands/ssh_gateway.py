@@ -6,6 +6,8 @@ import logging
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from jobs.ssh.gateway import Gateway
+
 
 class Command(BaseCommand):
     help = "Serve SSH/SFTP/scp into running jobs' containers on PORTAL_SSH_BIND:PORTAL_SSH_PORT."
@@ -15,8 +17,6 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=None, help="port (default PORTAL_SSH_PORT)")
 
     def handle(self, *args, **options):
-        from jobs.ssh.gateway import Gateway
-
         logging.getLogger("asyncssh").setLevel(logging.WARNING)
         bind = options["bind"] or settings.PORTAL_SSH_BIND
         port = options["port"] if options["port"] is not None else settings.PORTAL_SSH_PORT

@@ -13,11 +13,11 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.services import job_submit_many
+from accounts.models import Project
+from core.errors import ServiceError
+from jobs.actions.services import job_submit_many
 from jobs.spec import SpecError, load_json
 from jobs.spec.array import expand_array
-from portal.errors import ServiceError
-from portal.models import Project
 
 
 def read_array_body(text: str) -> dict:

@@ -16,10 +16,10 @@ from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from core.installation import database_migrate_if_needed
 from jobs.management.commands.bench_scheduler import Rollback, populate
 from jobs.models import Job
 from jobs.scheduler.synthetic import build_synthetic_snapshot
-from portal.installation import database_migrate_if_needed
 
 PAGES = [
     "/",

@@ -13,6 +13,8 @@ import time
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from portal.schedules import schedules_ensure
+
 
 class Command(BaseCommand):
     help = "Run web (gunicorn), q cluster and slave watcher together; Ctrl-C stops all."
@@ -21,8 +23,6 @@ class Command(BaseCommand):
         parser.add_argument("--addr", default="127.0.0.1:8000")
 
     def handle(self, *args, **options):
-        from portal.schedules import schedules_ensure
-
         schedules_ensure()
         # Hashed, compressed static files for WhiteNoise (only changed files are copied).
         call_command("collectstatic", interactive=False, verbosity=0)

@@ -4,7 +4,7 @@ the JWT that tapipy wants (``Tapis(base_url=..., access_token=...)``); shown onl
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.tokens import api_token_rotate
+from accounts.tokens import api_token_rotate
 from tapis.api.auth import tapis_token_wrap
 
 

@@ -13,7 +13,7 @@ import pytest
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.runtime.protocol import Engine
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, PortPolicy
-from jobs.logs import stamp_ns
+from jobs.runtime.logs import stamp_ns
 from jobs.spec.images import parse_image
 from tests.integration.docker_support import TEST_IMAGE
 
@@ -218,7 +218,7 @@ def test_logs_with_timestamps_and_since(engine, run_container):
     assert [entry.split(b" ", 1)[1] for entry in entries] == [b"one", b"two"]
     stamps = [stamp_ns(entry.split(b" ", 1)[0]) for entry in entries]
     assert stamps[1] - stamps[0] >= 200_000_000
-    since = stamps[1] / 1e9 - 0.001  # inclusive, as jobs.logs reads it
+    since = stamps[1] / 1e9 - 0.001  # inclusive, as jobs.runtime.logs reads it
     assert engine.logs(container_id, since=since) == b"two\n"
 
 
@@ -311,6 +311,19 @@ def test_missing_containers(engine):
     engine.remove("gpuportal-no-such-container")  # idempotent
     assert engine.image_present(TEST_IMAGE)
     assert not engine.image_present("gpuportal/no-such-image:nope")
+
+
+def test_stats_read_a_running_container_and_zero_for_a_stopped_one(engine, run_container):
+    container_id = run_container(command=["sh", "-c", "sleep 30"])
+    reading = engine.stats(container_id)
+    assert reading.cpu_ns >= 0 and reading.memory_bytes >= 0
+    assert reading.net_rx_bytes >= 0 and reading.net_tx_bytes >= 0
+    engine.kill(container_id)
+    engine.wait(container_id, timeout_s=20)
+    stopped = engine.stats(container_id)
+    assert (stopped.cpu_ns, stopped.memory_bytes) == (0, 0)
+    with pytest.raises(ContainerNotFound):
+        engine.stats("0" * 64)
 
 
 def _tar(files: dict[str, bytes]) -> bytes:

@@ -15,17 +15,17 @@ from datetime import timedelta
 
 import pytest
 
+from accounts.models import Membership, Project
 from clusters.models import Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for
-from jobs.launch import LABEL_JOB, slave_labels
-from jobs.logs import job_log_bytes, job_log_range
+from jobs.actions.services import job_cancel, job_halt_request
 from jobs.models import Job
-from jobs.reconcile import reconcile_all
-from jobs.scheduling import tick
-from jobs.services import job_cancel, job_halt_request
-from jobs.watcher import SlaveWatch
-from portal.models import Membership, Project
+from jobs.runtime.container_spec import LABEL_JOB, slave_labels
+from jobs.runtime.logs import job_log_bytes, job_log_range
+from jobs.runtime.reconcile import reconcile_all
+from jobs.runtime.watcher import SlaveWatch
+from jobs.scheduler_bridge.tick import tick
 from tests.support.runtime import (
     HALTABLE,
     TEST_IMAGE,

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.text_guard import NUL_MESSAGE, SURROGATE_MESSAGE, printable
 from jobs.spec import SpecError, normalize_job, parse_job_document
-from portal.text_guard import NUL_MESSAGE, SURROGATE_MESSAGE, printable
 
 from .docs import DEFAULTS, minimal_job, with_changes
 

@@ -1,0 +1,71 @@
+"""Who holds admin powers outside the Django admin: the ONE place that answers it.
+
+Powers follow Django's own model: a superuser has every power, anyone else exactly the model
+permissions given to them or their groups in the admin (Users > permissions). ``is_staff`` alone
+grants nothing here: it only lets a person into the admin site, where Django shows them what
+their permissions allow. Views, API, services and selectors ask these functions; none of them
+reads ``is_staff`` or ``is_superuser`` itself.
+
+| power                                   | permission                    |
+|-----------------------------------------|-------------------------------|
+| see every job in full, every project    | ``jobs.view_job``             |
+| submit into a project one is not in     | ``jobs.add_job``              |
+| cancel/halt/hold/release others' jobs   | ``jobs.change_job``           |
+| delete others' jobs, ``real``/``force`` | ``jobs.delete_job``           |
+| see reservations' projects and users    | ``reservations.view_reservation`` |
+| create / change / delete reservations   | ``reservations.add_/change_/delete_reservation`` |
+| list every project                      | ``accounts.view_project``       |
+"""
+
+JOBS_VIEW_ALL = "jobs.view_job"
+JOBS_SUBMIT_ANY_PROJECT = "jobs.add_job"
+JOBS_ACT_ALL = "jobs.change_job"
+JOBS_DELETE_ALL = "jobs.delete_job"
+RESERVATIONS_VIEW_ALL = "reservations.view_reservation"
+RESERVATION_VERBS = {
+    "add": "reservations.add_reservation",
+    "change": "reservations.change_reservation",
+    "delete": "reservations.delete_reservation",
+}
+PROJECTS_VIEW_ALL = "accounts.view_project"
+
+
+def user_has_power(user, permission: str) -> bool:
+    """True for an active superuser, or an active user holding ``permission`` (directly or
+    through a group). Django's ModelBackend answers False for inactive users."""
+    return bool(user is not None and user.is_authenticated and user.has_perm(permission))
+
+
+def user_is_admin(user) -> bool:
+    """A full admin: an active superuser. Only for what no single permission names (the
+    ``is_admin`` flag of /me); everything else asks ``user_has_power``."""
+    return bool(user is not None and user.is_authenticated and user.is_active and user.is_superuser)
+
+
+def may_view_all_jobs(user) -> bool:
+    return user_has_power(user, JOBS_VIEW_ALL)
+
+
+def may_submit_to_any_project(user) -> bool:
+    return user_has_power(user, JOBS_SUBMIT_ANY_PROJECT)
+
+
+def may_act_on_all_jobs(user) -> bool:
+    return user_has_power(user, JOBS_ACT_ALL)
+
+
+def may_delete_all_jobs(user) -> bool:
+    return user_has_power(user, JOBS_DELETE_ALL)
+
+
+def may_view_all_reservations(user) -> bool:
+    return user_has_power(user, RESERVATIONS_VIEW_ALL)
+
+
+def may_manage_reservations(user, verb: str = "add") -> bool:
+    """``verb`` is "add", "change" or "delete"."""
+    return user_has_power(user, RESERVATION_VERBS[verb])
+
+
+def may_view_all_projects(user) -> bool:
+    return user_has_power(user, PROJECTS_VIEW_ALL)

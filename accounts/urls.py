@@ -1,0 +1,12 @@
+"""Account pages: profile (API token, SSH keys), login certificates for gpulab-cli."""
+
+from django.urls import include, path
+
+from accounts import views
+
+urlpatterns = [
+    path("profile/", views.profile, name="profile"),
+    path("profile/token/", views.token_rotate, name="token-rotate"),
+    # Login certificates for gpulab-cli (download, revoke).
+    path("certificates/", include("accounts.certs.urls")),
+]

@@ -1,1 +1,0 @@
-"""GPULab v4.0 ``clusters`` and ``slaves`` endpoints."""

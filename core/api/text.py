@@ -1,0 +1,36 @@
+"""Plain-text renderer and a raw-body parser for the GPULab endpoints.
+
+The gpulab-cli sends plain text (``PUT jobs/ID/state/status`` with ``CANCELLED``) and reads plain
+text (the uuid answered by ``POST jobs``, logs). Views read the raw body themselves (see
+``core.api.common.read_body``); the parser only keeps DRF from refusing an unknown media type
+or half-parsing a body while it checks the CSRF token of a session request.
+"""
+
+import json
+
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
+
+
+class PlainTextRenderer(BaseRenderer):
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if data is None:
+            return b""
+        if isinstance(data, bytes):
+            return data
+        if isinstance(data, str):
+            return data.encode("utf-8")
+        return json.dumps(data, ensure_ascii=False).encode("utf-8")
+
+
+class RawBodyParser(BaseParser):
+    """Accepts any media type and returns the body bytes unparsed."""
+
+    media_type = "*/*"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return stream.read() if stream is not None else b""

@@ -1,0 +1,137 @@
+"""The user actions on a job, once: cancel, halt, hold, release, delete.
+
+Each entry names its service, the states that allow it, who may take it (``allowed``: the job's
+project members, or the admin powers of ``job_can_act``), its label, confirmation question and
+done message, the GPULab status that asks for it over the API (``PUT jobs/<id>/state/status``)
+and its admin action. The job page, the URL patterns, the API and the admin read this table;
+none of them lists the actions itself.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from jobs.actions.services import job_cancel, job_delete, job_halt_request, job_hold, job_release
+from jobs.models import Job
+from jobs.selectors import job_can_act
+from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
+
+S = JobStatus
+
+
+def _delete_ended(*, job: Job, user) -> Job | None:
+    """A user's delete hides an ended job too (``gpulab-cli rm --finished``)."""
+    return job_delete(job=job, user=user, finished=True)
+
+
+@dataclass(frozen=True)
+class JobAction:
+    name: str  # also the URL name (``jobs:<name>``) and the page's button id
+    label: str
+    style: str  # Bootstrap button style on the job page
+    question: str  # the confirmation, with ``{name}`` for the job's name
+    done: str  # the message once done, with ``{name}``
+    states: Callable[[str], bool]  # whether a job in this state allows the action
+    service: Callable[..., Job | None]  # ``service(job=..., user=...)``, checks permission itself
+    api_status: str | None  # the GPULab status the API takes for it
+    admin_name: str | None  # the admin action (None: not offered there)
+    admin_description: str = ""
+    admin_verb: str = ""  # "Cancelled 3 job(s)"
+    needs_confirmation: bool = True
+
+    @property
+    def deletes(self) -> bool:
+        return self.service is _delete_ended
+
+    @property
+    def admin_permission(self) -> str:
+        return "delete" if self.deletes else "change"
+
+    def state_allows(self, job: Job) -> bool:
+        return self.states(job.status)
+
+    def allowed(self, job: Job, user) -> bool:
+        """The job's state allows it now and ``user`` may act on the job."""
+        return self.state_allows(job) and job_can_act(user, job, delete=self.deletes)
+
+    def run(self, *, job: Job, user) -> Job | None:
+        return self.service(job=job, user=user)
+
+
+ACTIONS: dict[str, JobAction] = {
+    action.name: action
+    for action in (
+        JobAction(
+            name="cancel",
+            label="Cancel",
+            style="outline-danger",
+            question="Cancel job {name}? A job on a slave is stopped; this cannot be undone.",
+            done="Job {name} is being cancelled.",
+            states=lambda s: s in PENDING or (s in HOLDS_RESOURCES and s != S.CANCELLING),
+            service=job_cancel,
+            api_status=S.CANCELLED,
+            admin_name="cancel",
+            admin_description="Cancel selected jobs",
+            admin_verb="Cancelled",
+        ),
+        JobAction(
+            name="halt",
+            label="Halt",
+            style="outline-dark",
+            question="Halt job {name}? It gets SIGUSR1 and must exit with status 123 within the "
+            "grace period (a restartable job is queued again).",
+            done="Halt requested for job {name}.",
+            states=lambda s: s == S.RUNNING,
+            service=job_halt_request,
+            api_status=S.MUSTHALT,
+            admin_name=None,
+        ),
+        JobAction(
+            name="hold",
+            label="Hold",
+            style="outline-secondary",
+            question="Put job {name} on hold? It stays in the queue but is not started until "
+            "released.",
+            done="Job {name} is on hold.",
+            states=lambda s: s == S.QUEUED,
+            service=job_hold,
+            api_status=S.ONHOLD,
+            admin_name="hold",
+            admin_description="Put selected jobs on hold",
+            admin_verb="Held",
+        ),
+        JobAction(
+            name="release",
+            label="Release",
+            style="outline-primary",
+            question="Release job {name}? It goes back to the queue.",
+            done="Job {name} was released to the queue.",
+            states=lambda s: s == S.ONHOLD,
+            service=job_release,
+            api_status=S.QUEUED,
+            admin_name="release",
+            admin_description="Release selected jobs",
+            admin_verb="Released",
+        ),
+        JobAction(
+            name="delete",
+            label="Delete",
+            style="outline-danger",
+            question="Delete job {name}? It disappears from the job list (its history is kept).",
+            done="Job {name} was deleted.",
+            states=lambda s: s in FINISHED,
+            service=_delete_ended,
+            api_status=None,  # the API deletes with DELETE jobs/<id> and its own flags
+            admin_name="delete_jobs",
+            admin_description="Delete (hide) selected finished jobs",
+            admin_verb="Deleted",
+        ),
+    )
+}
+ACTION_BY_API_STATUS: dict[str, JobAction] = {
+    a.api_status: a for a in ACTIONS.values() if a.api_status is not None
+}
+
+
+def actions_allowed(job: Job, user) -> list[JobAction]:
+    """The actions ``user`` may take on ``job`` now, in the registry's order."""
+    return [action for action in ACTIONS.values() if action.allowed(job, user)]

@@ -1,0 +1,289 @@
+"""Jobs in GPULab's JSON shape (docs/gpulab-format.md, sections 1, 3 and 4): the one presenter
+that the REST API and the web pages share.
+
+The real ``gpulab-cli`` parses Job objects strictly (an unknown key anywhere fails), so this
+module emits exactly GPULab's keys and nothing portal-specific. What a viewer sees depends on
+``jobs.selectors.job_sees_full``: members of the job's project (and admins) see the job in full
+(registry password as ``XXXX``); other logged-in users see a sanitised copy; anonymous callers
+additionally see hosts and ids hidden (GPULab's own rules).
+
+Queries: none for a job loaded with ``select_related("owner", "project", "slave")`` except
+``slave.gpus`` for a started job (prefetch ``slave__gpus`` in lists to make it zero).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from django.conf import settings
+
+from accounts.emails import HIDDEN_EMAIL, email_for_gpulab
+from accounts.models import user_urn
+from core.timefmt import utc_z
+from jobs.selectors import job_sees_full
+from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
+from jobs.spec.v2 import EXTRA_FIELDS
+from jobs.spec.v2_resources import RESOURCE_FIELDS
+from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
+from jobs.ssh.access import ssh_username
+from jobs.states import JobStatus
+
+HIDDEN = "hidden"
+HIDDEN_USER_URN = "urn:publicid:IDN+hidden+user+hidden"
+HIDDEN_PROJECT_URN = "urn:publicid:IDN+hidden+project+hidden"
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+# eventTimes keys GPULab knows (no ONHOLD or CANCELLING: the client would reject them).
+EVENT_TIME_STATES = (
+    "QUEUED",
+    "ASSIGNED",
+    "STARTING",
+    "RUNNING",
+    "FINISHED",
+    "FAILED",
+    "CANCELLED",
+    "DELETED",
+    "MUSTHALT",
+    "HALTING",
+    "HALTED",
+)
+DOCKER_DEFAULTS = {
+    "image": HIDDEN_IMAGE,
+    "command": [],
+    "environment": {},
+    "storage": [],
+    "portMappings": [],
+    "projectGidVariableName": None,
+    "workingDir": None,
+    "groupAdd": [],
+    "user": None,
+}
+HALT_INFO_KEYS = (
+    "reason",
+    "time",
+    "startedJobUuids",
+    "haltedJobUuids",
+    "slaveName",
+    "slaveInstance",
+    "startedJobScores",
+    "haltedJobScores",
+)
+PORT_MAPPING_KEYS = ("containerPort", "hostPort", "hostIp")
+# The job has been on a slave from STARTING on: state.resources is filled in from then.
+_NOT_STARTED = {JobStatus.ONHOLD, JobStatus.QUEUED, JobStatus.ASSIGNED}
+
+
+def job_sanitised_name(job) -> str:
+    """The name people outside the job's project see: ``job-`` + the uuid's first 6 chars."""
+    return f"job-{str(job.uuid)[:6]}"
+
+
+def _is_logged_in(viewer) -> bool:
+    return bool(viewer is not None and getattr(viewer, "is_authenticated", False))
+
+
+def job_to_gpulab(job, *, viewer) -> dict:
+    """The job as GPULab's Job object, full or sanitised for ``viewer`` (a user or anonymous)."""
+    logged_in = _is_logged_in(viewer)
+    full = logged_in and job_sees_full(viewer, job)
+    return {
+        "uuid": str(job.uuid),
+        "name": job.name if full else job_sanitised_name(job),
+        "description": job.description if full else None,
+        "deploymentEnvironment": job.deployment_environment,
+        "request": _request(job.request or {}, full=full),
+        "owner": _owner(job, full=full),
+        "state": _state(job, full=full, logged_in=logged_in),
+        "restartInfo": {"initialJobUuid": job.initial_uuid, "restartCount": job.restart_count},
+    }
+
+
+# --- request ------------------------------------------------------------------------------
+
+
+def _copy_json(value):
+    # JSON values hold only dicts, lists and scalars: a plain walk copies them several times
+    # faster than copy.deepcopy (which a 50-job list page otherwise spends most of its time in).
+    if isinstance(value, dict):
+        return {key: _copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(item) for item in value]
+    return value
+
+
+def _pick(source: dict, keys, defaults: dict | None = None) -> dict:
+    defaults = defaults or {}
+    return {key: _copy_json(source.get(key, defaults.get(key))) for key in keys}
+
+
+def _request(request: dict, *, full: bool) -> dict:
+    resources = _pick(request.get("resources") or {}, RESOURCE_FIELDS)
+    for key in ("gpuModel", "features"):
+        resources[key] = resources[key] or []
+    scheduling = _pick(request.get("scheduling") or {}, SCHEDULING_FIELDS)
+    scheduling["reservationIds"] = list(scheduling["reservationIds"] or [])
+    extra = _pick(request.get("extra") or {}, EXTRA_FIELDS)
+    for key in EXTRA_FIELDS:
+        extra[key] = list(extra[key] or [])
+    if full:
+        docker = _pick(request.get("docker") or {}, DOCKER_DEFAULTS, DOCKER_DEFAULTS)
+        # Stored requests already carry XXXX; redact again so no path can ever leak a password.
+        # A pinned image is written the one way gpulab-cli's image pattern accepts.
+        docker["image"] = gpulab_image(str(docker["image"] or ""))
+        docker["portMappings"] = [_port_mapping(p) for p in docker["portMappings"] or []]
+        return {"resources": resources, "docker": docker, "scheduling": scheduling, "extra": extra}
+    docker = copy.deepcopy(DOCKER_DEFAULTS)
+    scheduling["reservationIds"] = [ZERO_UUID] if scheduling["reservationIds"] else []
+    scheduling["maxSimultaneousJobs"] = None
+    extra = {key: [] for key in EXTRA_FIELDS}
+    return {"resources": resources, "docker": docker, "scheduling": scheduling, "extra": extra}
+
+
+def _port_mapping(value) -> dict:
+    if isinstance(value, int):
+        value = {"containerPort": value}
+    return {key: value.get(key) for key in PORT_MAPPING_KEYS}
+
+
+# --- owner --------------------------------------------------------------------------------
+
+
+def _owner(job, *, full: bool) -> dict:
+    if not full:
+        return {
+            "projectUrn": HIDDEN_PROJECT_URN,
+            "userUrn": HIDDEN_USER_URN,
+            "userEmail": HIDDEN_EMAIL,
+        }
+
+    return {
+        "projectUrn": job.project.urn,
+        "userUrn": user_urn(job.owner.username),
+        # GPULab requires an address its client accepts: otherwise the hidden placeholder.
+        "userEmail": email_for_gpulab(job.owner.email),
+    }
+
+
+# --- state --------------------------------------------------------------------------------
+
+
+def _state(job, *, full: bool, logged_in: bool) -> dict:
+    return {
+        "status": str(job.status),
+        "scheduling": _state_scheduling(job, full=full, logged_in=logged_in),
+        "eventTimes": _event_times(job),
+        "resources": _state_resources(job, full=full, logged_in=logged_in),
+    }
+
+
+def _state_scheduling(job, *, full: bool, logged_in: bool) -> dict:
+    slave = job.slave if job.slave_id else None
+    ignoring = list(job.ignoring_reservation_ids or [])
+    if not full:
+        ignoring = [ZERO_UUID for _ in ignoring]
+    return {
+        "assignedClusterId": slave.cluster_id if slave else None,
+        "assignedInstanceId": (slave.instance_id if logged_in else HIDDEN) if slave else None,
+        "assignedSlaveName": (slave.name if logged_in else HIDDEN) if slave else None,
+        "queuedExplanations": [str(x) for x in job.queued_explanations or []],
+        "tallyIncrement": job.tally_increment,
+        "haltEvents": [
+            _halt_info(h, logged_in=logged_in, fallback_time=utc_z(job.status_updated))
+            for h in job.halt_events or []
+        ],
+        "ignoringReservationIds": ignoring,
+    }
+
+
+HALT_REASONS = (
+    "Unknown",
+    "User requested fallback manually",
+    "Admin requested fallback",
+    "Score",
+    "Reservation Priority",
+    "Private Cluster Priority",
+)
+
+
+def _halt_info(info: dict, *, logged_in: bool, fallback_time: str | None) -> dict:
+    """GPULab's HaltInfo; the client requires every field (strings, not null)."""
+    out = {key: copy.deepcopy(info.get(key)) for key in HALT_INFO_KEYS}
+    for key in ("startedJobUuids", "haltedJobUuids", "startedJobScores", "haltedJobScores"):
+        out[key] = list(out[key] or [])
+    if out["reason"] not in HALT_REASONS:
+        out["reason"] = "Unknown"
+    out["time"] = out["time"] or fallback_time
+    out["slaveName"] = str(out["slaveName"] or "")
+    out["slaveInstance"] = str(out["slaveInstance"] or "")
+    if not logged_in:
+        out["slaveName"] = HIDDEN if out["slaveName"] else ""
+        out["slaveInstance"] = HIDDEN if out["slaveInstance"] else ""
+    return out
+
+
+def _event_times(job) -> dict:
+    stored = job.event_times or {}
+    times = {
+        "created": utc_z(job.created) or stored.get("created"),
+        "statusUpdated": utc_z(job.status_updated) or stored.get("statusUpdated"),
+    }
+    for name in EVENT_TIME_STATES:
+        times[name] = stored.get(name)
+    return times
+
+
+def _gpu_memory_gb(job, slave) -> int:
+    ids = set(job.gpu_ids or [])
+    sizes = [gpu.memory_mb for gpu in slave.gpus.all() if gpu.index in ids] if ids else []
+    if sizes:
+        return min(sizes) // 1024  # GPULab: rounded down
+    return job.gpu_memory_gb or 0
+
+
+def _state_resources(job, *, full: bool, logged_in: bool) -> dict | None:
+    if job.status in _NOT_STARTED or not job.slave_id:
+        return None
+    if job.status not in (JobStatus.STARTING, JobStatus.RUNNING) and "STARTING" not in (
+        job.event_times or {}
+    ):
+        return None  # ended before it ever started (e.g. cancelled while ASSIGNED)
+    slave = job.slave
+    resources = {
+        "clusterId": slave.cluster_id,
+        "gpuIds": [int(i) for i in job.gpu_ids or []],
+        "cpuIds": [int(i) for i in job.cpu_ids or []],
+        "cpuMemoryGb": job.cpu_memory_gb,
+        "gpuMemoryGb": _gpu_memory_gb(job, slave),
+        "tmpfsMemGb": job.tmpfs_gb,
+        "slaveName": slave.name,
+        "slaveHost": slave.host or slave.name,
+        "slaveInstanceId": slave.instance_id,
+        # The portal has no slave daemon process nor worker threads: 0 for both.
+        "slaveInstancePid": 0,
+        "workerId": 0,
+        "portMappings": [_port_mapping(p) for p in job.port_mappings or []] if full else [],
+    }
+    if full and job.status == JobStatus.RUNNING and job.container_id:
+        # Where the portal's SSH gateway lets the job's keys into its container (docs/ssh.md).
+        # The gateway is also its own jump host: gpulab-cli chooses a proxy when it cannot
+        # resolve slaveHost, and then needs the three proxy keys.
+        login = ssh_username(job)
+        resources.update(
+            sshHost=settings.PORTAL_SSH_HOST,
+            sshPort=settings.PORTAL_SSH_PORT,
+            sshUsername=login,
+            sshProxyHost=settings.PORTAL_SSH_HOST,
+            sshProxyPort=settings.PORTAL_SSH_PORT,
+            sshProxyUsername=login,
+        )
+    if not logged_in:
+        resources.update(
+            gpuIds=[],
+            cpuIds=[],
+            slaveName=HIDDEN,
+            slaveHost=HIDDEN,
+            slaveInstanceId=HIDDEN,
+            slaveInstancePid=-1,
+            workerId=-1,
+        )
+    return resources

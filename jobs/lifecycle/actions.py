@@ -1,0 +1,69 @@
+"""System lifecycle actions: what the scheduler bridge, the runtime and user services call
+once permission (if any) has been checked. No permission checks here; status changes go
+through ``job_transition``; background work is fired on commit."""
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from core.errors import Conflict
+from core.tasks import fire
+from core.timefmt import utc_z
+from jobs import task_names
+from jobs.models import Job
+from jobs.scheduler_bridge.ticks import tick_request
+from jobs.states import HOLDS_RESOURCES, PENDING, JobStatus
+from jobs.transitions import job_transition
+
+S = JobStatus
+STOP_TASK = task_names.JOB_STOP
+HALT_TASK = task_names.JOB_HALT
+
+
+def job_cancel_by_system(*, job: Job, reason: str, now: datetime | None = None) -> Job:
+    """Cancel without a permission check (scheduler: maxDuration; admins' actions)."""
+    if job.status in PENDING:
+        if job_transition(
+            job=job, to=S.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
+        ):
+            tick_request()
+        return job
+    if job.status in HOLDS_RESOURCES and job.status != S.CANCELLING:
+        with transaction.atomic():
+            if job_transition(
+                job=job, to=S.CANCELLING, message=reason, fields={"end_reason": reason}, now=now
+            ):
+                fire(STOP_TASK, job.pk)
+        return job
+    if job.status == S.CANCELLING:
+        return job
+    raise Conflict(f"a job in state {job.status} cannot be cancelled")
+
+
+def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None) -> Job:
+    """RUNNING -> MUSTHALT and fire the halt procedure (SIGUSR1, wait for exit 123)."""
+    now = now or timezone.now()
+    if job.status != S.RUNNING:
+        raise Conflict(f"only a RUNNING job can be halted; this one is {job.status}")
+    info = {
+        "reason": "Unknown",
+        "time": utc_z(now),
+        "startedJobUuids": [],
+        "haltedJobUuids": [str(job.uuid)],
+        "slaveName": job.slave.name if job.slave_id else None,
+        "slaveInstance": job.slave.instance_id if job.slave_id else None,
+        "startedJobScores": [],
+        "haltedJobScores": [],
+        **halt_info,
+    }
+    with transaction.atomic():
+        if job_transition(
+            job=job,
+            to=S.MUSTHALT,
+            message=f"halt requested: {info['reason']}",
+            fields={"halt_events": [*job.halt_events, info]},
+            now=now,
+        ):
+            fire(HALT_TASK, job.pk)
+    return job

@@ -1,0 +1,130 @@
+"""A job's log: followed from Docker into a spool file while it runs, archived when it ends.
+
+While the container runs, each read appends only the entries Docker logged since the last one
+seen (``logs(since=..., timestamps=True)``) to ``<uuid>.live`` under a file lock, so followers
+polling every second never make the portal re-read a long log. When the job ends, the whole log
+is archived (``<uuid>.log``, written atomically) before the container is removed, and the spool
+is dropped. Byte ranges (the API's ``Range: bytes=N-``, the page's ``?offset=N``) are served from
+the archive or the spool.
+"""
+
+import fcntl
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+
+from clusters.runtime.errors import RuntimeFailure
+from clusters.services import engine_for
+from core.installation import private_dir, private_open, write_private
+from jobs.models import Job
+from jobs.states import ON_SLAVE
+
+NS = 10**9
+
+
+def archive_path(job: Job) -> Path:
+    return Path(settings.PORTAL_LOG_ARCHIVE_DIR) / f"{job.uuid}.log"
+
+
+def spool_path(job: Job) -> Path:
+    return Path(settings.PORTAL_LOG_ARCHIVE_DIR) / f"{job.uuid}.live"
+
+
+def job_log_archive(*, job: Job, data: bytes) -> None:
+    path = archive_path(job)
+    private_dir(path.parent)  # logs are the users' own: 0700 directory, 0600 files
+    write_private(path, data)  # atomic: a reader never sees half an archive
+    Job.objects.filter(pk=job.pk).update(log_archived=True)
+    job.log_archived = True
+    for leftover in (spool_path(job), spool_path(job).with_suffix(".state")):
+        leftover.unlink(missing_ok=True)
+
+
+def stamp_ns(stamp: bytes) -> int:
+    """Docker's ``2026-11-21T22:15:44.338364694Z`` as integer nanoseconds since the epoch."""
+    text = stamp.decode().rstrip("Z")
+    whole, _, fraction = text.partition(".")
+    seconds = int(datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp())
+    return seconds * NS + int((fraction + "000000000")[:9])
+
+
+def new_entries(data: bytes, last_ns: int, taken_at_last: int) -> tuple[bytes, int, int]:
+    """The text of timestamped entries not taken yet, and the new (last_ns, taken_at_last).
+
+    ``since`` is inclusive and entries may share a timestamp: entries before ``last_ns`` are
+    old, and of those at exactly ``last_ns`` the first ``taken_at_last`` were taken already.
+    """
+    out = bytearray()
+    seen_at_last = 0
+    for line in data.split(b"\n")[:-1]:
+        stamp, _, text = line.partition(b" ")
+        moment = stamp_ns(stamp)
+        if moment < last_ns:
+            continue
+        if moment == last_ns:
+            seen_at_last += 1
+            if seen_at_last <= taken_at_last:
+                continue
+            taken_at_last += 1
+        else:
+            last_ns, taken_at_last, seen_at_last = moment, 1, 1
+        out += text + b"\n"
+    return bytes(out), last_ns, taken_at_last
+
+
+def _spool_refresh(job: Job) -> None:
+    path = spool_path(job)
+    private_dir(path.parent)
+    state_path = path.with_suffix(".state")
+    with os.fdopen(private_open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as spool:
+        fcntl.flock(spool, fcntl.LOCK_EX)  # concurrent readers must not append twice
+        if archive_path(job).exists():
+            # The job ended while we waited: the archive replaces the spool we just reopened.
+            path.unlink(missing_ok=True)
+            return
+        state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        last_ns, taken = state.get("last_ns", 0), state.get("taken_at_last", 0)
+        try:
+            with engine_for(job.slave) as engine:
+                # A float of ~1.7e9 s resolves only ~0.2 us: ask from 1 ms earlier, so rounding
+                # never skips an entry; new_entries drops the ones taken already.
+                since = (last_ns / NS - 0.001) if last_ns else None
+                data = engine.logs(job.container_id, since=since, timestamps=True)
+        except RuntimeFailure:
+            return  # the slave is unreachable now: serve what the spool has
+        text, last_ns, taken = new_entries(data, last_ns, taken)
+        if text:
+            spool.write(text)
+            spool.flush()
+            write_private(
+                state_path, json.dumps({"last_ns": last_ns, "taken_at_last": taken}).encode()
+            )
+
+
+def _read_from(path: Path, start: int) -> tuple[bytes, int]:
+    with path.open("rb") as source:
+        total = source.seek(0, 2)
+        source.seek(min(max(start, 0), total))
+        return source.read(), total
+
+
+def job_log_range(job: Job, start: int) -> tuple[bytes, int]:
+    """Bytes from ``start`` on, and the total length known now."""
+    archive = archive_path(job)
+    if not archive.exists() and job.container_id and job.slave_id and job.status in ON_SLAVE:
+        _spool_refresh(job)
+    # The archive first: the job may have ended (and its spool gone) during the refresh.
+    for path in (archive, spool_path(job)):
+        try:
+            return _read_from(path, start)
+        except FileNotFoundError:
+            continue
+    return b"", 0
+
+
+def job_log_bytes(job: Job) -> bytes:
+    """The whole log so far; empty when the job never ran or its slave is unreachable."""
+    return job_log_range(job, 0)[0]

@@ -1,0 +1,86 @@
+"""Recovery when a q cluster starts: whatever the previous one was doing when it was killed is
+found and finished within seconds, not at the next periodic reconcile.
+
+Every worker of a starting cluster sends django-q2's ``post_spawn``; the first one asks for one
+``recover`` task (a compare-and-swap on the lease row, keyed by the cluster's sentinel process,
+coalesces the others and a worker spawned again after a timeout). The task reconciles
+every slave at once, re-driving work nobody claimed (a launch or stop fired on commit and lost),
+then once more when the heartbeats of the dead cluster's workers must have gone stale, and asks
+for a tick each time (a tick lease held by a killed worker is taken over after
+PORTAL_TICK_LEASE_S).
+"""
+
+import logging
+import os
+import socket
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+
+from core.tasks import fire
+from jobs import task_names
+from jobs.models import Job, SchedulerLease
+from jobs.runtime.reconcile import reconcile_all
+from jobs.scheduler_bridge.ticks import SCHEDULER_TICK_TASK
+from jobs.states import ON_SLAVE
+
+log = logging.getLogger(__name__)
+RECOVER_TASK = task_names.RECOVER
+
+
+def recovery_request(**_signal) -> bool:
+    """Fire one recovery task per starting q cluster (called in each worker it spawns)."""
+    try:
+        return _request()
+    except Exception:  # a worker that cannot spawn would be respawned forever
+        log.exception("could not ask for the recovery pass")
+        return False
+
+
+def _request() -> bool:
+    # Workers are children of the cluster's sentinel: its pid names this cluster.
+    cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
+    SchedulerLease.objects.get_or_create(id=1)
+    if (
+        not SchedulerLease.objects.filter(pk=1)
+        .exclude(recovery_by=cluster)
+        .update(recovery_by=cluster)
+    ):
+        return False
+    fire(RECOVER_TASK)
+    return True
+
+
+def _claims_stale_in() -> float:
+    """Seconds until every claim taken before now (a worker's heartbeat, the tick lease) is
+    stale: those of a killed cluster's workers are re-driven then."""
+    beat = Job.objects.filter(status__in=ON_SLAVE).aggregate(last=Max("runtime_heartbeat"))
+    lease = SchedulerLease.objects.exclude(holder="").values_list("acquired_at", flat=True)
+    now = timezone.now()
+    due = [
+        last + timedelta(seconds=grace) - now
+        for last, grace in [
+            (beat["last"], settings.PORTAL_RECOVERY_GRACE_S),
+            (next(iter(lease), None), settings.PORTAL_TICK_LEASE_S),
+        ]
+        if last is not None
+    ]
+    return max((d.total_seconds() for d in due), default=0.0)
+
+
+def recovery_run(*, wait: bool = True) -> None:
+
+    # A tick of its own, not tick_request: the killed cluster may have left "a tick is pending".
+    reconcile_all(unclaimed_ok=True)
+    fire(SCHEDULER_TICK_TASK)
+    pause = _claims_stale_in()
+    if not wait or pause <= 0:
+        return
+    # Live workers keep renewing theirs, so this waits at most one grace period.
+    limit = max(settings.PORTAL_RECOVERY_GRACE_S, settings.PORTAL_TICK_LEASE_S)
+    time.sleep(min(pause, limit) + 0.5)
+    reconcile_all(unclaimed_ok=True)
+    fire(SCHEDULER_TICK_TASK)

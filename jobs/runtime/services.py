@@ -1,0 +1,483 @@
+"""What happens to a job on its slave: launch, finish, stop (cancel), halt, restart.
+
+Called by the thin tasks in ``jobs/tasks.py``. Each function loads the job afresh, does nothing
+when the job is no longer in the state it handles (tasks can run twice: a retry after a crash, a
+watcher event and a reconcile for the same exit), and changes status only through
+``job_transition``.
+"""
+
+import logging
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
+from clusters.services import engine_for
+from core.faults import crash_point
+from core.tasks import fire
+from core.timefmt import utc_z
+from jobs import task_names
+from jobs.lifecycle.notifications import RESTART, job_notify_request
+from jobs.models import Job, JobPullSecret
+from jobs.runtime.archiving import job_running_record, job_stdout_archive
+from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
+from jobs.runtime.heartbeat import Heartbeat
+from jobs.runtime.logs import job_log_archive
+from jobs.runtime.staging import job_container_start, job_inputs_restage
+from jobs.runtime.storage import StorageRefused
+from jobs.runtime.storage_prepare import storage_prepare
+from jobs.scheduler_bridge.ticks import tick_request
+from jobs.spec import format_duration
+from jobs.states import ON_SLAVE, JobStatus
+from jobs.transitions import job_event_add, job_transition
+
+log = logging.getLogger(__name__)
+S = JobStatus
+HALT_EXIT_CODE = 123
+SIGKILL_EXIT_CODE = 137  # 128 + 9: what Docker reports for a container we killed
+HALT_KILLED = "halt: no exit within"
+FINISH_TASK = task_names.JOB_FINISH
+LAUNCH_ATTEMPTS = 3
+
+
+def runtime_work_stale(job: Job, now: datetime, *, unclaimed_ok: bool = False) -> bool:
+    """Nobody works on ``job``'s current status any more: its runtime work may be re-driven.
+
+    A heartbeat older than the status belongs to an earlier phase (the launch of a job now
+    CANCELLING). Unclaimed work (a task fired on commit, maybe lost in a crash) gets the grace
+    period from the status change to be picked up, unless ``unclaimed_ok`` (a q cluster that
+    has just started: the claim compare-and-swap keeps a duplicate from doing anything).
+    """
+    grace = timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
+    beat = job.runtime_heartbeat
+    if beat is None or beat < job.status_updated:
+        return unclaimed_ok or now - job.status_updated >= grace
+    return now - beat >= grace
+
+
+def _claim(job: Job) -> bool:
+    """Take the runtime work of the job's current status unless a live worker holds it.
+
+    Compare-and-swap on the heartbeat, so of two tasks for the same job (a re-drive and a
+    late original) exactly one goes on.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
+    free = (
+        Q(runtime_heartbeat__isnull=True)
+        | Q(runtime_heartbeat__lt=F("status_updated"))
+        | Q(runtime_heartbeat__lt=stale)
+    )
+    won = Job.objects.filter(free, pk=job.pk, status=job.status).update(runtime_heartbeat=now)
+    if won:
+        job.runtime_heartbeat = now
+    return won == 1
+
+
+def _release(job: Job) -> None:
+    """Give the claim back when the work stopped unfinished (an unreachable slave): a retry
+    (reconcile, the queue, a user's second cancel) may go on at once instead of waiting for
+    the claim to go stale."""
+    Job.objects.filter(pk=job.pk, runtime_heartbeat__gte=job.runtime_heartbeat).update(
+        runtime_heartbeat=None
+    )
+
+
+def _beating(job: Job) -> Heartbeat:
+    """Renew the claim while the work runs (only while the job keeps the claimed status)."""
+    status = job.status
+
+    def beat():
+        Job.objects.filter(pk=job.pk, status=status).update(runtime_heartbeat=timezone.now())
+
+    return Heartbeat(beat, settings.PORTAL_RECOVERY_GRACE_S / 5)
+
+
+def _load(job_id: int) -> Job | None:
+    return (
+        Job.objects.select_related("slave", "slave__cluster", "project", "owner")
+        .filter(pk=job_id)
+        .first()
+    )
+
+
+def _fail(job: Job, reason: str, **fields) -> bool:
+    return job_transition(
+        job=job, to=S.FAILED, message=reason, fields={"end_reason": reason[:1000], **fields}
+    )
+
+
+# --- launch --------------------------------------------------------------------------------
+
+
+def _prepare_storage(job: Job) -> list:
+    """Resolve mounts on this slave and create their folders with the project's group, never
+    following a link (``jobs.runtime.storage_prepare``); runs right before ``engine.run``."""
+    mounts = job_mounts(job, job.slave)
+    if not job.slave.docker_url.startswith("unix://"):
+        return mounts  # a remote slave's folders live on that machine (documented)
+    base = Path(settings.PORTAL_STORAGE_BASE)
+    return [storage_prepare(mount=mount, gid=job.project.gid, base=base) for mount in mounts]
+
+
+def _ensure_image(engine, job: Job) -> None:
+    target = pull_target(job)
+    if engine.image_present(target.reference):
+        return
+    job_event_add(job=job, message=f"pulling {target.reference}")
+    engine.pull(target.repository, target.tag, username=target.username, password=target.password)
+
+
+def _adopt(engine, job: Job) -> str | None:
+    """The job's existing container (a retried or re-driven launch), started if need be."""
+    existing = engine.find_by_label(LABEL_JOB, str(job.uuid))
+    if not existing:
+        return None
+    container = existing[0]
+    if not container.running and container.exit_code is None:
+        job_inputs_restage(engine=engine, job=job, container_id=container.id)
+        engine.start(container.id)  # created but never started before a crash
+    return container.id
+
+
+def _start_container(engine, job: Job) -> str:
+    """The job's container id: an existing one (a retried launch) or a new one.
+
+    Never two: the container's name is fixed per job (``gpuportal-<uuid>``), so of two
+    launches that both found nothing, the engine refuses the second create with 409 Conflict
+    and that one adopts the first's container.
+    """
+    adopted = _adopt(engine, job)
+    if adopted is not None:
+        return adopted
+    _ensure_image(engine, job)
+    mounts = _prepare_storage(job)
+    try:
+        # Inputs of a job from an app are staged between create and start (jobs/staging.py).
+        return job_container_start(
+            engine=engine, job=job, spec=container_spec(job, job.slave, mounts)
+        )
+    except RuntimeFailure as failure:
+        adopted = _adopt(engine, job) if failure.status_code == 409 else None
+        if adopted is None:
+            raise
+        return adopted
+
+
+def _launch_with_retries(job: Job):
+    """Start (or find) the container; transient engine errors are retried a few times."""
+    for attempt in range(LAUNCH_ATTEMPTS):
+        try:
+            with engine_for(job.slave) as engine:
+                container_id = _start_container(engine, job)
+                return container_id, engine.inspect(container_id)
+        except RuntimeFailure as failure:
+            if failure.permanent or attempt == LAUNCH_ATTEMPTS - 1:
+                raise
+            time.sleep(min(2**attempt, 5))
+    raise AssertionError("unreachable")
+
+
+def job_launch_run(*, job_id: int) -> None:
+    """ASSIGNED -> STARTING -> RUNNING on the assigned slave (idempotent).
+
+    Whoever moves the job to STARTING holds its launch (the heartbeat); a STARTING job is
+    taken over only when that holder stopped beating (killed). Whatever goes wrong ends the
+    job FAILED with the reason, never left STARTING holding its GPUs and CPUs.
+    """
+    job = _load(job_id)
+    if job is None:
+        return
+    if job.status == S.ASSIGNED:
+        now = timezone.now()  # the claim's stamp equals the status time: this phase's claim
+        if not job_transition(
+            job=job,
+            to=S.STARTING,
+            message=f"starting on {job.slave.name}",
+            fields={"runtime_heartbeat": now},
+            now=now,
+        ):
+            return  # another launch of the same job won
+        crash_point("after_starting")
+    elif job.status != S.STARTING or not _claim(job):
+        return  # not ours to launch, or a live worker is launching it
+    try:
+        with _beating(job):
+            container_id, state = _launch_with_retries(job)
+    except StorageRefused as refused:
+        _launch_failed(job, f"storage: {refused}")
+        return
+    except RuntimeFailure as failure:
+        _launch_failed(job, f"could not start the container: {failure}")
+        return
+    except Exception as exc:  # a bug or bad data must not leave the job STARTING
+        log.exception("launch of %s failed", job.uuid)
+        _launch_failed(job, f"could not start: {type(exc).__name__}: {exc}", remove=True)
+        return
+    _record_running(job, container_id, state)
+
+
+def _launch_failed(job: Job, reason: str, *, remove: bool = False) -> None:
+    """FAILED (which frees the job's GPUs and CPUs), and the next tick may use them."""
+    job.refresh_from_db()
+    if job.status == S.STARTING:
+        _fail(job, reason)
+    if remove:  # it may have got as far as a container
+        try:
+            with engine_for(job.slave) as engine:
+                for container in engine.find_by_label(LABEL_JOB, str(job.uuid)):
+                    engine.remove(container.id, force=True)
+        except Exception:
+            log.warning("could not remove the container of %s", job.uuid, exc_info=True)
+    tick_request()
+
+
+def _record_running(job: Job, container_id: str, state) -> None:
+    now = timezone.now()
+    fields = {
+        "container_id": container_id,
+        "started_at": state.started_at or now,
+        "port_mappings": state.host_ports,
+    }
+    if job_transition(
+        job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
+    ):
+        job_running_record(job=job)
+        if not state.running:
+            fire(FINISH_TASK, job.pk)  # it already exited: a fast job
+        return
+    # Cancelled while starting: remember the container so the stop task can end it.
+    Job.objects.filter(pk=job.pk).update(container_id=container_id)
+    if job.status == S.CANCELLING:
+        job_stop_run(job_id=job.pk)
+
+
+# --- finish --------------------------------------------------------------------------------
+
+
+def _outcome(job: Job, exit_code: int, oom: bool) -> tuple[str, str]:
+    """The end state and its reason for a container that exited with ``exit_code``."""
+    if job.status == S.CANCELLING:
+        return S.CANCELLED, job.end_reason or "cancelled"
+    if job.status in (S.MUSTHALT, S.HALTING):
+        if exit_code == HALT_EXIT_CODE or job.allow_halt_without_signal:
+            return S.HALTED, "halted"
+        if exit_code == SIGKILL_EXIT_CODE and _killed_by_halt(job):
+            return S.FAILED, (
+                f"halt procedure not obeyed: no exit with code {HALT_EXIT_CODE} "
+                f"within {settings.PORTAL_HALT_GRACE_S} s"
+            )
+        # It ended on its own while being halted (it finished, or failed by itself): its own
+        # exit code says how, as it would have a moment earlier.
+    if exit_code == 0:
+        return S.FINISHED, ""
+    reason = f"exit code {exit_code}"
+    if oom:
+        reason += f": killed by the kernel for using more than its {job.cpu_memory_gb} GB memory"
+    return S.FAILED, reason
+
+
+def _killed_by_halt(job: Job) -> bool:
+    """The halt procedure killed the container (the event is written before the kill)."""
+    return job.events.filter(message__startswith=HALT_KILLED).exists()
+
+
+def job_finish_run(*, job_id: int) -> None:
+    """A container stopped: archive its log, record how it ended, free the room."""
+    job = _load(job_id)
+    if job is None or job.status not in ON_SLAVE or not job.container_id:
+        return
+    try:
+        with engine_for(job.slave) as engine:
+            state = engine.inspect(job.container_id)
+            if state.running:
+                return  # a spurious event: still running
+            data = engine.logs(job.container_id)
+            job_log_archive(job=job, data=data)
+            job_stdout_archive(job=job, data=data)  # tapisjob.out of a job from an app
+    except ContainerNotFound:
+        job.refresh_from_db()
+        if job.status in ON_SLAVE:
+            _fail(job, "the container disappeared from the slave")
+            tick_request()
+        return
+    except RuntimeFailure as failure:
+        log.warning("finish of %s deferred: %s", job.uuid, failure)
+        return  # the slave is unreachable: reconcile retries
+    _end(
+        job,
+        state.exit_code if state.exit_code is not None else -1,
+        state.oom_killed,
+        state.finished_at,
+    )
+
+
+def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> None:
+    to, reason = _outcome(job, exit_code, oom)
+    ended = finished_at or timezone.now()
+    fields = {"exit_code": exit_code, "ended_at": ended}
+    if reason:
+        fields["end_reason"] = reason
+    with transaction.atomic():
+        if not job_transition(
+            job=job, to=to, message=reason or f"exit code {exit_code}", fields=fields
+        ):
+            return
+        if to == S.HALTED and job.restartable:
+            job_restart_create(job=job)
+        tick_request()
+    _remove_container(job)
+
+
+def _remove_container(job: Job) -> None:
+    try:
+        with engine_for(job.slave) as engine:
+            engine.remove(job.container_id)
+    except RuntimeFailure as failure:
+        log.warning("could not remove container of %s: %s", job.uuid, failure)
+
+
+def job_restart_create(*, job: Job) -> Job | None:
+    """The continuation of a HALTED restartable job: same request, maxDuration reduced."""
+    ran = job.run_seconds(timezone.now()) or 0
+    remaining = job.max_duration_s - ran
+    if remaining < 60:
+        job_event_add(job=job, message="not restarted: less than a minute of maxDuration left")
+        return None
+    request = dict(job.request)
+    scheduling = dict(request["scheduling"])
+    scheduling["maxDuration"] = format_duration(remaining)
+    min_duration = min(job.min_duration_s, remaining)
+    scheduling["minDuration"] = format_duration(min_duration)
+    request["scheduling"] = scheduling
+    now = timezone.now()
+    stamp = utc_z(now)
+    columns = {
+        f.attname: getattr(job, f.attname)
+        for f in Job._meta.concrete_fields
+        if f.attname in {
+            "name", "description", "owner_id", "project_id", "deployment_environment", "gpus",
+            "cpus", "cpu_memory_gb", "tmpfs_gb", "gpu_memory_gb", "gpu_models", "features",
+            "min_cuda_version", "requested_cluster_id", "requested_slave_name", "interactive",
+            "restartable", "allow_halt_without_signal", "not_before", "not_after",
+            "bucket_name", "bucket_max", "reservation_ids", "app_id", "app_version", "origin",
+            "file_inputs",
+        }
+    }  # fmt: skip
+    follow = Job.objects.create(
+        **columns,
+        request=request,
+        min_duration_s=min_duration,
+        max_duration_s=remaining,
+        status=S.QUEUED,
+        status_updated=now,
+        created=now,
+        event_times={"created": stamp, "statusUpdated": stamp, S.QUEUED: stamp},
+        restart_of=job,
+        initial_job_uuid=job.initial_job_uuid or job.uuid,
+        restart_count=job.restart_count + 1,
+        run_seconds_before=job.run_seconds_before + ran,
+    )
+    secret = JobPullSecret.objects.filter(job=job).first()
+    if secret is not None:
+        JobPullSecret.objects.create(job=follow, image=secret.image)
+    job_event_add(job=follow, message=f"restart {follow.restart_count} of {follow.initial_uuid}")
+    job_event_add(job=job, message=f"restarted as {follow.uuid}")
+    job_notify_request(job=job, event=RESTART)
+    return follow
+
+
+# --- stop (cancel) and halt ----------------------------------------------------------------
+
+
+def _find_container(engine, job: Job) -> str | None:
+    if job.container_id:
+        return job.container_id
+    found = engine.find_by_label(LABEL_JOB, str(job.uuid))
+    return found[0].id if found else None
+
+
+def job_stop_run(*, job_id: int) -> None:
+    """CANCELLING: SIGTERM, kill after the grace period, then CANCELLED with the log kept."""
+    job = _load(job_id)
+    if job is None or job.status != S.CANCELLING or not _claim(job):
+        return
+    try:
+        with _beating(job), engine_for(job.slave) as engine:
+            container_id = _find_container(engine, job)
+            if container_id is None:
+                if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
+                    tick_request()
+                return
+            if not job.container_id:
+                Job.objects.filter(pk=job.pk).update(container_id=container_id)
+                job.container_id = container_id
+            engine.stop(container_id, timeout_s=settings.PORTAL_STOP_GRACE_S)
+    except ContainerNotFound:
+        if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
+            tick_request()
+        return
+    except RuntimeFailure as failure:
+        log.warning("stop of %s deferred: %s", job.uuid, failure)
+        _release(job)
+        return
+    job_finish_run(job_id=job.pk)
+
+
+def job_halt_run(*, job_id: int) -> None:
+    """MUSTHALT -> HALTING: SIGUSR1, wait for exit 123 within the grace period, else kill.
+
+    A HALTING job whose halting worker died (its heartbeat stopped) is halted again: SIGUSR1
+    once more (the first may never have been sent) and a fresh grace period.
+    """
+    job = _load(job_id)
+    if job is None:
+        return
+    if job.status == S.MUSTHALT:
+        now = timezone.now()
+        if not job_transition(
+            job=job,
+            to=S.HALTING,
+            message="halt procedure started",
+            fields={"runtime_heartbeat": now},
+            now=now,
+        ):
+            return
+    elif job.status != S.HALTING or not _claim(job):
+        return
+    else:
+        job_event_add(job=job, message="halt procedure resumed after a worker was lost")
+    grace = settings.PORTAL_HALT_GRACE_S
+    try:
+        with _beating(job), engine_for(job.slave) as engine:
+            container_id = _find_container(engine, job)
+            if container_id is None:
+                raise ContainerNotFound(f"no container for {job.uuid}")
+            if job.allow_halt_without_signal:
+                engine.stop(container_id, timeout_s=0)
+            else:
+                crash_point("during_halt")
+                try:
+                    engine.signal(container_id, "SIGUSR1")
+                    engine.wait(container_id, timeout_s=grace)
+                except ContainerNotRunning:
+                    pass
+                except RuntimeFailure as failure:
+                    if failure.permanent:
+                        raise
+                    # Written before the kill: the finish step reads it to tell our kill
+                    # from an exit of the job's own.
+                    job_event_add(job=job, message=f"{HALT_KILLED} {grace} s: killed")
+                    engine.kill(container_id)
+    except ContainerNotFound:
+        pass
+    except RuntimeFailure as failure:
+        log.warning("halt of %s deferred: %s", job.uuid, failure)
+        _release(job)
+        return
+    job_finish_run(job_id=job.pk)

@@ -1,0 +1,119 @@
+"""The slave watcher: follows every slave's Docker event stream and finishes jobs at once.
+
+One thread per slave; a container "die" event of a portal container finishes its job (in a
+thread of this process with the django-q2 queue; otherwise through the finish task), within a
+second of the exit. The process also runs the scheduler's wakeup timer (jobs.scheduler_bridge.ticks). Streams that break are reopened with a back-off, resuming from the
+last event seen; reconcile covers whatever is still missed. The slave list is re-read
+periodically, so new slaves are watched without a restart.
+"""
+
+import logging
+import threading
+import time
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from clusters.models import Slave
+from clusters.runtime.errors import RuntimeFailure
+from clusters.services import engine_for
+from core.tasks import fire
+from jobs import task_names
+from jobs.models import Job
+from jobs.runtime import services as runtime_services
+from jobs.runtime.container_spec import LABEL_JOB, slave_labels
+from jobs.runtime.metrics import metrics_sampler_loop
+from jobs.scheduler_bridge.ticks import wakeup_loop
+from jobs.states import ON_SLAVE
+
+log = logging.getLogger(__name__)
+FINISH_TASK = task_names.JOB_FINISH
+
+
+def handle_event(event: dict) -> None:
+    """A die event: finish the job the container belongs to (or enqueue its finish)."""
+    if event.get("action") != "die":
+        return
+    job_uuid = (event.get("labels") or {}).get(LABEL_JOB)
+    try:
+        uuid.UUID(job_uuid or "")
+    except ValueError:
+        # Not a job of ours (a hand-made label): querying with it would raise, and the
+        # stream, resumed from this event, would raise again forever.
+        return
+    close_old_connections()
+    job_id = (
+        Job.objects.filter(uuid=job_uuid, status__in=ON_SLAVE).values_list("pk", flat=True).first()
+    )
+    if job_id is None:
+        return
+    if settings.PORTAL_TASK_MODE == "queue":
+        # Finish right here, in a thread of its own: a task would add a broker hop (the poll
+        # interval plus a worker) to every job's end and to the start of the next job; the
+        # finish is idempotent, and reconcile still covers a watcher that dies meanwhile.
+        threading.Thread(target=_finish_here, args=(job_id,), daemon=True).start()
+    else:
+        fire(FINISH_TASK, job_id)
+
+
+def _finish_here(job_id: int) -> None:
+    try:
+        runtime_services.job_finish_run(job_id=job_id)  # looked up here: tests replace it
+    except Exception:
+        log.exception("finish of job %s failed (reconcile retries)", job_id)
+    finally:
+        connections.close_all()  # this thread's connections: the thread ends here
+
+
+class SlaveWatch(threading.Thread):
+    def __init__(self, slave: Slave, stop: threading.Event):
+        super().__init__(name=f"watch-{slave.name}", daemon=True)
+        self.slave = slave
+        self.stop_event = stop
+        self.since: datetime | None = None
+
+    def run(self) -> None:
+        backoff = 1.0
+        while not self.stop_event.is_set():
+            try:
+                with engine_for(self.slave) as engine:
+                    events = engine.events(
+                        since=self.since,
+                        # This portal's containers of this slave only (Docker ANDs labels).
+                        filters={
+                            "label": [f"{k}={v}" for k, v in slave_labels(self.slave.pk).items()]
+                        },
+                    )
+                    backoff = 1.0
+                    for event in events:
+                        if self.stop_event.is_set():
+                            return  # stopped while waiting for this event: leave it alone
+                        self.since = event.get("time") or self.since
+                        handle_event(event)
+            except RuntimeFailure as failure:
+                log.info("watcher %s: %s (retrying in %.0f s)", self.slave.name, failure, backoff)
+            except Exception:
+                log.exception("watcher %s crashed (retrying)", self.slave.name)
+            self.stop_event.wait(backoff)
+            backoff = min(backoff * 2, 30.0)
+
+
+def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = None) -> None:
+    stop = stop or threading.Event()
+    # The timer for time-driven ticks (notBefore, reservation windows, maxDuration) lives here:
+    # this process runs continuously wherever the portal runs jobs.
+    threading.Thread(target=wakeup_loop, args=(stop,), name="wakeup", daemon=True).start()
+    # Resource samples of running jobs (charts, idle-GPU review): same reason.
+    threading.Thread(target=metrics_sampler_loop, args=(stop,), name="metrics", daemon=True).start()
+    watches: dict[tuple[str, str], SlaveWatch] = {}
+    while not stop.is_set():
+        close_old_connections()
+        for slave in Slave.objects.all():
+            key = (slave.name, slave.docker_url)
+            if key not in watches or not watches[key].is_alive():
+                watches[key] = SlaveWatch(slave, stop)
+                watches[key].start()
+        stop.wait(refresh_s)
+    time.sleep(0)

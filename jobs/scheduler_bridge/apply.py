@@ -1,0 +1,198 @@
+"""Writing a cycle's decisions through the lifecycle actions (never the user services), with
+compare-and-swap transitions."""
+
+import logging
+from collections import defaultdict
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from clusters.models import Slave
+from core.errors import Conflict
+from core.faults import crash_point
+from core.tasks import fire
+from jobs import task_names
+from jobs.bulk_sql import rows_delete, rows_upsert
+from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
+from jobs.lifecycle.notifications import job_notify_request
+from jobs.models import Job, JobExplanation
+from jobs.scheduler import model as sm
+from jobs.states import HOLDS_RESOURCES, JobStatus
+from jobs.transitions import TransitionRequest, job_transition_many
+
+log = logging.getLogger(__name__)
+S = JobStatus
+LAUNCH_TASK = task_names.JOB_LAUNCH
+
+
+def _held_ids(slave_ids: list[int]) -> dict[int, tuple[set[int], set[int]]]:
+    """GPU and CPU ids held right now on each of these slaves (one query)."""
+    held: dict[int, tuple[set[int], set[int]]] = {pk: (set(), set()) for pk in slave_ids}
+    rows = Job.objects.filter(slave_id__in=slave_ids, status__in=HOLDS_RESOURCES).values_list(
+        "slave_id", "gpu_ids", "cpu_ids"
+    )
+    for slave_id, gpu_ids, cpu_ids in rows:
+        held[slave_id][0].update(gpu_ids)
+        held[slave_id][1].update(cpu_ids)
+    return held
+
+
+def apply_starts(starts: list[sm.Start], jobs: dict[str, Job], now: datetime) -> int:
+    """Assign jobs to slaves in one transaction that locks the slaves involved.
+
+    The lock (``SELECT ... FOR UPDATE`` on PostgreSQL, in primary-key order so two ticks never
+    deadlock; SQLite serialises writers anyway) plus the check of ids held on each slave at
+    that moment means that even two ticks that somehow both run can never hand out the same
+    GPU or CPU; the status compare-and-swap means never the same job.
+    """
+
+    names = {start.slave for start in starts}
+    requests: list[TransitionRequest] = []
+    with transaction.atomic():
+        slaves = {
+            s.name: s
+            for s in Slave.objects.select_for_update()
+            .filter(name__in=names)
+            .only("pk", "name")
+            .order_by("pk")
+        }
+        held = _held_ids([s.pk for s in slaves.values()])
+        for start in starts:
+            job, slave = jobs.get(start.job_id), slaves.get(start.slave)
+            if job is None or slave is None or job.status != S.QUEUED:
+                continue  # a stale decision: another tick (or a cancel) got there first
+            held_gpus, held_cpus = held[slave.pk]
+            if held_gpus & set(start.gpu_ids) or held_cpus & set(start.cpu_ids):
+                log.warning("tick: %s would reuse held ids on %s; skipped", job.uuid, slave)
+                continue
+            held_gpus.update(start.gpu_ids)
+            held_cpus.update(start.cpu_ids)
+            requests.append(
+                TransitionRequest(
+                    job=job,
+                    to=S.ASSIGNED,
+                    message=f"assigned to {slave.name}, GPUs {list(start.gpu_ids)}",
+                    fields={
+                        "slave": slave,
+                        "gpu_ids": list(start.gpu_ids),
+                        "cpu_ids": list(start.cpu_ids),
+                        "ignoring_reservation_ids": sorted(start.ignoring_reservation_ids),
+                    },
+                )
+            )
+        won = job_transition_many(requests=requests, now=now)
+        if any(won):  # a fault drill's kill -9 between the commit and the launch enqueue
+            transaction.on_commit(lambda: crash_point("after_assign"))
+        # A job that starts no longer waits: its explanation goes (one DELETE).
+        rows_delete(
+            JobExplanation,
+            keys=[request.job.pk for request, ok in zip(requests, won, strict=True) if ok],
+        )
+        for request, ok in zip(requests, won, strict=True):
+            if ok:
+                fire(LAUNCH_TASK, request.job.pk)
+    return sum(won)
+
+
+def apply_halts(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    waiting_infos: dict[str, list[dict]] = defaultdict(list)
+    for halt in result.halts:
+        job = jobs.get(halt.job_id)
+        info = halt.halt_info.to_json()
+        if job is not None:
+            try:
+                job_halt_by_system(job=job, halt_info=info, now=now)
+            except Conflict:
+                continue  # it ended meanwhile: nothing to halt
+        for started_uuid in halt.halt_info.started_job_uuids:
+            waiting_infos[started_uuid].append(info)
+    # "On both sides": the job the room is freed for records the halt too.
+    for job_uuid, infos in waiting_infos.items():
+        job = jobs.get(job_uuid)
+        if job is not None:
+            seen = {(i["time"], tuple(i["haltedJobUuids"])) for i in job.halt_events}
+            new = [i for i in infos if (i["time"], tuple(i["haltedJobUuids"])) not in seen]
+            if new:
+                Job.objects.filter(pk=job.pk).update(halt_events=[*job.halt_events, *new])
+
+
+def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: datetime) -> None:
+    # One guarded bulk transition for all fails (a full queue can fail hundreds at once).
+    requests = [
+        TransitionRequest(
+            job=job,
+            to=S.FAILED,
+            message=fail.reason,
+            fields={"end_reason": fail.reason},
+        )
+        for fail in result.fails
+        if (job := jobs.get(fail.job_id)) is not None and job.status == S.QUEUED
+    ]
+    with transaction.atomic():
+        won = job_transition_many(requests=requests, now=now)
+        # The failed job's explanation is its reason (what the job page and API show).
+        rows_upsert(
+            JobExplanation,
+            names=["lines"],
+            rows=[[r.job.pk, [r.message]] for r, ok in zip(requests, won, strict=True) if ok],
+        )
+    for request, ok in zip(requests, won, strict=True):
+        if ok:
+            job_notify_request(job=request.job, event=S.FAILED)
+    for cancel in result.cancels:
+        job = jobs.get(cancel.job_id)
+        if job is not None:
+            try:
+                job_cancel_by_system(job=job, reason=cancel.reason, now=now)
+            except Conflict:
+                pass
+
+
+def apply_explanations(result: sm.CycleResult, queued: list[dict]) -> int:
+    """Store explanations that changed (unchanged rows are not touched)."""
+    rows = []
+    for row in queued:
+        lines = result.explanations.get(str(row["uuid"]))
+        if lines is not None and list(lines) != row["queued_explanations"]:
+            rows.append([row["id"], list(lines)])
+    # One upsert into the narrow table for thousands of rows; only for jobs still queued (one
+    # that started or was cancelled since the snapshot keeps what it has).
+    qn = connection.ops.quote_name
+    rows_upsert(
+        JobExplanation,
+        names=["lines"],
+        rows=rows,
+        where=(
+            f"EXISTS (SELECT 1 FROM {qn(Job._meta.db_table)} j "
+            f"WHERE j.{qn('id')} = v.c0 AND j.{qn('status')} = '{S.QUEUED}')"
+        ),
+    )
+    return len(rows)
+
+
+def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:
+    start_ids = {d.job_id for d in result.starts}
+    other_ids = {d.job_id for d in result.decisions} - start_ids
+    for halt in result.halts:
+        other_ids.update(halt.halt_info.started_job_uuids)
+    # Starts need only what the transition writes; loading thousands of full rows (with their
+    # request JSON) would cost more than assigning them.
+    jobs = {
+        str(j.uuid): j
+        for j in Job.objects.filter(uuid__in=start_ids).only("id", "uuid", "status", "event_times")
+    }
+    jobs.update(
+        (str(j.uuid), j)
+        for j in Job.objects.filter(uuid__in=other_ids).select_related("slave", "owner", "project")
+    )
+    apply_fails_and_cancels(result, jobs, now)
+    apply_halts(result, jobs, now)
+    started = apply_starts(list(result.starts), jobs, now)
+    explained = apply_explanations(result, queued)
+    return {
+        "started": started,
+        "halted": len(result.halts),
+        "failed": len(result.fails),
+        "cancelled": len(result.cancels),
+        "explanations_written": explained,
+    }

@@ -1,0 +1,40 @@
+"""Who may see and act on which jobs. Views, API and admin filter only through these."""
+
+from django.contrib.auth.models import AnonymousUser
+from django.db.models import QuerySet
+
+from accounts.permissions import (
+    may_act_on_all_jobs,
+    may_delete_all_jobs,
+    may_view_all_jobs,
+)
+from accounts.permissions import user_is_admin as user_is_admin  # superusers only; see there
+from accounts.selectors import project_ids_of as project_ids_of  # re-exported for jobs
+from accounts.selectors import projects_of as projects_of
+from jobs.models import Job
+from jobs.states import DELETED
+
+
+def job_list_visible_to(user) -> QuerySet[Job]:
+    """Every job a logged-in user may list (others' projects sanitised when shown)."""
+    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+        return Job.objects.none()
+    return Job.objects.select_related("owner", "project", "slave", "slave__cluster", "explanation")
+
+
+def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
+    return queryset.exclude(status__in=DELETED)
+
+
+def job_sees_full(user, job: Job) -> bool:
+    """Members of the job's project and holders of ``jobs.view_job`` (superusers) see
+    everything; others a sanitised copy."""
+    return job.project_id in project_ids_of(user) or may_view_all_jobs(user)
+
+
+def job_can_act(user, job: Job, *, delete: bool = False) -> bool:
+    """Members of the job's project cancel, halt, hold, release and delete it; anyone else
+    needs ``jobs.change_job`` (``jobs.delete_job`` to delete): ``is_staff`` alone is not enough."""
+    if job.project_id in project_ids_of(user):
+        return True
+    return may_delete_all_jobs(user) if delete else may_act_on_all_jobs(user)

@@ -1,0 +1,35 @@
+"""Feasibility at submit: could any registered slave ever run this request?
+
+The same rules the scheduler explains a queued job with (``jobs.scheduler.explain``), applied
+to the request as if it were queued now, on the registered slaves as the bridge sees them.
+"""
+
+from django.utils import timezone
+
+from clusters.models import Slave
+from jobs.scheduler.explain import impossible_reason
+from jobs.scheduler_bridge.snapshot import QUEUED_FIELDS, queued_job, scheduler_config, slave_state
+from jobs.submit.request_columns import columns_from_request
+
+
+def impossible_reason_for_request(
+    *, request: dict, project, slaves: list[Slave] | None = None, states=None
+) -> str | None:
+    """Why no registered slave could ever run this request (None when some could).
+
+    Pass the slaves, or their ``slave_state``s (the submit check keeps those cached).
+    """
+    if states is None:
+        states = [slave_state(s) for s in slaves or ()]
+    if not states:
+        return None  # an empty portal accepts jobs: slaves may be registered later
+    columns = columns_from_request(request)
+    row = {
+        "uuid": "submit-check",
+        "owner__username": "",
+        "project__name": project.name,
+        "created": timezone.now(),
+        "queued_explanations": [],
+        **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
+    }
+    return impossible_reason(queued_job(row), list(states), config=scheduler_config())

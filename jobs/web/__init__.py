@@ -1,0 +1,1 @@
+"""Browser pages of jobs: views, forms."""

@@ -1,0 +1,170 @@
+"""Live pages: clusters (one card each) and slaves (one row each, GPU cells, refreshed by htmx
+while the tab is visible)."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.vary import vary_on_headers
+
+from clusters.models import Cluster, Slave
+from jobs.api.cluster_json import cluster_infos
+from jobs.models import Job
+from jobs.states import HOLDS_RESOURCES
+from jobs.web.views.common import present
+from reservations.models import Reservation
+from reservations.views import entitled_ids
+
+SLAVES_PER_PAGE = 50
+SLAVE_NAMES_PER_CARD = 12
+UPCOMING_PER_CARD = 3
+
+
+def _active_reservations(now, *, cluster_ids=None):
+    qs = Reservation.objects.filter(start__lte=now, end__gt=now).prefetch_related("slaves")
+    if cluster_ids is not None:
+        qs = qs.filter(cluster_id__in=cluster_ids)
+    return list(qs.order_by("start", "id"))
+
+
+@login_required
+def cluster_list(request):
+    user = request.user
+    now = timezone.now()
+    infos = cluster_infos(viewer=user)
+    clusters = {c.pk: c for c in Cluster.objects.prefetch_related("owner_projects")}
+    slaves_by_cluster: dict[int, list[dict]] = {}
+    for row in Slave.objects.order_by("cluster_id", "name").values(
+        "id", "name", "cluster_id", "online", "accepting_jobs", "offline_reason"
+    ):
+        slaves_by_cluster.setdefault(row["cluster_id"], []).append(row)
+    reservations = list(
+        Reservation.objects.filter(end__gt=now).order_by("start", "id").prefetch_related("slaves")
+    )
+    mine = entitled_ids(user, reservations)
+    cards = []
+    for info in infos:
+        cluster_id = info["clusterId"]
+        slaves = slaves_by_cluster.get(cluster_id, [])
+        cluster_reservations = [r for r in reservations if r.cluster_id == cluster_id]
+        for r in cluster_reservations:
+            r.ui_entitled = r.pk in mine
+        cluster = clusters.get(cluster_id)
+        cards.append(
+            {
+                "info": info,
+                "cluster": cluster,
+                "owners": list(cluster.owner_projects.all()) if cluster else [],
+                "slaves": slaves[:SLAVE_NAMES_PER_CARD],
+                "more_slaves": max(0, len(slaves) - SLAVE_NAMES_PER_CARD),
+                "slave_total": len(slaves),
+                "online": sum(1 for s in slaves if s["online"]),
+                "active": [r for r in cluster_reservations if r.start <= now],
+                "upcoming": [r for r in cluster_reservations if r.start > now][:UPCOMING_PER_CARD],
+            }
+        )
+    return render(request, "clusters/clusters.html", {"cards": cards, "now": now})
+
+
+def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
+    """View data of slaves: GPU cells (free, used by which job, reserved), CPU and memory use.
+
+    Three queries whatever the number of slaves: their jobs, active reservations and the
+    reservations' slaves.
+    """
+    ids = [s.pk for s in slaves]
+    jobs_by_slave: dict[int, list[Job]] = {}
+    jobs = (
+        Job.objects.filter(status__in=HOLDS_RESOURCES, slave_id__in=ids)
+        .select_related("owner", "project")
+        .order_by("created", "id")
+    )
+    for job in jobs:
+        present(job, user, now=now)
+        jobs_by_slave.setdefault(job.slave_id, []).append(job)
+    reservations = _active_reservations(now, cluster_ids={s.cluster_id for s in slaves})
+    reserved_left = {r.pk: r.gpu_count for r in reservations}
+
+    rows = []
+    for slave in slaves:
+        gpus = list(slave.gpus.all())
+        slave_jobs = jobs_by_slave.get(slave.pk, [])
+        by_gpu = {}
+        for job in slave_jobs:
+            for index in job.gpu_ids or []:
+                by_gpu[index] = job
+        covering = [
+            r
+            for r in reservations
+            if r.cluster_id == slave.cluster_id
+            and (not r.slaves.all() or any(s.pk == slave.pk for s in r.slaves.all()))
+        ]
+        cells = []
+        for gpu in gpus:
+            job = by_gpu.get(gpu.index)
+            cell = {"gpu": gpu, "job": job, "reservation": None}
+            if not slave.online:
+                cell["state"] = "offline"
+            elif job is not None:
+                cell["state"] = "used"
+            elif not gpu.acquired:
+                cell["state"] = "unavailable"
+            else:
+                cell["state"] = "free"
+                for r in covering:
+                    if r.gpu_count is None:
+                        cell["state"], cell["reservation"] = "reserved", r
+                        break
+                    if reserved_left[r.pk] > 0:
+                        reserved_left[r.pk] -= 1
+                        cell["state"], cell["reservation"] = "reserved", r
+                        break
+            cells.append(cell)
+        cpus_used = sum(j.cpus for j in slave_jobs)
+        memory_used_mb = sum(j.held_memory_gb * 1024 for j in slave_jobs)
+        rows.append(
+            {
+                "slave": slave,
+                "cells": cells,
+                "gpus_free": sum(1 for c in cells if c["state"] == "free"),
+                "gpus_total": sum(1 for g in gpus if g.acquired),
+                "cpus_used": cpus_used,
+                "cpus_total": slave.usable_cpus,
+                "memory_used_mb": memory_used_mb,
+                "memory_total_mb": slave.usable_memory_mb,
+                "jobs": slave_jobs,
+                "reservations": covering,
+                "declared": any(g.declared for g in gpus),
+            }
+        )
+    return rows
+
+
+@login_required
+@vary_on_headers("HX-Request")
+def slave_list(request):
+    user = request.user
+    now = timezone.now()
+    clusters = list(Cluster.objects.order_by("id"))
+    slaves = Slave.objects.select_related("cluster").prefetch_related("gpus")
+    cluster_filter = request.GET.get("cluster", "")
+    if cluster_filter.isdigit():
+        slaves = slaves.filter(cluster_id=int(cluster_filter))
+    q = request.GET.get("q", "").strip()
+    if q:
+        slaves = slaves.filter(Q(name__icontains=q) | Q(host__icontains=q))
+    page = Paginator(slaves.order_by("cluster_id", "name"), SLAVES_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    context = {
+        "page": page,
+        "rows": slave_rows(user, list(page.object_list), now=now),
+        "clusters": clusters,
+        "cluster_filter": cluster_filter,
+        "q": q,
+        "now": now,
+    }
+    if request.headers.get("HX-Request"):
+        return render(request, "clusters/_slave_table.html", context)
+    return render(request, "clusters/slaves.html", context)

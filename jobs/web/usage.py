@@ -1,0 +1,176 @@
+"""Data of the Usage page: GPU-hours per day (the viewer's and their projects'), decayed
+fair-share usage against everyone else's (anonymised), and the heaviest jobs.
+
+A fixed number of queries: the jobs that ran in the window are read once (one row each, few
+columns) and split into days in Python.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q
+
+from accounts.models import Project
+from accounts.selectors import project_ids_of
+from jobs.models import Job, UserUsage
+from jobs.spec import format_duration
+
+DAYS = 30
+TOP_JOBS = 10
+TOP_USERS = 20
+# Chart geometry (SVG user units; the SVG scales to its container).
+CHART_W, CHART_H, CHART_PAD_TOP = 600, 150, 12
+
+
+@dataclass
+class Series:
+    label: str
+    per_day: list[float]
+    total: float = 0.0
+    bars: list[dict] = field(default_factory=list)
+    max_value: float = 0.0
+
+
+def _split(start: datetime, end: datetime, days: list[datetime], per_day: list[float], gpus: int):
+    """Add gpus x hours of [start, end) to the days it overlaps."""
+    for i, day in enumerate(days):
+        day_end = day + timedelta(days=1)
+        overlap = (min(end, day_end) - max(start, day)).total_seconds()
+        if overlap > 0:
+            per_day[i] += gpus * overlap / 3600
+
+
+def _chart(series: Series, days: list[datetime]) -> Series:
+    peak = max(series.per_day) if series.per_day else 0.0
+    series.max_value = peak
+    series.total = sum(series.per_day)
+    slot = CHART_W / len(days)
+    usable = CHART_H - CHART_PAD_TOP
+    bars = []
+    for i, (day, value) in enumerate(zip(days, series.per_day, strict=True)):
+        height = usable * value / peak if peak > 0 else 0
+        if value > 0:
+            height = max(height, 1.5)
+        bars.append(
+            {
+                "x": f"{i * slot + slot * 0.15:.1f}",
+                "y": f"{CHART_H - height:.1f}",
+                "w": f"{slot * 0.7:.1f}",
+                "h": f"{height:.1f}",
+                "day": day,
+                "value": value,
+                "label_x": f"{i * slot + (0 if i == 0 else slot if i == len(days) - 1 else slot / 2):.1f}",
+                "show_label": i % 5 == 0 or i == len(days) - 1,
+                "anchor": "start" if i == 0 else "end" if i == len(days) - 1 else "middle",
+            }
+        )
+    series.bars = bars
+    return series
+
+
+def usage_page_data(user, *, now: datetime) -> dict:
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    days = [today - timedelta(days=DAYS - 1 - i) for i in range(DAYS)]
+    since = days[0]
+    project_ids = project_ids_of(user)
+    projects = list(Project.objects.filter(pk__in=project_ids).order_by("name"))
+
+    rows = (
+        Job.objects.filter(Q(owner=user) | Q(project_id__in=project_ids))
+        .filter(started_at__isnull=False, started_at__lt=now)
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
+        .values_list(
+            "uuid",
+            "name",
+            "owner_id",
+            "project_id",
+            "gpus",
+            "status",
+            "started_at",
+            "ended_at",
+            "status_updated",
+        )
+    )
+    mine = [0.0] * DAYS
+    per_project = {p.pk: [0.0] * DAYS for p in projects}
+    heaviest = []
+    for uuid, name, owner_id, project_id, gpus, status, started, ended, updated in rows:
+        end = min(
+            Job.run_end_of(status=status, ended_at=ended, status_updated=updated, now=now) or now,
+            now,
+        )
+        start = max(started, since)
+        if end <= start or not gpus:
+            continue
+        hours = gpus * (end - start).total_seconds() / 3600
+        if owner_id == user.pk:
+            _split(start, end, days, mine, gpus)
+        if project_id in per_project:
+            _split(start, end, days, per_project[project_id], gpus)
+        heaviest.append(
+            {
+                "uuid": uuid,
+                "name": name,
+                "mine": owner_id == user.pk,
+                "project_id": project_id,
+                "gpus": gpus,
+                "status": status,
+                "gpu_hours": hours,
+                "started": started,
+            }
+        )
+    heaviest.sort(key=lambda j: j["gpu_hours"], reverse=True)
+    names = {p.pk: p.name for p in projects}
+    for job in heaviest[:TOP_JOBS]:
+        job["project"] = names.get(job["project_id"], "")
+
+    series = [_chart(Series("Me", mine), days)] + [
+        _chart(Series(f"Project {p.name}", per_project[p.pk]), days) for p in projects
+    ]
+    return {
+        "days": days,
+        "series": series,
+        "top_jobs": heaviest[:TOP_JOBS],
+        "fair_share": fair_share(user),
+        "chart_w": CHART_W,
+        "chart_h": CHART_H,
+        "chart_pad_top": CHART_PAD_TOP,
+    }
+
+
+def fair_share(user) -> dict:
+    """The viewer's decayed usage against everyone's: rank 1 is the least used (starts first).
+
+    Others are anonymised as "user N" by rank. Four queries.
+    """
+    own = UserUsage.objects.filter(user=user).values_list("value", flat=True).first() or 0.0
+    total = UserUsage.objects.count()
+    if not UserUsage.objects.filter(user=user).exists():
+        total += 1
+    rank = UserUsage.objects.filter(value__lt=own).exclude(user=user).count() + 1
+    top = list(
+        UserUsage.objects.exclude(user=user)
+        .order_by("-value", "user_id")
+        .values_list("value", flat=True)[:TOP_USERS]
+    )
+    entries = [{"label": None, "value": v, "me": False} for v in top]
+    entries.append({"label": "you", "value": own, "me": True})
+    entries.sort(key=lambda e: (-e["value"], not e["me"]))
+    peak = max((e["value"] for e in entries), default=0.0) or 1.0
+    number = 0
+    for entry in entries:
+        if not entry["me"]:
+            number += 1
+            entry["label"] = f"user {number}"
+        entry["percent"] = round(100 * entry["value"] / peak, 1)
+        entry["gpu_hours"] = entry["value"] / 3600
+    return {
+        "half_life": format_duration(settings.PORTAL_USAGE_HALF_LIFE_S),
+        "value": own,
+        "gpu_hours": own / 3600,
+        "rank": rank,
+        "total": total,
+        "entries": entries,
+        "others_shown": len(top),
+    }

@@ -1,0 +1,17 @@
+"""Browser pages of jobs: list, detail (live part, log, actions) and Create Job."""
+
+from jobs.web.views.create import job_convert, job_create
+from jobs.web.views.detail import job_action, job_detail, job_live
+from jobs.web.views.lists import job_list
+from jobs.web.views.log import job_log, job_log_raw
+
+__all__ = [
+    "job_action",
+    "job_convert",
+    "job_create",
+    "job_detail",
+    "job_list",
+    "job_live",
+    "job_log",
+    "job_log_raw",
+]

@@ -1,0 +1,179 @@
+"""The job page: request, state and timeline, placement, queue explanations, halts, restart
+chain, live log, and the actions the state allows."""
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods
+
+from clusters.models import Gpu
+from core.errors import ServiceError
+from jobs.actions.registry import ACTIONS
+from jobs.api.gpulab_json import job_to_gpulab
+from jobs.lifecycle.stages import job_tapis_summary
+from jobs.models import Job, JobEvent
+from jobs.selectors import job_can_act, job_list_visible_to
+from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
+from jobs.web.views.common import action_buttons, present, visible_job
+from jobs.web.views.log import initial_log
+
+TIMELINE_LIMIT = 200
+CHAIN_LIMIT = 50
+DETAIL_RELATED = ("restart_of", "restart_of__project", "restarted_as", "restarted_as__project")
+
+
+def _live_context(request, job: Job) -> dict:
+    """Everything of the job page that changes while the job is active (the polled part)."""
+    user = request.user
+    now = timezone.now()
+    present(job, user, now=now)
+    full = job.ui_full
+    can_act = job_can_act(user, job)
+
+    events = JobEvent.objects.filter(job=job)
+    if not full:
+        # Messages name people ("cancelled by alice"): outsiders see the state changes only.
+        events = events.filter(type=JobEvent.Type.STATUS_CHANGE)
+    total_events = events.count()
+    events = list(events.order_by("-time", "-id")[:TIMELINE_LIMIT])[::-1]
+
+    gpus = []
+    if job.slave_id and job.gpu_ids:
+        by_index = {
+            gpu.index: gpu
+            for gpu in Gpu.objects.filter(slave_id=job.slave_id, index__in=list(job.gpu_ids))
+        }
+        gpus = [{"index": i, "gpu": by_index.get(i)} for i in job.gpu_ids]
+
+    ports = []
+    if full and job.slave_id:
+        host = job.slave.host or job.slave.name
+        for mapping in job.port_mappings or []:
+            if isinstance(mapping, int):
+                mapping = {"containerPort": mapping}
+            host_port = mapping.get("hostPort")
+            ports.append(
+                {
+                    "container": mapping.get("containerPort"),
+                    "host_port": host_port,
+                    "url": f"http://{host}:{host_port}" if host_port else None,
+                }
+            )
+
+    restarted_as = getattr(job, "restarted_as", None) if _has_restarted_as(job) else None
+    chain = []
+    if job.restart_of_id or restarted_as is not None or job.restart_count:
+        initial = job.initial_uuid
+        chain = [
+            present(other, user, now=now)
+            for other in job_list_visible_to(user)
+            .filter(Q(uuid=initial) | Q(initial_job_uuid=initial))
+            .order_by("restart_count", "created", "id")[:CHAIN_LIMIT]
+        ]
+    for neighbour in (job.restart_of, restarted_as):
+        if neighbour is not None:
+            present(neighbour, user, now=now)
+
+    return {
+        "job": job,
+        "full": full,
+        "can_act": can_act,
+        "actions": action_buttons(job, user),
+        "events": events,
+        "hidden_events": max(0, total_events - len(events)),
+        "gpus": gpus,
+        "ports": ports,
+        "restart_of": job.restart_of,
+        "restarted_as": restarted_as,
+        "chain": chain,
+        "halt_events": list(job.halt_events or []),
+        "explanations": [str(x) for x in job.queued_explanations or []],
+        "is_pending": job.status in PENDING,
+        "on_slave": job.status in HOLDS_RESOURCES,
+        "is_active": job.status in ACTIVE,
+        "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
+    }
+
+
+def _has_restarted_as(job: Job) -> bool:
+    try:
+        job.restarted_as  # noqa: B018 - the reverse one-to-one raises when absent
+    except Job.DoesNotExist:
+        return False
+    return True
+
+
+def _related():
+    return ("owner", "project", "slave", "slave__cluster", *DETAIL_RELATED)
+
+
+@login_required
+def job_detail(request, uuid):
+    job = visible_job(request.user, uuid, related=_related())
+    context = _live_context(request, job)
+    gpulab = job_to_gpulab(job, viewer=request.user)
+    document = {
+        "name": gpulab["name"],
+        "description": gpulab["description"],
+        "request": gpulab["request"],
+    }
+    context["document_json"] = json.dumps(document, indent=2, ensure_ascii=False)
+    context["log"] = initial_log(job) if context["full"] else None
+    # Tapis stages and status, app origin, resubmissions (jobs/_tapis.html).
+    context["tapis"] = job_tapis_summary(job, timezone.now()) if context["full"] else None
+    return render(request, "jobs/detail.html", context)
+
+
+@login_required
+def job_live(request, uuid):
+    """The polled part of the job page (htmx); stops polling itself once the job is over."""
+    job = visible_job(request.user, uuid, related=_related())
+    return render(request, "jobs/_job_live.html", _live_context(request, job))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_action(request, uuid, action):
+    """Cancel, halt, hold, release or delete, after a confirmation.
+
+    Without JavaScript the job page's button posts here without ``confirmed`` and gets the
+    confirmation page; with JavaScript a dialog asks first and the post carries ``confirmed``.
+    """
+    job = visible_job(request.user, uuid, related=("owner", "project", "slave"))
+    present(job, request.user)
+    entry = ACTIONS[action]
+    label = entry.label
+    confirmed = request.POST.get("confirmed") == "1" or not entry.needs_confirmation
+    if request.method == "POST" and confirmed:
+        try:
+            entry.run(job=job, user=request.user)
+        except ServiceError as error:
+            messages.error(request, f"{label} failed: {error}")
+            return redirect("jobs:detail", uuid=job.uuid)
+        messages.success(request, entry.done.format(name=job.ui_name))
+        if entry.deletes:
+            return redirect("jobs:list")
+        return redirect("jobs:detail", uuid=job.uuid)
+
+    if not job_can_act(request.user, job, delete=entry.deletes):
+        return render(
+            request,
+            "jobs/confirm.html",
+            {"job": job, "forbidden": True, "label": label},
+            status=403,
+        )
+    return render(
+        request,
+        "jobs/confirm.html",
+        {
+            "job": job,
+            "action": action,
+            "label": label,
+            "question": entry.question.format(name=job.ui_name),
+            "allowed": entry.state_allows(job),
+        },
+    )
