@@ -4,14 +4,17 @@ from core.errors import ServiceError
 from jobs.actions.registry import ACTIONS, JobAction
 from jobs.models import (
     Job,
+    JobDelivery,
     JobEvent,
     JobExplanation,
     JobPullSecret,
     JobSample,
+    JobShare,
     SchedulerLease,
     SubmitIdempotencyKey,
     UserUsage,
 )
+from jobs.shares import job_share_revoke
 from jobs.spec import redact_image
 
 
@@ -176,6 +179,38 @@ class JobSampleAdmin(admin.ModelAdmin):
     list_select_related = ["job"]
     search_fields = ["job__uuid", "job__name"]
     readonly_fields = [f.name for f in JobSample._meta.fields]
+
+
+@admin.register(JobShare)
+class JobShareAdmin(admin.ModelAdmin):
+    """Shares are made by jobs' owners (job page, API); admins see and revoke them here (the
+    revoke goes through the service: it is recorded in the job's history)."""
+
+    list_display = ["job", "grantee_user", "grantee_project", "created_by", "created"]
+    search_fields = ["job__uuid", "job__name", "grantee_user__username", "grantee_project__name"]
+    list_select_related = ["job", "grantee_user", "grantee_project", "created_by"]
+    readonly_fields = ["job", "grantee_user", "grantee_project", "created_by", "created"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def delete_model(self, request, obj):
+        job_share_revoke(share=obj, user=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for share in queryset.select_related("job", "grantee_user", "grantee_project"):
+            job_share_revoke(share=share, user=request.user)
+
+
+@admin.register(JobDelivery)
+class JobDeliveryAdmin(admin.ModelAdmin):
+    list_display = ["time", "job", "event", "method", "address", "attempt", "ok", "status_code"]
+    list_filter = ["ok", "method", "event"]
+    search_fields = ["job__uuid", "job__name", "address", "delivery_id"]
+    list_select_related = ["job"]
 
     def has_add_permission(self, request):
         return False

@@ -311,6 +311,91 @@ class SubmitIdempotencyKey(models.Model):
         return f"idempotency key {self.key[:16]} of {self.user}"
 
 
+class JobShare(models.Model):
+    """A job shared read-only with one user or one project (jobs/shares.py): the grantee sees
+    it in full (request, history, log, outputs) and cannot act on it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="shares")
+    grantee_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="job_shares_received",
+    )
+    grantee_project = models.ForeignKey(
+        "accounts.Project",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="job_shares_received",
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="job_shares_made"
+    )
+    created = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(grantee_user__isnull=False, grantee_project__isnull=True)
+                    | models.Q(grantee_user__isnull=True, grantee_project__isnull=False)
+                ),
+                name="job_share_one_grantee",
+            ),
+            models.UniqueConstraint(
+                fields=["job", "grantee_user"],
+                condition=models.Q(grantee_user__isnull=False),
+                name="job_share_unique_user",
+            ),
+            models.UniqueConstraint(
+                fields=["job", "grantee_project"],
+                condition=models.Q(grantee_project__isnull=False),
+                name="job_share_unique_project",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["grantee_user", "job"], name="job_share_by_user"),
+            models.Index(fields=["grantee_project", "job"], name="job_share_by_project"),
+        ]
+
+    def __str__(self) -> str:
+        grantee = self.grantee_user or self.grantee_project
+        return f"job {self.job_id} shared with {grantee}"
+
+
+class JobDelivery(models.Model):
+    """One attempt to deliver a job event to a subscription's target (jobs/subscriptions.py):
+    what was sent where, and how it went. Attempts of one delivery share ``delivery_id``."""
+
+    class Method(models.TextChoices):
+        EMAIL = "EMAIL"
+        WEBHOOK = "WEBHOOK"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="deliveries")
+    delivery_id = models.UUIDField()
+    event = models.CharField(max_length=16)
+    method = models.CharField(max_length=8, choices=Method.choices)
+    address = models.CharField(max_length=2000)
+    attempt = models.PositiveSmallIntegerField()
+    time = models.DateTimeField()
+    ok = models.BooleanField(default=False)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=1000, blank=True)
+    # Seconds until the next attempt, when one is scheduled after this failed one.
+    retry_in_s = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["job", "time"], name="job_delivery_by_job")]
+
+    def __str__(self) -> str:
+        result = "ok" if self.ok else (self.error or f"HTTP {self.status_code}")
+        return f"{self.event} to {self.method} #{self.attempt}: {result}"
+
+
 class JobSample(models.Model):
     """One reading of a running job's resource use (jobs/runtime/metrics.py): rates since the reading
     before it, and the counters the next rate is computed from."""

@@ -16,6 +16,9 @@ JOB_NOTIFY = "jobs.tasks.job_notify"
 RECONCILE = "jobs.tasks.reconcile"
 # Fired once when a q cluster starts (jobs/runtime/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
+OUTPUTS_PURGE = "jobs.tasks.outputs_purge"
+# One attempt of a subscription's delivery (jobs/subscriptions.py); retries re-schedule it.
+JOB_DELIVER = "jobs.tasks.job_deliver"
 
 ALL = (
     SCHEDULER_TICK,
@@ -26,4 +29,6 @@ ALL = (
     JOB_NOTIFY,
     RECONCILE,
     RECOVER,
+    OUTPUTS_PURGE,
+    JOB_DELIVER,
 )

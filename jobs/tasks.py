@@ -5,6 +5,7 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
+from jobs import outputs, subscriptions
 from jobs.lifecycle import notifications
 from jobs.runtime import reconcile as runtime_reconcile
 from jobs.runtime import recovery
@@ -42,3 +43,20 @@ def reconcile() -> None:
 
 def recover() -> None:
     recovery.recovery_run()
+
+
+def outputs_purge() -> None:
+    outputs.job_outputs_purge()
+
+
+def job_deliver(
+    job_id: int, event: str, s_index: int, t_index: int, delivery_id: str, attempt: int
+) -> None:
+    subscriptions.subscription_deliver(
+        job_id=job_id,
+        event=event,
+        s_index=s_index,
+        t_index=t_index,
+        delivery_id=delivery_id,
+        attempt=attempt,
+    )

@@ -14,6 +14,13 @@ job_patterns = [
     path("<uuid:uuid>/live/", job_views.job_live, name="live"),
     path("<uuid:uuid>/log/", job_views.job_log, name="log"),
     path("<uuid:uuid>/log.txt", job_views.job_log_raw, name="log-raw"),
+    path("<uuid:uuid>/outputs/download", job_views.job_output_download, name="outputs-download"),
+    path("<uuid:uuid>/shares/", job_views.job_share_add, name="share-add"),
+    path(
+        "<uuid:uuid>/shares/<int:share_id>/revoke/",
+        job_views.job_share_remove,
+        name="share-revoke",
+    ),
     *[
         path(f"<uuid:uuid>/{name}/", job_views.job_action, {"action": name}, name=name)
         for name in JOB_ACTIONS

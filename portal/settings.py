@@ -263,6 +263,23 @@ PORTAL_METRICS_INTERVAL_S = env_int("PORTAL_METRICS_INTERVAL_S", 15)
 PORTAL_METRICS_KEEP = env_int("PORTAL_METRICS_KEEP", 2000)
 PORTAL_GPU_IDLE_PERCENT = env_int("PORTAL_GPU_IDLE_PERCENT", 5)
 PORTAL_GPU_IDLE_WINDOW_S = env_int("PORTAL_GPU_IDLE_WINDOW_S", 1800)
+# A job's output folder as copied into the archive when it ends (jobs/outputs.py): at most this
+# many bytes and entries (the copy stops there, with a warning on the job); downloads (one
+# file or a zip) above PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES are refused; outputs are removed this
+# many days after the job ended (0: kept).
+PORTAL_OUTPUT_MAX_BYTES = env_int("PORTAL_OUTPUT_MAX_BYTES", 1024**3)
+PORTAL_OUTPUT_MAX_FILES = env_int("PORTAL_OUTPUT_MAX_FILES", 10000)
+PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES = env_int("PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES", 1024**3)
+PORTAL_OUTPUT_RETENTION_DAYS = env_int("PORTAL_OUTPUT_RETENTION_DAYS", 30)
+# Hosts job webhooks (request.notifications) may call: "host", "host:port", "*.domain" or "*"
+# (any public host). A private, loopback or link-local address (literal, or what a name
+# resolves to at delivery) only when listed by itself. Empty: no webhooks.
+PORTAL_WEBHOOK_ALLOWED_HOSTS = env_list("PORTAL_WEBHOOK_ALLOWED_HOSTS", [])
+# Seconds to wait before each retry of a failed webhook delivery (one entry per retry).
+PORTAL_WEBHOOK_RETRY_DELAYS_S = [
+    int(x) for x in env_list("PORTAL_WEBHOOK_RETRY_DELAYS_S", ["10", "60", "300"])
+]
+PORTAL_WEBHOOK_TIMEOUT_S = env_int("PORTAL_WEBHOOK_TIMEOUT_S", 10)
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.

@@ -47,6 +47,7 @@ def _record_tasks(settings, tmp_path):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.PORTAL_STORAGE_BASE = tmp_path / "storage"
     settings.PORTAL_LOG_ARCHIVE_DIR = tmp_path / "logs"
+    settings.PORTAL_JOB_ARCHIVE_DIR = tmp_path / "archive"
     settings.PORTAL_CA_DIR = tmp_path / "ca"
     # Plain static names, whatever a `make run` left collected in var/: the test servers serve
     # static files from the app directories, where hashed names do not exist.

@@ -30,6 +30,7 @@ from clusters.runtime.errors import (
     is_permanent,
     redact,
 )
+from clusters.runtime.folders import folders_tar, numeric_owner
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
 from clusters.runtime.stats import ContainerStats, parse_docker_stats
 
@@ -304,12 +305,23 @@ class DockerEngine:
         return container_id
 
     def create(self, spec: ContainerSpec) -> str:
-        """Check the spec and create the container without starting it (files can then be
-        copied in with ``put_archive``); returns its id."""
+        """Check the spec, create the container and make ``spec.folders`` in it, without
+        starting it (files can then be copied in with ``put_archive``); returns its id. A
+        container whose folders cannot be made is removed again."""
         check_spec(spec, extra_sockets=self._own_sockets, port_policy=self.port_policy)
         with self._translated("create"):
             created = self.api.create_container(**self._create_kwargs(spec))
-        return created["Id"]
+        container_id = created["Id"]
+        if spec.folders:
+            try:
+                self._folders_make(container_id, spec)
+            except RuntimeFailure:
+                try:
+                    self.remove(container_id)
+                except RuntimeFailure:
+                    pass  # the first failure is the one to report
+                raise
+        return container_id
 
     def put_archive(self, container_id: str, path: str, tar_bytes) -> None:
         """Unpack the tar ``tar_bytes`` (bytes or a file) at ``path`` (an existing folder)
@@ -373,6 +385,19 @@ class DockerEngine:
             # Never copy the portal host's ~/.docker/config.json proxies into jobs.
             "use_config_proxy": False,
         }
+
+    def _folders_make(self, container_id: str, spec: ContainerSpec) -> None:
+        """Unpack ``spec.folders`` into the created container, owned by its user."""
+        owner = numeric_owner(spec.user)
+        data = folders_tar(spec.folders, owner=owner or (0, 0))
+        with self._translated("copy to", container=container_id):
+            response = self.api._put(
+                self.api._url("/containers/{0}/archive", container_id),
+                # A user name: Docker resolves it in the image and owns the entries to it.
+                params={"path": "/", "copyUIDGID": "false" if owner else "true"},
+                data=data,
+            )
+            self.api._raise_for_status(response)
 
     def start(self, container_id: str) -> None:
         """Start a created (or stopped) container, e.g. one a crash left created only."""
@@ -605,6 +630,11 @@ class DockerEngine:
         with self._translated("copy from", container=container_id):
             stream, _stat = self.api.get_archive(container_id, path)
         return stream
+
+    def get_archive(self, container_id: str, path: str) -> Iterator[bytes]:
+        """The protocol's name for ``archive_get``: a tar stream of ``path`` (a running or
+        an exited container; the job's outputs are read after it ended)."""
+        return self.archive_get(container_id, path)
 
     def archive_put(self, container_id: str, directory: str, data) -> None:
         """Unpack the tar ``data`` (bytes or a file) into ``directory`` inside the container

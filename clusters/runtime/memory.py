@@ -16,6 +16,9 @@ For fast tests and demos without Docker (``PORTAL_ENGINE=memory`` or a slave URL
   its time comes, observed by whichever call looks next (no threads of its own).
 - Signals as Docker's PID 1 gets them: a trapped signal runs its action, any other signal but
   SIGKILL is ignored; ``stop`` sends SIGTERM and kills (exit 137) after the timeout.
+- Containers have files: ``spec.folders`` (made between create and start, as Docker's engine
+  does), ``>``/``>>`` redirections to a path, ``mkdir`` and ``write_file``; ``get_archive``
+  returns a tar of a path as Docker names it (the folder's basename first).
 - Tests steer it with ``finish`` (the container exits now, optionally OOM-killed),
   ``write_log``, ``fail_next`` (the next call of an operation raises a permanent or transient
   RuntimeFailure), ``set_unreachable`` (every call fails as an unreachable daemon does) and
@@ -111,9 +114,27 @@ class _Container:
     wake_at: float | None = None  # seconds since the epoch; None: blocked forever
     handlers: dict[str, str] = field(default_factory=dict)
     last_status: int = 0  # $? of the model shell
+    # The container's own files (what get_archive reads): absolute path -> bytes, None for a
+    # folder. Written by spec.folders, ``>``/``>>`` redirections, ``mkdir`` and write_file.
+    files: dict[str, bytes | None] = field(default_factory=dict)
+
+    def file_write(self, path: str, data: bytes, *, append: bool = False) -> bool:
+        """Write a file as ``sh`` would: False when its folder does not exist."""
+        path = posixpath.normpath(path)
+        parent = posixpath.dirname(path)
+        if parent != "/" and self.files.get(parent, b"") is not None:
+            return False
+        if self.files.get(path, b"") is None:
+            return False
+        self.files[path] = (self.files.get(path) or b"") + data if append else data
+        return True
+
+    def folder_make(self, path: str) -> None:
+        parts = posixpath.normpath(path).strip("/").split("/")
+        for depth in range(1, len(parts) + 1):
+            self.files.setdefault("/" + "/".join(parts[:depth]), None)
+
     stats: ContainerStats = field(default_factory=lambda: ContainerStats(0, 0, None, 0, 0))
-    # Regular files copied in with put_archive: absolute path -> content.
-    files: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def running(self) -> bool:
@@ -494,7 +515,10 @@ class MemoryEngine:
                 )
             container_id = uuid.uuid4().hex + uuid.uuid4().hex
             name = spec.name or f"memory_{container_id[:12]}"
-            daemon.containers[container_id] = _Container(id=container_id, name=name, spec=spec)
+            container = _Container(id=container_id, name=name, spec=spec)
+            for folder in spec.folders:  # as DockerEngine: made by create, before any start
+                container.folder_make(folder)
+            daemon.containers[container_id] = container
         return container_id
 
     def start(self, container_id: str) -> None:
@@ -514,8 +538,8 @@ class MemoryEngine:
             daemon.start(container)
 
     def put_archive(self, container_id: str, path: str, tar_bytes) -> None:
-        """Keep the tar's regular files (``container_files`` reads them back); like Docker,
-        ``path`` must be absolute and the tar valid."""
+        """Unpack the tar's folders and regular files (``container_files`` reads the files
+        back); like Docker, ``path`` must be absolute and the tar valid."""
         data = tar_bytes if isinstance(tar_bytes, bytes) else tar_bytes.read()
         if not path.startswith("/"):
             raise RuntimeFailure(
@@ -523,19 +547,28 @@ class MemoryEngine:
             )
         try:
             with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-                members = [(m.name, archive.extractfile(m).read()) for m in archive if m.isfile()]
+                members = [
+                    (m.name, archive.extractfile(m).read() if m.isfile() else None)
+                    for m in archive
+                    if m.isfile() or m.isdir()
+                ]
         except tarfile.TarError as exc:
             raise RuntimeFailure(f"copy to: {exc}", permanent=True, status_code=400) from None
         with self._daemon.cond:
             container = self._enter("copy to").find(container_id, "copy to")
             for name, content in members:
                 target = posixpath.normpath(posixpath.join(path, name.lstrip("./")))
-                container.files[target] = content
+                if content is None:
+                    container.folder_make(target)
+                else:
+                    container.folder_make(posixpath.dirname(target))
+                    container.files[target] = content
 
     def container_files(self, container_id: str) -> dict[str, bytes]:
         """Steering: the files put into a container (path -> content)."""
         with self._daemon.cond:
-            return dict(self._daemon.find(container_id, "copy to").files)
+            files = self._daemon.find(container_id, "copy to").files
+            return {path: data for path, data in files.items() if data is not None}
 
     def inspect(self, container_id: str) -> ContainerState:
         with self._daemon.cond:
@@ -682,6 +715,43 @@ class MemoryEngine:
             if not container.running:
                 raise ContainerNotRunning(f"finish: container {container_id} is not running")
             daemon.exit(container, exit_code, oom=oom_killed)
+
+    def get_archive(self, container_id: str, path: str) -> Iterator[bytes]:
+        """A tar of ``path`` and what lies below it, named from its basename as Docker does."""
+        with self._daemon.cond:
+            container = self._enter("copy from").find(container_id, "copy from")
+            path = posixpath.normpath(path)
+            if path not in container.files:
+                raise RuntimeFailure(
+                    f"copy from: Could not find the file {path} in container {container_id}",
+                    permanent=True,
+                    status_code=404,
+                )
+            below = sorted(p for p in container.files if p == path or p.startswith(path + "/"))
+            entries = [(p, container.files[p]) for p in below]
+        base = posixpath.dirname(path)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, data in entries:
+                info = tarfile.TarInfo(posixpath.relpath(name, base))
+                info.mtime = int(time.time())
+                if data is None:
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+                else:
+                    info.size, info.mode = len(data), 0o644
+                    tar.addfile(info, io.BytesIO(data))
+        data = buffer.getvalue()
+        return iter([data[i : i + 65536] for i in range(0, len(data), 65536)])
+
+    def write_file(self, container_id: str, path: str, data: bytes | str) -> None:
+        """Steering: the container writes ``data`` to ``path`` (its folders made too)."""
+        with self._daemon.cond:
+            container = self._daemon.find(container_id, "write_file")
+            container.folder_make(posixpath.dirname(path))
+            container.files[posixpath.normpath(path)] = (
+                data.encode() if isinstance(data, str) else data
+            )
 
     def set_stats(self, container_id: str, **fields) -> None:
         """What the next ``stats`` readings of the container say (counters are cumulative)."""
@@ -883,7 +953,7 @@ def _tokens(script: str) -> list[_Word | str]:
 @dataclass
 class _Simple:
     words: list[_Word]
-    stdout: str = "out"  # out | err | null
+    stdout: str | tuple = "out"  # out | err | null | ("file", word, append)
     stderr: str = "err"
 
 
@@ -1002,7 +1072,11 @@ class _Parser:
             elif token.startswith("2"):
                 command.stderr = "null"
             elif token.startswith(("1", ">")):
-                command.stdout = "null"
+                append = token.endswith(">>")
+                if isinstance(target, _Word) and target_text != "/dev/null":
+                    command.stdout = ("file", target, append)
+                else:
+                    command.stdout = "null"
         return command
 
 
@@ -1106,6 +1180,23 @@ class _Shell:
             return 0
         stdout = sink if command.stdout == "out" else None
         out_stream = "err" if command.stdout == "err" else command.stdout
+        if isinstance(command.stdout, tuple):  # > FILE, >> FILE
+            _, word, append = command.stdout
+            path = self.expand(word)
+            if not path.startswith("/"):
+                path = posixpath.join(self.container.spec.working_dir or "/", path)
+            if not self.container.file_write(path, b"", append=True):
+                self.emit(f"sh: can't create {path}: nonexistent directory\n", "err", None)
+                return 1
+            if not append:
+                self.container.files[posixpath.normpath(path)] = b""
+
+            def out(text):
+                self.container.file_write(path, text.encode(), append=True)
+
+            return (
+                yield from self.builtin(argv, out, lambda text: self.emit(text, "err", None), stdin)
+            )
 
         def out(text):
             self.emit(text, out_stream, stdout)
@@ -1185,6 +1276,12 @@ class _Shell:
             if name == "cat" and args:
                 err(f"cat: can't open '{args[0]}': No such file or directory\n")
                 return 1
+            return 0
+        if name == "mkdir":
+            for folder in (a for a in args if not a.startswith("-")):
+                if not folder.startswith("/"):
+                    folder = posixpath.join(spec.working_dir or "/", folder)
+                self.container.folder_make(folder)
             return 0
         if name in _SERVERS:
             yield None

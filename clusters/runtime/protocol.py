@@ -79,3 +79,9 @@ class Engine(Protocol):
         """Container "start"/"die" event dicts: id, action, time, exit_code, name, image,
         labels. Without ``until`` the stream never ends; an engine going away raises a
         transient RuntimeFailure."""
+
+    # -- files -------------------------------------------------------------------------------
+    def get_archive(self, container_id: str, path: str) -> Iterator[bytes]:
+        """A tar stream (chunks of bytes) of ``path`` inside the container, running or
+        exited: a folder comes as its own name followed by its contents. A missing path
+        raises a permanent RuntimeFailure with status_code 404."""

@@ -123,6 +123,8 @@ class ContainerSpec:
     - gpu_device_ids: GPU indexes or UUIDs passed as an NVIDIA device request; None for none.
       gpu_all requests every GPU (the probe uses it).
     - port_mappings: PortMapping or plain (container_port, host_port, host_ip) tuples
+    - folders: empty folders made in the container after create and before start, owned by
+      the container's user (the job's working, input and output folders)
     """
 
     image: str
@@ -141,6 +143,7 @@ class ContainerSpec:
     group_add: tuple[str, ...] = ()
     name: str | None = None
     shm_size_bytes: int | None = None
+    folders: tuple[str, ...] = ()
 
     def __post_init__(self):
         # Frozen: normalise through object.__setattr__, once, so the engine sees one shape.
@@ -155,6 +158,7 @@ class ContainerSpec:
             set_(self, "gpu_device_ids", tuple(str(g) for g in self.gpu_device_ids))
         set_(self, "port_mappings", tuple(PortMapping(*p) for p in self.port_mappings))
         set_(self, "group_add", tuple(str(g) for g in self.group_add))
+        set_(self, "folders", tuple(str(f) for f in self.folders))
 
 
 def refused(message: str) -> RuntimeFailure:
@@ -244,6 +248,11 @@ def check_spec(
                 raise refused(f"host address {mapping.host_ip!r}: {why}")
     if spec.gpu_all and spec.gpu_device_ids:
         raise refused("ask for all GPUs or for GPU ids, not both")
+    for folder in spec.folders:
+        if not posixpath.isabs(folder) or posixpath.normpath(folder) in ("/", "//"):
+            raise refused(f"folder {folder!r}: must be an absolute path below /")
+        if ".." in folder.split("/"):
+            raise refused(f"folder {folder!r}: must not contain '..'")
     _check_gpu_environment(spec)
 
 

@@ -43,6 +43,7 @@ def spec_defaults() -> SpecDefaults:
         min_duration=settings.PORTAL_DEFAULT_MIN_DURATION,
         max_duration=settings.PORTAL_DEFAULT_MAX_DURATION,
         allowed_private_registries=tuple(settings.PORTAL_ALLOWED_PRIVATE_REGISTRIES),
+        webhook_allowed_hosts=tuple(settings.PORTAL_WEBHOOK_ALLOWED_HOSTS),
     )
 
 

@@ -6,6 +6,13 @@ from django.urls import re_path
 from core.api.urls import GPULAB, PORTAL
 from jobs.api.array import JobArrayView
 from jobs.api.clusters import ClusterListView, SlaveListView
+from jobs.api.outputs import (
+    JobOutputDownloadView,
+    JobOutputListView,
+    JobShareDetailView,
+    JobShareListView,
+    JobSubscriptionsView,
+)
 from jobs.api.views import (
     ClusterUtilisationView,
     ConvertView,
@@ -38,6 +45,24 @@ urlpatterns = [
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
     re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
+    # Outputs, shares and subscriptions (jobs/outputs.py, jobs/shares.py, jobs/subscriptions.py).
+    re_path(PORTAL + rf"jobs/{ID}/outputs/?$", JobOutputListView.as_view(), name="api-job-outputs"),
+    re_path(
+        PORTAL + rf"jobs/{ID}/outputs/download/?$",
+        JobOutputDownloadView.as_view(),
+        name="api-job-outputs-download",
+    ),
+    re_path(PORTAL + rf"jobs/{ID}/shares/?$", JobShareListView.as_view(), name="api-job-shares"),
+    re_path(
+        PORTAL + rf"jobs/{ID}/shares/(?P<share_id>[^/]+)/?$",
+        JobShareDetailView.as_view(),
+        name="api-job-share-detail",
+    ),
+    re_path(
+        PORTAL + rf"jobs/{ID}/subscriptions/?$",
+        JobSubscriptionsView.as_view(),
+        name="api-job-subscriptions",
+    ),
     # Resource samples (jobs/runtime/metrics.py, docs/metrics.md).
     re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),
     re_path(

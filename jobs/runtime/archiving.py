@@ -1,9 +1,11 @@
-"""Tapis' ARCHIVING stage for jobs from an app: the job's stdout and stderr kept as
-``tapisjob.out`` in its archived outputs, where Tapis users download it from.
+"""Tapis' ``tapisjob.out`` for jobs from an app: the job's stdout and stderr kept in its
+archived outputs, where Tapis users download it from; and the RUNNING stage.
 
-Runs in the finish path while the container still exists (jobs/runtime/services.py), with the
-log already read for the portal's own archive. The container's ``/job/outputs`` is copied beside
-it by ``jobs.outputs``; both meet only in ``jobs.runtime.workdir.job_archive_outputs_dir``.
+Runs in the finish path (jobs/runtime/services.py) right after ``jobs.outputs`` copied the
+container's ``/job/outputs`` (and recorded the ARCHIVING stage), with the log already read for
+the portal's own archive; both meet only in ``jobs.runtime.workdir.job_archive_outputs_dir``.
+Written after the copy: the portal's record of stdout and stderr wins over a file of the same
+name the job wrote itself.
 """
 
 from core.installation import private_dir, write_private
@@ -16,10 +18,9 @@ STDOUT_NAME = "tapisjob.out"
 
 def job_stdout_archive(*, job: Job, data: bytes) -> None:
     """Write ``tapisjob.out`` (stdout and stderr as the engine interleaved them) for a job
-    from an app, recording the ARCHIVING stage; other jobs keep only the portal's log."""
+    from an app; other jobs keep only the portal's log."""
     if not job.app_id:
         return
-    job_stage_record(job=job, stage=Stage.ARCHIVING, message=f"stdout and stderr as {STDOUT_NAME}")
     folder = private_dir(job_archive_outputs_dir(job))
     write_private(folder / STDOUT_NAME, data)
 

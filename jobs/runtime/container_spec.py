@@ -16,6 +16,7 @@ from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.storage import ResolvedMount, resolve_mounts
+from jobs.runtime.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, WORKDIR_ENV
 from jobs.spec.images import image_parse
 from jobs.spec.v2_docker import reserved_env_reason
 from jobs.submit.checks import slave_roots
@@ -84,6 +85,7 @@ def job_environment(job: Job, slave: Slave) -> dict[str, str]:
     gid_name = docker.get("projectGidVariableName")
     if gid_name and reserved_env_reason(gid_name) is None:
         env[gid_name] = str(job.project.gid)
+    env |= WORKDIR_ENV  # every job's working, input and output folders (jobs/workdir.py)
     env |= {
         "GPULAB_JOB_ID": str(job.uuid),
         "GPULAB_CLUSTER_ID": str(slave.cluster_id),
@@ -160,4 +162,17 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         user=docker.get("user") or None,
         group_add=tuple(docker.get("groupAdd") or ()),
         name=f"gpuportal-{job.uuid}",
+        folders=workdir_folders(mounts, tmpfs),
     )
+
+
+def workdir_folders(mounts: list[ResolvedMount], tmpfs) -> tuple[str, ...]:
+    """The job's input and output folders, made in the container before it starts, except
+    where the job mounts storage or a tmpfs at or above them: the engine would otherwise
+    chown the mounted folder (a host path) to the container's user."""
+    targets = [m.container_path.rstrip("/") or "/" for m in mounts] + list(tmpfs)
+
+    def covered(folder: str) -> bool:
+        return any(folder == t or folder.startswith(t.rstrip("/") + "/") for t in targets)
+
+    return tuple(f for f in (CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR) if not covered(f))

@@ -24,6 +24,7 @@ from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
+from jobs.outputs import job_outputs_archive
 from jobs.runtime.archiving import job_running_record, job_stdout_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.runtime.heartbeat import Heartbeat
@@ -299,6 +300,8 @@ def job_finish_run(*, job_id: int) -> None:
                 return  # a spurious event: still running
             data = engine.logs(job.container_id)
             job_log_archive(job=job, data=data)
+            # Before the container is removed (in _end): its output folder, into the archive.
+            job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
             job_stdout_archive(job=job, data=data)  # tapisjob.out of a job from an app
     except ContainerNotFound:
         job.refresh_from_db()

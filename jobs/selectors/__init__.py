@@ -1,7 +1,7 @@
 """Who may see and act on which jobs. Views, API and admin filter only through these."""
 
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from accounts.permissions import (
     may_act_on_all_jobs,
@@ -11,7 +11,7 @@ from accounts.permissions import (
 from accounts.permissions import user_is_admin as user_is_admin  # superusers only; see there
 from accounts.selectors import project_ids_of as project_ids_of  # re-exported for jobs
 from accounts.selectors import projects_of as projects_of
-from jobs.models import Job
+from jobs.models import Job, JobShare
 from jobs.states import DELETED
 
 
@@ -19,7 +19,28 @@ def job_list_visible_to(user) -> QuerySet[Job]:
     """Every job a logged-in user may list (others' projects sanitised when shown)."""
     if isinstance(user, AnonymousUser) or not user.is_authenticated:
         return Job.objects.none()
-    return Job.objects.select_related("owner", "project", "slave", "slave__cluster", "explanation")
+    return Job.objects.select_related(
+        "owner", "project", "slave", "slave__cluster", "explanation"
+    ).annotate(shared_with_viewer=Exists(shares_received_by(user).filter(job=OuterRef("pk"))))
+
+
+def shares_received_by(user) -> QuerySet[JobShare]:
+    """The shares that give ``user`` a full read of a job: to them, or to one of their
+    projects."""
+    if not user or not user.is_authenticated:
+        return JobShare.objects.none()
+    return JobShare.objects.filter(
+        Q(grantee_user_id=user.pk) | Q(grantee_project_id__in=project_ids_of(user))
+    )
+
+
+def job_shared_with(user, job: Job) -> bool:
+    """The job is shared with ``user`` (read-only). A job loaded through
+    ``job_list_visible_to(user)`` carries the answer already (no query per listed job)."""
+    known = getattr(job, "shared_with_viewer", None)
+    if known is not None:
+        return bool(known)
+    return shares_received_by(user).filter(job_id=job.pk).exists()
 
 
 def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
@@ -27,9 +48,12 @@ def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
 
 
 def job_sees_full(user, job: Job) -> bool:
-    """Members of the job's project and holders of ``jobs.view_job`` (superusers) see
-    everything; others a sanitised copy."""
-    return job.project_id in project_ids_of(user) or may_view_all_jobs(user)
+    """Members of the job's project, holders of ``jobs.view_job`` (superusers) and the people
+    the job is shared with (jobs/shares.py) see everything: request, history, log, outputs;
+    others a sanitised copy. The one read rule of every page, API and download."""
+    if job.project_id in project_ids_of(user) or may_view_all_jobs(user):
+        return True
+    return job_shared_with(user, job)
 
 
 def job_can_act(user, job: Job, *, delete: bool = False) -> bool:

@@ -5,7 +5,7 @@ query parser (``jobs.api.filters.job_filter_from_query``) both build a ``JobFilt
 Privacy rule: a job outside the viewer's projects is shown sanitised (owner, project and name
 hidden; see ``jobs.selectors.job_sees_full``). Filters on those hidden fields therefore only
 match jobs the viewer sees in full (their projects' jobs; every job for holders of
-``jobs.view_job``), so that filtering cannot reveal who owns a sanitised job or what it is
+``jobs.view_job``; the jobs shared with them), so that filtering cannot reveal who owns a sanitised job or what it is
 called. Filters on what everybody sees (state, cluster, slave, uuid, interactive, reservation
 ids) match every listed job.
 """
@@ -19,6 +19,7 @@ from django.db.models.functions import Cast
 
 from accounts.permissions import may_view_all_jobs
 from accounts.selectors import project_ids_of
+from jobs.selectors import shares_received_by
 from jobs.states import DELETED, RUNNING, JobStatus
 
 EVERY_STATE_BUT_DELETED = frozenset(s.value for s in JobStatus) - DELETED
@@ -57,7 +58,9 @@ class JobFilter:
         if may_view_all_jobs(viewer):
             seen_in_full = Q()
         else:
-            seen_in_full = Q(project_id__in=sorted(project_ids_of(viewer)))
+            seen_in_full = Q(project_id__in=sorted(project_ids_of(viewer))) | Q(
+                pk__in=shares_received_by(viewer).values("job_id")
+            )
 
         left_out = {s.value for s in JobStatus} - self.statuses
         if len(left_out) < len(self.statuses):

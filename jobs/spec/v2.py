@@ -26,12 +26,13 @@ from .durations import parse_duration
 from .errors import SpecError
 from .jsontext import DOCUMENT_PATH, check_storable
 from .v2_docker import normalize_docker
+from .v2_notifications import normalize_notifications
 from .v2_resources import normalize_resources
 from .v2_scheduling import normalize_scheduling
 
 JOB_FIELDS = ("name", "description", "request")
 SERVER_SET_FIELDS = ("uuid", "owner", "state", "restartInfo", "deploymentEnvironment")
-REQUEST_FIELDS = ("resources", "docker", "scheduling", "extra")
+REQUEST_FIELDS = ("resources", "docker", "scheduling", "extra", "notifications")
 EXTRA_FIELDS = (
     "sshPubKeys",
     "emailOnQueue",
@@ -53,6 +54,8 @@ class SpecDefaults:
     max_duration: str = "2 weeks"
     # Registries on localhost or private addresses that images may name ("host[:port]").
     allowed_private_registries: tuple[str, ...] = ()
+    # Hosts webhook subscriptions may call (v2_notifications; PORTAL_WEBHOOK_ALLOWED_HOSTS).
+    webhook_allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Fail at start-up on a bad setting, not on the first submitted job.
@@ -102,6 +105,14 @@ def _request(value: object, path: str, errs: Errors, defaults: SpecDefaults) -> 
         max_default=defaults.max_duration,
     )
     sections["extra"] = _extra(f.get("extra"), f.path_of("extra"), errs)
+    notifications = f.get("notifications")
+    if notifications is not None:  # a portal extension: absent from requests that lack it
+        sections["notifications"] = normalize_notifications(
+            notifications,
+            f.path_of("notifications"),
+            errs,
+            allowed_hosts=defaults.webhook_allowed_hosts,
+        )
     return sections
 
 

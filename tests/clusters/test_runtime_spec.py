@@ -139,3 +139,27 @@ def test_redact():
     assert (
         redact('Get "http://127.0.0.1:1/v2/": refused') == 'Get "http://127.0.0.1:1/v2/": refused'
     )
+
+
+@pytest.mark.parametrize("folder", ["job/outputs", "/", "/job/../etc", ""])
+def test_folders_must_be_absolute_and_below_the_root(folder):
+    with pytest.raises(RuntimeFailure, match="folder"):
+        check_spec(ContainerSpec(image="busybox", folders=(folder,)))
+
+
+def test_folders_tar_makes_parents_and_owns_the_leaves():
+    import io
+    import tarfile
+
+    from clusters.runtime.folders import folders_tar, numeric_owner
+
+    data = folders_tar(("/job/inputs", "/job/outputs"), owner=(1234, 100))
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = [(m.name, m.isdir(), m.uid, m.gid) for m in tar.getmembers()]
+    assert members == [
+        ("job", True, 0, 0),
+        ("job/inputs", True, 1234, 100),
+        ("job/outputs", True, 1234, 100),
+    ]
+    assert numeric_owner(None) == (0, 0) and numeric_owner("1000") == (1000, 0)
+    assert numeric_owner("1000:100") == (1000, 100) and numeric_owner("alice") is None

@@ -52,14 +52,14 @@ WORKER = textwrap.dedent(
     """
     import sys, time, django
     django.setup()
-    from jobs import scheduler_bridge as scheduling
+    from jobs.scheduler_bridge.tick import tick, tick_once
     go = float(sys.argv[1])
     while time.time() < go:
         time.sleep(0.001)
     if sys.argv[2] == "raw":
-        scheduling.tick_once()
+        tick_once()
     else:
-        scheduling.tick()
+        tick()
     """
 )
 

@@ -14,7 +14,7 @@ def test_every_task_name_resolves_to_a_function():
         if name.isupper() and isinstance(value, str)
     }
     assert set(constants.values()) == set(task_names.ALL)
-    assert len(task_names.ALL) == len(set(task_names.ALL)) == 8
+    assert len(task_names.ALL) == len(set(task_names.ALL)) == 10
     for path in task_names.ALL:
         assert callable(tasks.resolve(path)), path
 
@@ -22,6 +22,7 @@ def test_every_task_name_resolves_to_a_function():
 def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
+    from jobs import subscriptions
     from jobs.lifecycle import actions, notifications
     from jobs.runtime import reconcile, recovery, watcher
     from jobs.runtime import services as runtime_services
@@ -41,6 +42,7 @@ def test_modules_that_fire_tasks_use_the_constants():
         watcher.FINISH_TASK,
         ticks.SCHEDULER_TICK_TASK,
         notifications.NOTIFY_TASK,
+        subscriptions.DELIVER_TASK,
         *(path for path, _ in schedules.PERIODIC.values()),
     }
     assert used == set(task_names.ALL)

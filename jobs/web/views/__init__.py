@@ -4,6 +4,7 @@ from jobs.web.views.create import job_convert, job_create
 from jobs.web.views.detail import job_action, job_detail, job_live
 from jobs.web.views.lists import job_list
 from jobs.web.views.log import job_log, job_log_raw
+from jobs.web.views.outputs import job_output_download, job_share_add, job_share_remove
 
 __all__ = [
     "job_action",
@@ -14,4 +15,7 @@ __all__ = [
     "job_live",
     "job_log",
     "job_log_raw",
+    "job_output_download",
+    "job_share_add",
+    "job_share_remove",
 ]

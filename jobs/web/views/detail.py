@@ -20,6 +20,7 @@ from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.web.views.common import action_buttons, present, visible_job
 from jobs.web.views.log import initial_log
+from jobs.web.views.outputs import outputs_context
 
 TIMELINE_LIMIT = 200
 CHAIN_LIMIT = 50
@@ -123,6 +124,7 @@ def job_detail(request, uuid):
     }
     context["document_json"] = json.dumps(document, indent=2, ensure_ascii=False)
     context["log"] = initial_log(job) if context["full"] else None
+    context.update(outputs_context(request, job))
     # Tapis stages and status, app origin, resubmissions (jobs/_tapis.html).
     context["tapis"] = job_tapis_summary(job, timezone.now()) if context["full"] else None
     return render(request, "jobs/detail.html", context)

@@ -326,6 +326,42 @@ def test_stats_read_a_running_container_and_zero_for_a_stopped_one(engine, run_c
         engine.stats("0" * 64)
 
 
+def _archive_names(engine, container_id: str, path: str) -> dict:
+    import io
+    import tarfile
+
+    data = b"".join(engine.get_archive(container_id, path))
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        return {
+            m.name.rstrip("/"): (tar.extractfile(m).read() if m.isfile() else None)
+            for m in tar.getmembers()
+        }
+
+
+def test_folders_exist_before_start_and_an_exited_container_is_read(engine, run_container):
+    script = (
+        "mkdir -p /job/outputs/sub; echo one > /job/outputs/a.txt; "
+        "echo two >> /job/outputs/a.txt; echo deep > /job/outputs/sub/b.txt"
+    )
+    container_id = run_container(
+        command=["sh", "-c", script],
+        folders=("/job/inputs", "/job/outputs"),
+        user="65534",  # not root: the folders are its own
+    )
+    assert engine.wait(container_id, timeout_s=20) == 0
+    names = _archive_names(engine, container_id, "/job/outputs")
+    assert names == {
+        "outputs": None,
+        "outputs/a.txt": b"one\ntwo\n",
+        "outputs/sub": None,
+        "outputs/sub/b.txt": b"deep\n",
+    }
+    assert _archive_names(engine, container_id, "/job/inputs") == {"inputs": None}
+    with pytest.raises(RuntimeFailure) as missing:
+        b"".join(engine.get_archive(container_id, "/job/nothing-here"))
+    assert missing.value.permanent and missing.value.status_code == 404
+
+
 def _tar(files: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:

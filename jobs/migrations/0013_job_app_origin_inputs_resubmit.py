@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0011_job_samples_gpu_idle'),
+        ('jobs', '0012_job_share_job_delivery'),
     ]
 
     operations = [

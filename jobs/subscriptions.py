@@ -1,0 +1,304 @@
+"""Subscriptions of a job (``request.notifications.subscriptions``, jobs/spec/v2_notifications.py):
+on each matching status change, deliver to e-mail or to a signed webhook, with retries.
+
+- Fired with GPULab's e-mails (``jobs.lifecycle.notifications.job_notify_request`` calls
+  ``subscriptions_request``): one background task per target, after commit.
+- A webhook gets a JSON body and ``X-Portal-Signature-256: sha256=<hex>``, the HMAC-SHA256 of
+  the exact body under the job's webhook secret (``job_webhook_secret``: shown to the job's
+  project on its page and over the API; never written to logs, events or deliveries).
+  Redirects are not followed (they could lead anywhere).
+- The site's allow-list (PORTAL_WEBHOOK_ALLOWED_HOSTS) is checked at submit and again at each
+  delivery, after resolving the host: a name that resolves to a private, loopback or
+  link-local address is refused unless that host is listed by itself. The request then goes to
+  the very address that was checked (TLS still verifies the host name), so a name that
+  resolves differently a moment later (DNS rebinding) cannot lead it elsewhere.
+- A failed attempt (connection error, timeout, non-2xx answer, mail error) is retried after
+  each of PORTAL_WEBHOOK_RETRY_DELAYS_S (10 s, 60 s, 300 s: django-q2 one-off schedules); an
+  allow-list refusal is final. Every attempt is a ``JobDelivery`` row (status code, error,
+  attempt, time, when the next one follows), visible to whoever reads the job in full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import socket
+import uuid
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import certifi
+import urllib3
+from django.conf import settings
+from django.core.mail import send_mail
+from django.utils import timezone
+
+from accounts.permissions import may_view_all_jobs
+from core import tasks
+from core.errors import NotAllowed
+from core.timefmt import utc_z
+from jobs import task_names
+from jobs.models import Job, JobDelivery
+from jobs.selectors import job_sees_full, project_ids_of
+from jobs.spec.v2_notifications import (
+    ALL,
+    host_port,
+    is_private_address,
+    listed_exactly,
+    webhook_refusal,
+)
+
+log = logging.getLogger(__name__)
+DELIVER_TASK = task_names.JOB_DELIVER
+SIGNATURE_HEADER = "X-Portal-Signature-256"
+USER_AGENT = "gpu-portal-webhook/1"
+
+
+class Refused(Exception):
+    """A delivery the site's rules forbid: recorded, never retried."""
+
+
+def job_webhook_secret(job: Job) -> str:
+    """The key of the job's webhook signatures: derived from the site's secret key and the
+    job's uuid, so nothing extra is stored and no two jobs share one."""
+    key = settings.SECRET_KEY.encode()
+    return hmac.new(key, b"gpuportal-webhook-v1:" + str(job.uuid).encode(), "sha256").hexdigest()
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The header value a receiver recomputes: ``sha256=`` + HMAC-SHA256(secret, body)."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _subscriptions(job: Job) -> list[dict]:
+    if "request" in job.get_deferred_fields():
+        return []
+    return ((job.request or {}).get("notifications") or {}).get("subscriptions") or []
+
+
+def subscriptions_request(*, job: Job, event: str) -> int:
+    """Fire one delivery task per target of each enabled subscription matching ``event``;
+    returns how many were fired."""
+    fired = 0
+    for s_index, subscription in enumerate(_subscriptions(job)):
+        if not subscription.get("enabled", True):
+            continue
+        types = subscription.get("eventTypes") or []
+        if event not in types and ALL not in types:
+            continue
+        for t_index, _target in enumerate(subscription.get("deliveryTargets") or []):
+            tasks.fire(DELIVER_TASK, job.pk, event, s_index, t_index, str(uuid.uuid4()), 1)
+            fired += 1
+    return fired
+
+
+def _body(job: Job, event: str, delivery_id: str) -> bytes:
+    url = ""
+    if settings.PORTAL_BASE_URL:
+        url = f"{settings.PORTAL_BASE_URL.rstrip('/')}/jobs/{job.uuid}/"
+    document = {
+        "id": delivery_id,
+        "event": event,
+        "time": (job.event_times or {}).get(event) or utc_z(job.status_updated),
+        "job": {
+            "uuid": str(job.uuid),
+            "name": job.name,
+            "status": job.status,
+            "project": job.project.name,
+            "owner": job.owner.username,
+            "exitCode": job.exit_code,
+            "endReason": job.end_reason or None,
+            "url": url,
+        },
+    }
+    return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _check_resolved(url: str) -> str:
+    """The allow-list again, now with the addresses the name resolves to; returns the address
+    to connect to."""
+    allowed = settings.PORTAL_WEBHOOK_ALLOWED_HOSTS
+    why = webhook_refusal(url, allowed)
+    if why is not None:
+        raise Refused(f"refused: {why}")
+    host, port = host_port(url)
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, proto=socket.IPPROTO_TCP)
+    except OSError as error:
+        raise ConnectionError(f"cannot resolve {host}: {error}") from None
+    addresses = [info[4][0] for info in infos]
+    if not listed_exactly(host, port, allowed):
+        for address in addresses:
+            if is_private_address(address):
+                raise Refused(
+                    f"refused: {host} resolves to the private address {address}; allowed only "
+                    "when the host is listed by itself in PORTAL_WEBHOOK_ALLOWED_HOSTS"
+                )
+    # IPv4 first: what most receivers listen on.
+    return sorted(addresses, key=lambda a: ":" in a)[0]
+
+
+def _post(job: Job, url: str, event: str, delivery_id: str, attempt: int) -> int:
+    address = _check_resolved(url)
+    body = _body(job, event, delivery_id)
+    parts = urlsplit(url)
+    host, port = host_port(url)
+    timeout = urllib3.Timeout(total=settings.PORTAL_WEBHOOK_TIMEOUT_S)
+    if parts.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            address,
+            port,
+            timeout=timeout,
+            retries=False,
+            cert_reqs="CERT_REQUIRED",
+            ca_certs=certifi.where(),
+            server_hostname=host,
+            assert_hostname=host,
+        )
+    else:
+        pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    try:
+        response = pool.urlopen(
+            "POST",
+            target,
+            body=body,
+            headers={
+                "Host": parts.netloc.rpartition("@")[2],
+                "Content-Type": "application/json",
+                "User-Agent": USER_AGENT,
+                "X-Portal-Event": event,
+                "X-Portal-Delivery": delivery_id,
+                "X-Portal-Delivery-Attempt": str(attempt),
+                SIGNATURE_HEADER: signature(job_webhook_secret(job), body),
+            },
+            redirect=False,
+            retries=False,
+            preload_content=False,
+        )
+        response.drain_conn()
+        return response.status
+    finally:
+        pool.close()
+
+
+def _mail(job: Job, address: str, event: str) -> None:
+    lines = [f"Job {job.name} ({job.uuid}) of project {job.project.name} is {event}."]
+    if job.end_reason:
+        lines.append(f"Reason: {job.end_reason}")
+    if settings.PORTAL_BASE_URL:
+        lines.append(f"{settings.PORTAL_BASE_URL.rstrip('/')}/jobs/{job.uuid}/")
+    send_mail(
+        subject=f"[GPU Portal] {job.name} is {event}",
+        message="\n".join(lines) + "\n",
+        from_email=None,
+        recipient_list=[address],
+        fail_silently=False,
+    )
+
+
+def subscription_deliver(
+    *, job_id: int, event: str, s_index: int, t_index: int, delivery_id: str, attempt: int
+) -> JobDelivery | None:
+    """One attempt of one delivery; schedules the next attempt when this one failed."""
+    job = Job.objects.select_related("project", "owner").filter(pk=job_id).first()
+    if job is None:
+        return None
+    try:
+        target = _subscriptions(job)[s_index]["deliveryTargets"][t_index]
+    except (IndexError, KeyError, TypeError):
+        return None
+    method, address = target["deliveryMethod"], target["deliveryAddress"]
+    status_code, error, final = None, "", False
+    try:
+        if method == JobDelivery.Method.WEBHOOK:
+            status_code = _post(job, address, event, delivery_id, attempt)
+            if not 200 <= status_code < 300:
+                error = f"HTTP {status_code}"
+        else:
+            _mail(job, address, event)
+    except Refused as refused:
+        error, final = str(refused), True
+    except Exception as failure:  # network, TLS, timeout, mail server: retried
+        error = f"{type(failure).__name__}: {failure}"
+    delays = settings.PORTAL_WEBHOOK_RETRY_DELAYS_S
+    retry_in = None
+    if error and not final and attempt <= len(delays):
+        retry_in = int(delays[attempt - 1])
+    delivery = JobDelivery.objects.create(
+        job=job,
+        delivery_id=delivery_id,
+        event=event,
+        method=method,
+        address=address[:2000],
+        attempt=attempt,
+        time=timezone.now(),
+        ok=not error,
+        status_code=status_code,
+        error=error[:1000],
+        retry_in_s=retry_in,
+    )
+    if error:
+        log.info(
+            "delivery %s of job %s attempt %d failed: %s", delivery_id, job.uuid, attempt, error
+        )
+    if retry_in is not None:
+        _retry_later(retry_in, (job_id, event, s_index, t_index, delivery_id, attempt + 1))
+    return delivery
+
+
+def _retry_later(delay_s: int, args: tuple) -> None:
+    """The next attempt in ``delay_s`` seconds: a one-off django-q2 schedule (queue mode);
+    inline mode (development, tests) runs it at once; record mode records it."""
+    mode = settings.PORTAL_TASK_MODE
+    if mode == "record":
+        tasks.recorded.append((DELIVER_TASK, args))
+    elif mode == "inline":
+        tasks.resolve(DELIVER_TASK)(*args)
+    else:
+        from django_q.models import Schedule
+
+        Schedule.objects.create(
+            func=DELIVER_TASK,
+            args=repr(args),
+            schedule_type=Schedule.ONCE,
+            repeats=-1,  # django-q2 deletes a ONCE schedule with negative repeats after it ran
+            next_run=timezone.now() + timedelta(seconds=delay_s),
+            name=f"delivery {args[4]} attempt {args[5]}",
+        )
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def job_deliveries_list(*, job: Job, user, limit: int = 200) -> list[JobDelivery]:
+    """The job's delivery attempts, newest last, for whoever reads the job in full."""
+    if not job_sees_full(user, job):
+        raise NotAllowed("only the job's project and the people it is shared with see this")
+    rows = JobDelivery.objects.filter(job=job).order_by("-time", "-id")[:limit]
+    return list(rows)[::-1]
+
+
+def job_webhook_secret_for(*, job: Job, user) -> str | None:
+    """The webhook secret for the job's project (and admins); None for anyone else (people the
+    job is shared with read the job, not its keys)."""
+    if job.project_id in project_ids_of(user) or may_view_all_jobs(user):
+        return job_webhook_secret(job)
+    return None
+
+
+def delivery_as_json(delivery: JobDelivery) -> dict:
+    return {
+        "deliveryId": str(delivery.delivery_id),
+        "event": delivery.event,
+        "method": delivery.method,
+        "address": delivery.address,
+        "attempt": delivery.attempt,
+        "time": utc_z(delivery.time),
+        "ok": delivery.ok,
+        "statusCode": delivery.status_code,
+        "error": delivery.error or None,
+        "retryInSeconds": delivery.retry_in_s,
+    }

@@ -1,0 +1,105 @@
+"""The job page's outputs table, share form and subscriptions (templates/jobs/_job_outputs.html,
+_job_shares.html, _job_deliveries.html), with their download and share/revoke routes. Rules live in
+``jobs.outputs`` and ``jobs.shares``; these views only call them."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from core.errors import NotAllowed, ServiceError
+from jobs.models import Job, JobShare
+from jobs.outputs import job_output_response, job_outputs_list
+from jobs.selectors import job_sees_full
+from jobs.shares import job_share_create, job_share_revoke, job_shares_list, share_grantee_from
+from jobs.subscriptions import SIGNATURE_HEADER, job_deliveries_list, job_webhook_secret_for
+from jobs.web.views.common import visible_job
+
+OUTPUT_ROWS = 200
+DELIVERY_ROWS = 50
+
+
+def outputs_context(request, job: Job) -> dict:
+    """What the two include templates show: the output files (readers only) and the shares
+    (the job's project and admins; the owner gets the form)."""
+    user = request.user
+    context = {
+        "outputs": None,
+        "outputs_note": "",
+        "shares": None,
+        "may_share": False,
+        "signature_header": SIGNATURE_HEADER,
+    }
+    if job_sees_full(user, job):
+        try:
+            rows = job_outputs_list(job=job, user=user, recursive=True)
+            context["outputs"] = [r for r in rows if r["type"] != "dir"][:OUTPUT_ROWS]
+        except ServiceError as error:
+            context["outputs_note"] = str(error)
+    context["subscriptions"] = ((job.request or {}).get("notifications") or {}).get(
+        "subscriptions"
+    ) or []
+    context["deliveries"] = None
+    context["webhook_secret"] = job_webhook_secret_for(job=job, user=user)
+    if job_sees_full(user, job):
+        context["deliveries"] = job_deliveries_list(job=job, user=user, limit=DELIVERY_ROWS)
+    try:
+        context["shares"] = job_shares_list(job=job, user=user)
+        context["may_share"] = user.pk == job.owner_id
+    except NotAllowed:
+        pass
+    return context
+
+
+@login_required
+def job_output_download(request, uuid):
+    job = visible_job(request.user, uuid, related=("owner", "project"))
+    try:
+        return job_output_response(
+            job=job,
+            user=request.user,
+            path=request.GET.get("path", ""),
+            as_zip=request.GET.get("zip") in ("1", "true"),
+        )
+    except ServiceError as error:
+        return HttpResponse(str(error), status=error.status_code, content_type="text/plain")
+
+
+@login_required
+@require_POST
+def job_share_add(request, uuid):
+    job = visible_job(request.user, uuid, related=("owner", "project"))
+    kind = request.POST.get("kind", "user")
+    name = (request.POST.get("name") or "").strip()
+    try:
+        if not name:
+            raise ServiceError("name: the user or project to share with is required")
+        grantee_user, grantee_project = share_grantee_from(
+            user_name=name if kind == "user" else None,
+            project_name=name if kind == "project" else None,
+        )
+        job_share_create(
+            job=job, user=request.user, grantee_user=grantee_user, grantee_project=grantee_project
+        )
+    except ServiceError as error:
+        messages.error(request, f"Share failed: {error}")
+    else:
+        messages.success(request, f"Job shared read-only with {kind} {name}.")
+    return redirect("jobs:detail", uuid=job.uuid)
+
+
+@login_required
+@require_POST
+def job_share_remove(request, uuid, share_id):
+    job = visible_job(request.user, uuid, related=("owner", "project"))
+    share = JobShare.objects.filter(job=job, pk=share_id).select_related("job").first()
+    try:
+        if share is None:
+            raise ServiceError("no such share")
+        job_share_revoke(share=share, user=request.user)
+    except ServiceError as error:
+        messages.error(request, f"Revoke failed: {error}")
+    else:
+        messages.success(request, "Share revoked.")
+    return redirect("jobs:detail", uuid=job.uuid)
