@@ -6,7 +6,7 @@ slashes are optional, as for every portal route.
 
 from django.urls import re_path
 
-from tapis.api import views
+from tapis.api import outputs, views
 
 TAPIS = r"^tapis/v3/"
 UUID = r"(?P<job_uuid>[^/]+)"
@@ -36,6 +36,24 @@ urlpatterns = [
         TAPIS + rf"jobs/{UUID}/resubmit_request/?$",
         views.JobResubmitRequestView.as_view(),
         name="tapis-job-resubmit-request",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/output/list/(?P<output_path>.*)$",
+        outputs.JobOutputListView.as_view(),
+        name="tapis-job-output-list",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/output/download/(?P<output_path>.*)$",
+        outputs.JobOutputDownloadView.as_view(),
+        name="tapis-job-output-download",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/share/?$", outputs.JobShareView.as_view(), name="tapis-job-share"
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/share/(?P<grantee>[^/]+)/?$",
+        outputs.JobUnshareView.as_view(),
+        name="tapis-job-unshare",
     ),
     re_path(TAPIS + r"apps/?$", views.AppListView.as_view(), name="tapis-apps"),
     re_path(TAPIS + rf"apps/{APP}/?$", views.AppDetailView.as_view(), name="tapis-app"),

@@ -66,7 +66,7 @@ class TapisAPIView(PortalAPIView):
         return 'X-Tapis-Token realm="api"'
 
 
-def _int_param(request, name: str, default: int, maximum: int | None = None) -> int:
+def int_param(request, name: str, default: int, maximum: int | None = None) -> int:
     value = request.query_params.get(name)
     if value is None or value == "":
         return default
@@ -108,12 +108,16 @@ class JobSubmitView(TapisAPIView):
 class JobListView(TapisAPIView):
     @extend_schema(operation_id="tapis_jobs_list", tags=[TAG], summary="getJobList")
     def get(self, request):
-        limit = _int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
-        skip = _int_param(request, "skip", 0)
+        limit = int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
+        skip = int_param(request, "skip", 0)
         list_type = (request.query_params.get("listType") or "MY_JOBS").upper()
         jobs = job_list_not_deleted(job_list_visible_to(request.user))
         mine = Q(owner=request.user)
-        shared = Q(project_id__in=project_ids_of(request.user)) & ~mine
+        # Tapis' "shared": other members' jobs of the caller's projects and jobs shared with
+        # the caller (jobs/shares.py; job_list_visible_to annotates shared_with_viewer).
+        shared = (
+            Q(project_id__in=project_ids_of(request.user)) | Q(shared_with_viewer=True)
+        ) & ~mine
         if list_type == "MY_JOBS":
             jobs = jobs.filter(mine)
         elif list_type == "SHARED_JOBS":
@@ -173,8 +177,8 @@ class JobHistoryView(TapisAPIView):
     @extend_schema(operation_id="tapis_jobs_history", tags=[TAG], summary="getJobHistory")
     def get(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
-        limit = _int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
-        skip = _int_param(request, "skip", 0)
+        limit = int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
+        skip = int_param(request, "skip", 0)
         events = list(JobEvent.objects.filter(job=job).order_by("time", "id")[skip : skip + limit])
         return Response(envelope(history_items(job, events), "job history"))
 
