@@ -1,7 +1,8 @@
 """A Tapis app end to end on real Docker: an app with required and optional arguments and a
 file input from project storage runs; the input is staged into /job/inputs before the start
 (Docker's archive upload), the macros land in the command, the job goes through Tapis' stages,
-and its stdout/stderr are archived as tapisjob.out, read back over the Tapis API."""
+and its stdout/stderr are archived as tapisjob.out beside the files it wrote, listed and
+downloaded over the Tapis API."""
 
 import os
 import threading
@@ -25,7 +26,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]
 
 SCRIPT = (
     'sh -c \'echo "job=$RUN_ID mode=$MODE args=$*"; cat /job/inputs/in/data.txt; '
-    "ls /job/inputs/in; echo oops >&2' tapis"
+    "ls /job/inputs/in; echo oops >&2; echo 42 > $JOB_OUTPUT_DIR/answer.txt; "
+    "mkdir $JOB_OUTPUT_DIR/more; echo x > $JOB_OUTPUT_DIR/more/x.txt' tapis"
 )
 APP = {
     "id": "e2e-app",
@@ -139,5 +141,16 @@ def test_app_job_runs_through_the_tapis_stages(people, local):
     history = client.get(f"/api/tapis/v3/jobs/{job.uuid}/history").json()["result"]
     details = [e["eventDetail"] for e in history if e["event"] == "JOB_NEW_STATUS"]
     assert details.index("STAGING_INPUTS") < details.index("RUNNING") < details.index("FINISHED")
+    # The seed's download: tapisjob.out, over the Tapis API; the job's own outputs beside it.
+    listed = client.get(f"/api/tapis/v3/jobs/{job.uuid}/output/list/").json()["result"]
+    assert sorted((f["path"], f["type"]) for f in listed) == [
+        ("answer.txt", "file"),
+        ("more", "dir"),
+        ("tapisjob.out", "file"),
+    ]
+    download = client.get(f"/api/tapis/v3/jobs/{job.uuid}/output/download/tapisjob.out")
+    assert b"".join(download.streaming_content).decode() == out
+    answer = client.get(f"/api/tapis/v3/jobs/{job.uuid}/output/download/answer.txt")
+    assert b"".join(answer.streaming_content) == b"42\n"
     with engine_for(local) as engine:
         assert not engine.find_by_label("gpuportal.job", str(job.uuid))  # removed after archiving

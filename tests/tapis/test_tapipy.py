@@ -1,5 +1,6 @@
 """Tapis' own Python client, tapipy, driven against the portal: the seed's calls (submitJob
-with appArgs, getJobStatus, getJobList, getJobHistory, getJob, resubmitJob, cancelJob) with
+with appArgs, getJobStatus, getJobList, getJobHistory, getJob, getJobOutputDownload of
+tapisjob.out, getJobOutputList, resubmitJob, cancelJob) with
 a token the portal issues (``manage.py tapis_token``), over a live server.
 
 tapipy pins old versions of libraries the portal also uses, so it lives in a throwaway virtual
@@ -49,6 +50,11 @@ out["list"] = [j.uuid for j in client.jobs.getJobList()]
 out["history"] = [h.eventDetail for h in client.jobs.getJobHistory(jobUuid=job.uuid)]
 got = client.jobs.getJob(jobUuid=job.uuid)
 out["job"] = {"appId": got.appId, "condition": got.condition, "parameterSet": got.parameterSet}
+out["tapisjob.out"] = client.jobs.getJobOutputDownload(
+    jobUuid=job.uuid, outputPath="tapisjob.out"
+).decode()
+listed = client.jobs.getJobOutputList(jobUuid=job.uuid, outputPath="/")
+out["outputs"] = sorted(f.name for f in listed)
 again = client.jobs.resubmitJob(jobUuid=job.uuid)
 out["resubmitted"] = again.uuid
 try:
@@ -132,5 +138,8 @@ def test_tapipy_runs_the_seed_walkthrough(world, live_server):
     assert out["job"]["appId"] == "img-classify"
     assert out["job"]["condition"] == "NORMAL_COMPLETION"
     assert "--image_file" in out["job"]["parameterSet"]
+    # The app's command with the seed's arguments appended, as the job printed them.
+    assert out["tapisjob.out"] == "classify --image_file https://example.org/dog.jpg\n"
+    assert out["outputs"] == ["tapisjob.out"]
     assert out["resubmitted"] != out["uuid"]
     assert out["cancel_error"]
