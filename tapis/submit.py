@@ -51,6 +51,7 @@ REQUEST_FIELDS = {
     "fileInputs",
     "tags",
     "notes",
+    "subscriptions",
     # Portal extensions: the project to run in, GPULab resources and durations overriding
     # the app's (docs/tapis.md).
     "project",
@@ -283,6 +284,57 @@ def combine_inputs(app: App, request_inputs: list, errs: _Errors, path: str) -> 
     return checked
 
 
+SUBSCRIBE_FIELDS = {
+    "description",
+    "enabled",
+    "eventCategoryFilter",
+    "deliveryTargets",
+    "ttlminutes",
+}
+NOTIFICATIONS_PATH = "request.notifications.subscriptions"
+
+
+def tapis_subscriptions(items: list, errs: _Errors) -> list[dict]:
+    """Tapis' ReqSubscribe items as the portal's ``request.notifications.subscriptions``
+    (jobs/spec/v2_notifications.py checks them): status changes (``JOB_NEW_STATUS`` or ``ALL``)
+    to e-mail or a webhook. ``ttlminutes`` is accepted and ignored: a subscription lasts as long
+    as its job."""
+    out = []
+    for index, item in enumerate(items):
+        where = f"subscriptions[{index}]"
+        if not isinstance(item, dict):
+            errs.add(where, "must be an object (Tapis' ReqSubscribe)")
+            continue
+        for key in item:
+            if key not in SUBSCRIBE_FIELDS:
+                errs.add(f"{where}.{key}", "unknown field")
+        category = item.get("eventCategoryFilter", "JOB_NEW_STATUS")
+        if category not in ("JOB_NEW_STATUS", "ALL"):
+            errs.add(
+                f"{where}.eventCategoryFilter",
+                "must be JOB_NEW_STATUS or ALL (the portal notifies status changes)",
+            )
+            continue
+        subscription = {"eventTypes": ["ALL"], "deliveryTargets": item.get("deliveryTargets")}
+        for key in ("description", "enabled"):
+            if key in item:
+                subscription[key] = item[key]
+        out.append(subscription)
+    return out
+
+
+def _tapis_paths(exc: SpecError) -> SpecError:
+    """The generated document's subscription errors under the request's own field name."""
+    return SpecError(
+        [
+            FieldError("subscriptions" + e.path[len(NOTIFICATIONS_PATH) :], e.message)
+            if e.path.startswith(NOTIFICATIONS_PATH)
+            else e
+            for e in exc.errors
+        ]
+    )
+
+
 def _project(user, value, errs: _Errors) -> Project | None:
     if value is None:
         mine = list(Project.objects.filter(memberships__user=user).order_by("name")[:2])
@@ -400,6 +452,9 @@ def tapis_job_prepare(*, user, request) -> Prepared:
         app, _list(request.get("fileInputs"), "fileInputs", errs), errs, "fileInputs"
     )
     resources, scheduling = _resources(app, request, errs)
+    subscriptions = tapis_subscriptions(
+        _list(request.get("subscriptions"), "subscriptions", errs), errs
+    )
     if errs:
         raise SpecError(list(errs))
 
@@ -430,6 +485,8 @@ def tapis_job_prepare(*, user, request) -> Prepared:
             "scheduling": scheduling,
         },
     }
+    if subscriptions:
+        document["request"]["notifications"] = {"subscriptions": subscriptions}
     kept = {key: value for key, value in request.items() if key in REQUEST_FIELDS}
     if params.get("appArgs"):
         kept["parameterSet"] = {**params, "appArgs": [_arg_spec(a) for a in params["appArgs"]]}
@@ -445,7 +502,10 @@ def tapis_job_check(*, user, request) -> Prepared:
     """``tapis_job_prepare`` and the GPULab rules of the generated document (the web form's
     check as the user types); writes nothing."""
     prepared = tapis_job_prepare(user=user, request=request)
-    parse_job_document(prepared.document, defaults=spec_defaults())
+    try:
+        parse_job_document(prepared.document, defaults=spec_defaults())
+    except SpecError as exc:
+        raise _tapis_paths(exc) from None
     return prepared
 
 
@@ -458,7 +518,7 @@ def tapis_job_submit(
     with transaction.atomic():
         # Locks the version (compare-and-swap): an owner's edit racing this submit loses.
         App.objects.filter(pk=app.pk, locked=False).update(locked=True)
-        job = job_submit(
+        job = _submit_document(
             user=user,
             project=prepared.project,
             document=prepared.document,
@@ -474,6 +534,13 @@ def tapis_job_submit(
         )
         job_stage_record(job=job, stage=Stage.PENDING, message=f"from app {app}")
     return job
+
+
+def _submit_document(**kwargs) -> Job:
+    try:
+        return job_submit(**kwargs)
+    except SpecError as exc:
+        raise _tapis_paths(exc) from None
 
 
 def job_resubmit(*, job: Job, user) -> Job:
