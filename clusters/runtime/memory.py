@@ -16,9 +16,11 @@ For fast tests and demos without Docker (``PORTAL_ENGINE=memory`` or a slave URL
   its time comes, observed by whichever call looks next (no threads of its own).
 - Signals as Docker's PID 1 gets them: a trapped signal runs its action, any other signal but
   SIGKILL is ignored; ``stop`` sends SIGTERM and kills (exit 137) after the timeout.
-- Containers have files: ``spec.folders`` (made between create and start, as Docker's engine
-  does), ``>``/``>>`` redirections to a path, ``mkdir`` and ``write_file``; ``get_archive``
-  returns a tar of a path as Docker names it (the folder's basename first).
+- Containers have files: ``spec.folders`` (made by ``create``, before any start, as Docker's
+  engine does), ``put_archive`` (a tar unpacked at a path: a job's staged inputs),
+  ``>``/``>>`` redirections to a path, ``mkdir`` and ``write_file``; ``get_archive`` returns a
+  tar of a path as Docker names it (the folder's basename first); ``container_files`` lists
+  the regular files.
 - Tests steer it with ``finish`` (the container exits now, optionally OOM-killed),
   ``write_log``, ``fail_next`` (the next call of an operation raises a permanent or transient
   RuntimeFailure), ``set_unreachable`` (every call fails as an unreachable daemon does) and
