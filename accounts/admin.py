@@ -86,6 +86,8 @@ class PortalUserAdmin(UserAdmin):
         (None, {"classes": ("wide",), "fields": ("username", "email", "password1", "password2")}),
     )
     inlines = [UserMembershipInline]
+    # Set by Django on sign-in and creation, never by hand.
+    readonly_fields = ["last_login", "date_joined"]
 
 
 @admin.register(ApiToken)

@@ -76,6 +76,13 @@ class Profile(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="portal_profile"
     )
     ssh_public_keys = models.TextField(blank=True, help_text="One OpenSSH public key per line.")
+    # Every page shows times in this IANA zone (accounts.timezones); "" until the browser's zone
+    # is detected and saved.
+    time_zone = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="IANA time zone of every time shown, e.g. Europe/Brussels.",
+    )
 
     class Meta:
         db_table = "portal_profile"

@@ -15,6 +15,10 @@ reads ``is_staff`` or ``is_superuser`` itself.
 | see reservations' projects and users    | ``reservations.view_reservation`` |
 | create / change / delete reservations   | ``reservations.add_/change_/delete_reservation`` |
 | list every project                      | ``accounts.view_project``       |
+| see a slave's raw engine error          | ``clusters.view_slave``       |
+
+The admin's internal tables (task queue, leases, usage rows, caches) are for superusers only:
+their ModelAdmins mix in ``SuperuserOnlyAdmin``.
 """
 
 JOBS_VIEW_ALL = "jobs.view_job"
@@ -28,6 +32,7 @@ RESERVATION_VERBS = {
     "delete": "reservations.delete_reservation",
 }
 PROJECTS_VIEW_ALL = "accounts.view_project"
+SLAVES_VIEW_ENGINE_ERRORS = "clusters.view_slave"
 
 
 def user_has_power(user, permission: str) -> bool:
@@ -69,3 +74,32 @@ def may_manage_reservations(user, verb: str = "add") -> bool:
 
 def may_view_all_projects(user) -> bool:
     return user_has_power(user, PROJECTS_VIEW_ALL)
+
+
+def may_view_engine_errors(user) -> bool:
+    """The raw error of an unreachable engine names internal addresses: admins only."""
+    return user_has_power(user, SLAVES_VIEW_ENGINE_ERRORS)
+
+
+class SuperuserOnlyAdmin:
+    """Mixed into a ModelAdmin (first) of a table that only the site's operators should see
+    (task queue, scheduler lease, usage rows, caches): hidden from every other staff user,
+    whatever model permissions they were given, since editing them breaks the portal."""
+
+    def _superuser(self, request) -> bool:
+        return user_is_admin(request.user)
+
+    def has_module_permission(self, request):
+        return self._superuser(request) and super().has_module_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return self._superuser(request) and super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request, *args):
+        return self._superuser(request) and super().has_add_permission(request, *args)
+
+    def has_change_permission(self, request, obj=None):
+        return self._superuser(request) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._superuser(request) and super().has_delete_permission(request, obj)

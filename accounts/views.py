@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.models import Membership, Profile, user_urn
+from accounts.timezones import zone_names
 from accounts.tokens import api_token_of, api_token_rotate
 
 # --- profile --------------------------------------------------------------------------------
@@ -104,6 +105,8 @@ def _render_profile(request, *, form, profile_obj, new_key: str | None = None):
             ),
             "urn": user_urn(user.username),
             "key_count": len(profile_obj.ssh_key_list),
+            "zone_names": zone_names(),
+            "zone_name": profile_obj.time_zone or "UTC",
         },
     )
 

@@ -1,7 +1,36 @@
-from django.contrib import admin, messages
+from urllib.parse import urlencode
 
+from django import forms
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
+
+from accounts.permissions import SuperuserOnlyAdmin
+from clusters.engine_policy import insecure_tcp_problem
 from clusters.models import CapabilityStamp, Cluster, Gpu, Slave
 from clusters.services import slave_probe, slave_set_accepting
+
+
+def live_slave_url(slave: Slave) -> str:
+    """The slave's row on the portal's Live > Slaves page."""
+    query = urlencode({"cluster": slave.cluster_id, "q": slave.name})
+    return f"{reverse('live:slaves')}?{query}"
+
+
+class SlaveAdminForm(forms.ModelForm):
+    """The admin's slave form (ModelAdmin supplies model and fields)."""
+
+    def clean(self):
+        data = super().clean()
+        problem = insecure_tcp_problem(
+            docker_url=data.get("docker_url") or "",
+            tls_ca=data.get("tls_ca") or "",
+            tls_cert=data.get("tls_cert") or "",
+            tls_key=data.get("tls_key") or "",
+        )
+        if problem:
+            self.add_error("docker_url", problem)
+        return data
 
 
 class GpuInline(admin.TabularInline):
@@ -13,6 +42,7 @@ class GpuInline(admin.TabularInline):
 class SlaveInline(admin.TabularInline):
     model = Slave
     extra = 0
+    form = SlaveAdminForm
     fields = ["name", "docker_url", "online", "accepting_jobs"]
     readonly_fields = ["online"]
     show_change_link = True
@@ -40,6 +70,7 @@ class SlaveAdmin(admin.ModelAdmin):
         "cuda_version",
         "last_seen",
         "offline_reason",
+        "portal_page",
     ]
     list_filter = ["cluster", "online", "accepting_jobs", "gpu_mode"]
     search_fields = ["name", "host", "docker_url", "comment"]
@@ -56,8 +87,16 @@ class SlaveAdmin(admin.ModelAdmin):
         "instance_id",
         "created",
     ]
+    form = SlaveAdminForm
     inlines = [GpuInline]
     actions = ["probe_now", "accept_jobs", "stop_accepting_jobs"]
+
+    def view_on_site(self, obj):
+        return live_slave_url(obj)
+
+    @admin.display(description="portal")
+    def portal_page(self, obj):
+        return format_html('<a href="{}">live page</a>', live_slave_url(obj))
 
     @admin.action(description="Probe now (engine info and GPUs)")
     def probe_now(self, request, queryset):
@@ -69,13 +108,24 @@ class SlaveAdmin(admin.ModelAdmin):
 
     @admin.action(description="Accept jobs")
     def accept_jobs(self, request, queryset):
+        names = []
         for slave in queryset:
             slave_set_accepting(slave=slave, accepting=True)
+            names.append(slave.name)
+        self.message_user(
+            request, f"Accepting jobs again: {', '.join(names) or 'no slave'}.", messages.SUCCESS
+        )
 
     @admin.action(description="Stop accepting jobs (drain)")
     def stop_accepting_jobs(self, request, queryset):
         for slave in queryset:
             slave_set_accepting(slave=slave, accepting=False)
+            self.message_user(
+                request,
+                f"{slave.name} drained: no new jobs start there; "
+                "the jobs on it keep running until they end.",
+                messages.SUCCESS,
+            )
 
 
 @admin.register(Gpu)
@@ -86,7 +136,7 @@ class GpuAdmin(admin.ModelAdmin):
 
 
 @admin.register(CapabilityStamp)
-class CapabilityStampAdmin(admin.ModelAdmin):
+class CapabilityStampAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Read-only: changes whenever slaves, GPUs or clusters change (submit-check cache key)."""
 
     list_display = ["id", "stamp"]

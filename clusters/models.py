@@ -61,6 +61,9 @@ class Slave(models.Model):
     cpu_model = models.CharField(max_length=200, blank=True)
     docker_version = models.CharField(max_length=64, blank=True)
     cuda_version = models.CharField(max_length=32, blank=True)
+    # Image tags present on the engine at the last probe ("repo:tag"): Create Job's examples use
+    # one of them, so a first job needs no registry.
+    images = models.JSONField(default=list, blank=True)
     # What the portal may use of it; null means "everything the probe found".
     acquired_cpus = models.PositiveIntegerField(null=True, blank=True)
     acquired_memory_mb = models.PositiveIntegerField(null=True, blank=True)

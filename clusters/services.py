@@ -8,10 +8,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from clusters.capabilities import capabilities_changed
+from clusters.engine_policy import insecure_tcp_problem
 from clusters.models import Cluster, Gpu, Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.runtime.probe import probe_engine
 from clusters.runtime.spec import PortPolicy
+from core.errors import ServiceError
 from core.signals import capacity_changed
 
 log = logging.getLogger(__name__)
@@ -64,8 +66,21 @@ def slave_register(
     tls_key: str = "",
     declared_gpus: list[tuple[str, int]] | None = None,
     storage_roots: dict | None = None,
+    allow_insecure_tcp: bool = False,
 ) -> Slave:
-    """Create or update a slave. ``declared_gpus`` is a list of (model, memory_mb)."""
+    """Create or update a slave. ``declared_gpus`` is a list of (model, memory_mb).
+
+    A ``tcp://`` engine without TLS files is refused unless ``allow_insecure_tcp`` or the
+    setting PORTAL_ALLOW_INSECURE_TCP allows it (clusters/engine_policy.py)."""
+    problem = insecure_tcp_problem(
+        docker_url=docker_url,
+        tls_ca=tls_ca,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        allowed=allow_insecure_tcp,
+    )
+    if problem:
+        raise ServiceError(f"docker_url: {problem}")
     with transaction.atomic():
         slave, _ = Slave.objects.update_or_create(
             name=name,
@@ -134,6 +149,20 @@ def cpu_model_of(*, slave: Slave, info, cpuinfo: str = "/proc/cpuinfo") -> str:
     return info.architecture[:200]
 
 
+# At most this many image tags are kept per slave (a build host may have thousands).
+IMAGES_KEPT = 500
+
+
+def _image_tags(engine, *, known: list) -> list[str]:
+    """The engine's image tags; the ones known before when listing fails (the probe itself
+    answered, so the slave stays online)."""
+    try:
+        return engine.image_tags()[:IMAGES_KEPT]
+    except RuntimeFailure as failure:
+        log.warning("listing the images of an engine failed: %s", failure)
+        return list(known or [])
+
+
 def slave_probe(
     *, slave: Slave, now: datetime | None = None, discover_gpus: bool | None = None
 ) -> Slave:
@@ -152,6 +181,7 @@ def slave_probe(
             result = probe_engine(
                 engine, image=settings.PORTAL_GPU_PROBE_IMAGE, discover_gpus=discover_gpus
             )
+            images = _image_tags(engine, known=slave.images)
         finally:
             engine.close()
     except RuntimeFailure as failure:
@@ -172,6 +202,7 @@ def slave_probe(
         "memory_total_mb": info.memory_bytes // (1024 * 1024),
         "docker_version": info.server_version,
         "cpu_model": cpu_model_of(slave=slave, info=info),
+        "images": images,
     }
     with transaction.atomic():
         if result.gpus:

@@ -1,8 +1,8 @@
 """Parse a job file's text into a Python object, with errors a person can act on.
 
 Job files are hand-written (GPULab's own documentation contains examples with trailing and
-missing commas), so a syntax error must say where it is: ``invalid JSON at line 12 column 5:
-Expecting ',' delimiter``.
+missing commas), so a syntax error must say where it is, in plain words (core/json_errors.py): ``invalid JSON
+at line 12 column 5: a comma is missing between two items``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 
 from core.errors import DOCUMENT_PATH, JSON_PATH, FieldError
 from core.errors import FieldErrors as SpecError
+from core.json_errors import json_error_words
 from core.text_guard import find_unstorable
 
 
@@ -44,8 +45,9 @@ def load_json(text: str | bytes) -> dict:
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
+        line, column, words = json_error_words(text, exc)
         raise SpecError.single(
-            JSON_PATH, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            JSON_PATH, f"invalid JSON at line {line} column {column}: {words}"
         ) from None
     except ValueError as exc:  # from _reject_constant
         raise SpecError.single(JSON_PATH, f"invalid JSON: {exc}") from None

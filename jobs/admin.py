@@ -1,7 +1,22 @@
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.actions import delete_selected
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
+# django-q2's own admin registers its tables; imported first so they can be re-registered below.
+from django_q import admin as q_admin
+from django_q.models import Failure, OrmQ, Schedule, Success
+
+from accounts.permissions import SuperuserOnlyAdmin
+from clusters.admin import SlaveAdmin
+from clusters.models import Slave
 from core.errors import ServiceError
 from jobs.actions.registry import ACTIONS, JobAction
+from jobs.actions.services import job_delete
+from jobs.actions.shares import job_share_revoke
 from jobs.models import (
     Job,
     JobDelivery,
@@ -11,11 +26,12 @@ from jobs.models import (
     JobSample,
     JobShare,
     SchedulerLease,
+    StartEstimate,
     SubmitIdempotencyKey,
     UserUsage,
 )
-from jobs.shares import job_share_revoke
 from jobs.spec import redact_image
+from jobs.states import HOLDS_RESOURCES
 
 
 class JobEventInline(admin.TabularInline):
@@ -29,21 +45,77 @@ class JobEventInline(admin.TabularInline):
         return False
 
 
-def _apply(modeladmin, request, queryset, service, verb):
+def _apply(modeladmin, request, queryset, service, verb, **kwargs):
+    """Run a job service on each selected job; one message per refusal and one for the rest."""
     done = 0
     for job in queryset:
         try:
-            service(job=job, user=request.user)
+            service(job=job, user=request.user, **kwargs)
             done += 1
         except ServiceError as error:
             modeladmin.message_user(request, f"{job.name} ({job.uuid}): {error}", messages.WARNING)
-    modeladmin.message_user(request, f"{verb} {done} job(s)")
+    level = messages.SUCCESS if done else messages.WARNING
+    modeladmin.message_user(request, f"{verb} {done} of {len(queryset)} job(s).", level)
+
+
+def _confirmed(request) -> bool:
+    return request.POST.get("post") == "yes"
+
+
+def _confirmation(modeladmin, request, queryset, *, action, title, does, on_running):
+    """The intermediate page of a destructive bulk action: what it will do to each job, and a
+    warning naming the jobs it hits that hold a slave's resources (running, starting, ...)."""
+    jobs = list(queryset.select_related("owner", "project", "slave").order_by("-created", "-id"))
+    running = [job for job in jobs if job.status in HOLDS_RESOURCES]
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": title,
+        "subtitle": None,
+        "opts": modeladmin.model._meta,
+        "jobs": jobs,
+        "running": running,
+        "does": does,
+        "on_running": on_running,
+        "action": action,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "media": modeladmin.media,
+    }
+    request.current_app = modeladmin.admin_site.name
+    return TemplateResponse(request, "admin/jobs/job/action_confirmation.html", context)
+
+
+# The registry's admin actions that destroy something ask first (action name -> the page's title,
+# what it does, what it does to jobs that hold a slave's resources).
+CONFIRMED_ACTIONS = {
+    "cancel": (
+        "Cancel jobs",
+        "Queued and held jobs end at once (CANCELLED); jobs on a slave are stopped.",
+        "their containers are stopped: the work in them is lost",
+    ),
+    "delete": (
+        "Hide jobs",
+        "Ended jobs are hidden (DELETED); their history is kept.",
+        "they are refused: cancel them first",
+    ),
+}
 
 
 def _admin_action(action: JobAction):
-    """The registry's action as a Django admin action on the selected jobs."""
+    """The registry's action as a Django admin action on the selected jobs (after a
+    confirmation page for the destructive ones)."""
 
     def run(modeladmin, request, queryset):
+        if action.name in CONFIRMED_ACTIONS and not _confirmed(request):
+            title, does, on_running = CONFIRMED_ACTIONS[action.name]
+            return _confirmation(
+                modeladmin,
+                request,
+                queryset,
+                action=action.admin_name,
+                title=title,
+                does=does,
+                on_running=on_running,
+            )
         _apply(modeladmin, request, queryset, action.run, action.admin_verb)
 
     run.__name__ = action.admin_name
@@ -65,6 +137,7 @@ class JobAdmin(admin.ModelAdmin):
         "cpu_memory_gb",
         "slave",
         "created",
+        "portal_page",
     ]
     # "Idle GPUs" (jobs/runtime/metrics.py): jobs whose GPUs stayed idle over the review window.
     list_filter = [
@@ -81,10 +154,74 @@ class JobAdmin(admin.ModelAdmin):
     # Status only ever changes through the services (actions below), never by editing the row.
     readonly_fields = [f.name for f in Job._meta.fields]
     inlines = [JobEventInline]
-    actions = [_admin_action(a) for a in ACTIONS.values() if a.admin_name]
+    actions = [_admin_action(a) for a in ACTIONS.values() if a.admin_name] + ["hard_delete"]
+    delete_confirmation_template = "admin/jobs/job/delete_confirmation.html"
+
+    def view_on_site(self, obj):
+        return reverse("jobs:detail", args=[obj.uuid])
+
+    @admin.display(description="portal")
+    def portal_page(self, obj):
+        return format_html('<a href="{}">job page</a>', reverse("jobs:detail", args=[obj.uuid]))
 
     def has_add_permission(self, request):
         return False
+
+    def get_actions(self, request):
+        # Django's generic "Delete selected" removes rows under running containers without a
+        # word: hard_delete below goes through job_delete and warns first.
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @admin.action(
+        description="Remove selected jobs for good (rows and events)", permissions=["delete"]
+    )
+    def hard_delete(self, request, queryset):
+        if not _confirmed(request):
+            return _confirmation(
+                self,
+                request,
+                queryset,
+                action="hard_delete",
+                title="Remove jobs for good",
+                does="The jobs' rows and events are removed from the database; this cannot be "
+                "undone.",
+                on_running="they are cancelled first (their containers are stopped) and stay "
+                "listed until they have ended: remove them again then",
+            )
+        # History: the rows about to go (jobs on a slave are only cancelled now).
+        self.log_deletions(request, [j for j in queryset if j.status not in HOLDS_RESOURCES])
+        _apply(self, request, queryset, job_delete, "Removed", real=True, force=True)
+
+    def log_deletions(self, request, queryset):
+        # The delete page logs before delete_model: not for a job that is only cancelled.
+        kept = [job for job in queryset if job.status not in HOLDS_RESOURCES]
+        return super().log_deletions(request, kept) if kept else []
+
+    def get_deleted_objects(self, objs, request):
+        # The delete page below shows the job's state, not every one of its events.
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return [], model_count, perms_needed, protected
+
+    def render_delete_form(self, request, context):
+        job = context.get("object")
+        context["running"] = job is not None and job.status in HOLDS_RESOURCES
+        return super().render_delete_form(request, context)
+
+    def delete_model(self, request, obj):
+        # Through the service: a job on a slave is cancelled first, never just forgotten.
+        try:
+            job_delete(job=obj, user=request.user, real=True, force=True)
+        except ServiceError as error:
+            request._job_delete_refused = str(error)
+
+    def response_delete(self, request, obj_display, obj_id):
+        refused = getattr(request, "_job_delete_refused", None)
+        if refused is None:
+            return super().response_delete(request, obj_display, obj_id)
+        self.message_user(request, f"{obj_display}: {refused}", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:jobs_job_change", args=[obj_id]))
 
 
 @admin.register(JobEvent)
@@ -99,14 +236,14 @@ class JobEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(UserUsage)
-class UserUsageAdmin(admin.ModelAdmin):
+class UserUsageAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     list_display = ["user", "value", "updated_at"]
     search_fields = ["user__username"]
     ordering = ["-value"]
 
 
 @admin.register(JobPullSecret)
-class JobPullSecretAdmin(admin.ModelAdmin):
+class JobPullSecretAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Shows which jobs carry registry credentials; the password itself is never displayed."""
 
     list_display = ["job", "image_redacted"]
@@ -126,7 +263,7 @@ class JobPullSecretAdmin(admin.ModelAdmin):
 
 
 @admin.register(SchedulerLease)
-class SchedulerLeaseAdmin(admin.ModelAdmin):
+class SchedulerLeaseAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Who holds the scheduler tick now, and how long the last tick took."""
 
     list_display = ["holder", "acquired_at", "rerun_requested", "last_tick_at", "last_tick_seconds"]
@@ -140,7 +277,7 @@ class SchedulerLeaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(SubmitIdempotencyKey)
-class SubmitIdempotencyKeyAdmin(admin.ModelAdmin):
+class SubmitIdempotencyKeyAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Read-only: which submission a client's Idempotency-Key stands for."""
 
     list_display = ["key", "user", "job", "response_status", "created"]
@@ -156,7 +293,7 @@ class SubmitIdempotencyKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobExplanation)
-class JobExplanationAdmin(admin.ModelAdmin):
+class JobExplanationAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Read-only: why a queued job waits, as the scheduler's last tick wrote it."""
 
     list_display = ["job", "lines"]
@@ -172,7 +309,7 @@ class JobExplanationAdmin(admin.ModelAdmin):
 
 
 @admin.register(JobSample)
-class JobSampleAdmin(admin.ModelAdmin):
+class JobSampleAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Read-only: resource samples of running jobs (jobs/runtime/metrics.py)."""
 
     list_display = ["time", "job", "cpu_percent", "memory_mb", "net_rx_kbps", "net_tx_kbps"]
@@ -217,3 +354,71 @@ class JobDeliveryAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(StartEstimate)
+class StartEstimateAdmin(admin.ModelAdmin):
+    """Read-only: the scheduler's start-time estimates (jobs/scheduler_bridge/estimates.py)."""
+
+    list_display = ["job", "made_at", "first_start"]
+    list_select_related = ["job"]
+    search_fields = ["job__uuid", "job__name"]
+    readonly_fields = [f.name for f in StartEstimate._meta.fields]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+# django-q2's task queue, results, failures and schedules: the site's operators only.
+for _model, _admin in [
+    (Schedule, q_admin.ScheduleAdmin),
+    (Success, q_admin.TaskAdmin),
+    (Failure, q_admin.FailAdmin),
+    (OrmQ, q_admin.QueueAdmin),
+]:
+    if admin.site.is_registered(_model):  # (OrmQ only with the ORM broker)
+        admin.site.unregister(_model)
+        admin.site.register(_model, type(_admin.__name__, (SuperuserOnlyAdmin, _admin), {}))
+
+
+class SlaveAdminWithJobs(SlaveAdmin):
+    """The slave admin, whose delete pages warn about the jobs running on the slaves (the
+    clusters app cannot read jobs: it sits below them)."""
+
+    delete_confirmation_template = "admin/clusters/slave/delete_confirmation.html"
+    delete_selected_confirmation_template = "admin/clusters/slave/delete_selected_confirmation.html"
+
+    @staticmethod
+    def running_on(slaves) -> list[Job]:
+        return list(
+            Job.objects.filter(slave__in=slaves, status__in=HOLDS_RESOURCES)
+            .select_related("slave")
+            .order_by("slave__name", "created")
+        )
+
+    def render_delete_form(self, request, context):
+        context["running"] = self.running_on([context["object"]])
+        context["running_slaves"] = [context["object"]]
+        return super().render_delete_form(request, context)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            _function, name, description = actions["delete_selected"]
+            actions["delete_selected"] = (self.delete_with_warning, name, description)
+        return actions
+
+    @staticmethod
+    def delete_with_warning(modeladmin, request, queryset):
+        response = delete_selected(modeladmin, request, queryset)
+        if response is not None:  # the confirmation page (rendered lazily)
+            response.context_data["running"] = SlaveAdminWithJobs.running_on(queryset)
+            response.context_data["running_slaves"] = list(queryset)
+        return response
+
+
+admin.site.unregister(Slave)
+admin.site.register(Slave, SlaveAdminWithJobs)

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class JobsConfig(AppConfig):
@@ -19,3 +20,15 @@ class JobsConfig(AppConfig):
         post_spawn.connect(recovery_request, dispatch_uid="gpuportal-recovery")
         # A slave or reservation changed (clusters, reservations): the scheduler looks again.
         capacity_changed.connect(tick_on_capacity_change, dispatch_uid="gpuportal-capacity-tick")
+        checks.register(check_scorer_weights)
+
+
+def check_scorer_weights(app_configs=None, **kwargs):
+    """A mistyped PORTAL_SCHEDULER_SCORER_WEIGHTS fails `manage.py check`, not the first tick."""
+    from jobs.scheduler_bridge.snapshot import scorer_weights
+
+    try:
+        scorer_weights()
+    except (ValueError, AttributeError, TypeError) as error:
+        return [checks.Error(f"PORTAL_SCHEDULER_SCORER_WEIGHTS: {error}", id="jobs.E001")]
+    return []

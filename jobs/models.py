@@ -205,6 +205,30 @@ class JobExplanation(models.Model):
         return f"explanation of job {self.job_id}"
 
 
+class StartEstimate(models.Model):
+    """When the scheduler's forward simulation said a queued job would start
+    (``jobs.scheduler.estimate``; made on demand by ``jobs.scheduler_bridge.estimates``).
+
+    The first estimate is kept as made, so that the accuracy of past estimates can be shown
+    beside new ones (error = actual ``started_at`` - first estimate); the latest one, with its
+    advice, is what the job page and the API show (recomputed when older than
+    ``PORTAL_ESTIMATE_TTL_S``).
+    """
+
+    job = models.OneToOneField(
+        Job, primary_key=True, on_delete=models.CASCADE, related_name="start_estimate"
+    )
+    first_made_at = models.DateTimeField()
+    first_start = models.DateTimeField(null=True, blank=True)
+    made_at = models.DateTimeField()
+    start = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=300, blank=True)  # why there is no estimate
+    advice = models.JSONField(default=list, blank=True)
+
+    def __str__(self) -> str:
+        return f"start estimate of job {self.job_id}"
+
+
 class JobPullSecret(models.Model):
     """The full image string with registry credentials, kept only to pull the image."""
 
@@ -312,7 +336,7 @@ class SubmitIdempotencyKey(models.Model):
 
 
 class JobShare(models.Model):
-    """A job shared read-only with one user or one project (jobs/shares.py): the grantee sees
+    """A job shared read-only with one user or one project (jobs/actions/shares.py): the grantee sees
     it in full (request, history, log, outputs) and cannot act on it."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="shares")
@@ -367,7 +391,7 @@ class JobShare(models.Model):
 
 
 class JobDelivery(models.Model):
-    """One attempt to deliver a job event to a subscription's target (jobs/subscriptions.py):
+    """One attempt to deliver a job event to a subscription's target (jobs/lifecycle/subscriptions.py):
     what was sent where, and how it went. Attempts of one delivery share ``delivery_id``."""
 
     class Method(models.TextChoices):

@@ -17,7 +17,7 @@ RECONCILE = "jobs.tasks.reconcile"
 # Fired once when a q cluster starts (jobs/runtime/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 OUTPUTS_PURGE = "jobs.tasks.outputs_purge"
-# One attempt of a subscription's delivery (jobs/subscriptions.py); retries re-schedule it.
+# One attempt of a subscription's delivery (jobs/lifecycle/subscriptions.py); retries re-schedule it.
 JOB_DELIVER = "jobs.tasks.job_deliver"
 
 ALL = (

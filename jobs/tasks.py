@@ -5,10 +5,9 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
-from jobs import outputs, subscriptions
-from jobs.lifecycle import notifications
+from jobs.lifecycle import notifications, subscriptions
+from jobs.runtime import outputs, recovery
 from jobs.runtime import reconcile as runtime_reconcile
-from jobs.runtime import recovery
 from jobs.runtime import services as runtime_services
 from jobs.scheduler_bridge import tick as tick_module
 

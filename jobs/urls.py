@@ -10,6 +10,7 @@ job_patterns = [
     path("", job_views.job_list, name="list"),
     path("new/", job_views.job_create, name="create"),
     path("new/convert", job_views.job_convert, name="convert"),
+    path("bulk/", job_views.job_bulk, name="bulk"),
     path("<uuid:uuid>/", job_views.job_detail, name="detail"),
     path("<uuid:uuid>/live/", job_views.job_live, name="live"),
     path("<uuid:uuid>/log/", job_views.job_log, name="log"),

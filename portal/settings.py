@@ -79,6 +79,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After the user is known: every time of the request in the user's zone (the admin too).
+    "accounts.timezones.UserTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -129,6 +131,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# 24-hour ISO-style dates everywhere, the admin included (portal/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["portal.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -178,7 +182,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # Swagger UI would otherwise ask validator.swagger.io to check the schema.
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    # No deep links: Swagger UI puts them inside the operation's button (axe: nested-interactive).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": False, "validatorUrl": None},
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.
@@ -233,10 +238,18 @@ PORTAL_ARRAY_MAX_JOBS = env_int("PORTAL_ARRAY_MAX_JOBS", 1000)
 # --- Scheduler -------------------------------------------------------------------------------
 PORTAL_USAGE_HALF_LIFE_S = env_int("PORTAL_USAGE_HALF_LIFE_S", 7 * 86400)
 PORTAL_USAGE_WEIGHTS = {"gpu": 1.0, "cpu": 0.05, "mem_gb": 0.01}
+# Placement score plugins (jobs/scheduler/scorers.py) and their weights, added up in this order.
+PORTAL_SCHEDULER_SCORER_WEIGHTS = {
+    "packing": 1.0,
+    "private_preference": 2.0,
+    "reservation_affinity": 2.0,
+}
 PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S = env_int("PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S", 3600)
 PORTAL_USER_MAX_RUNNING_JOBS = env_int("PORTAL_USER_MAX_RUNNING_JOBS", 0) or None
 PORTAL_USER_MAX_GPUS = env_int("PORTAL_USER_MAX_GPUS", 0) or None
 PORTAL_TICK_INTERVAL_S = env_int("PORTAL_TICK_INTERVAL_S", 60)
+# A queued job's start estimate (and advice) is recomputed when older than this (jobs/estimates.py).
+PORTAL_ESTIMATE_TTL_S = env_int("PORTAL_ESTIMATE_TTL_S", 60)
 # A tick lease whose holder has not renewed it for this long (the holder beats every fifth of
 # it) belongs to a killed worker and is taken over.
 PORTAL_TICK_LEASE_S = env_int("PORTAL_TICK_LEASE_S", 15)
@@ -263,7 +276,7 @@ PORTAL_METRICS_INTERVAL_S = env_int("PORTAL_METRICS_INTERVAL_S", 15)
 PORTAL_METRICS_KEEP = env_int("PORTAL_METRICS_KEEP", 2000)
 PORTAL_GPU_IDLE_PERCENT = env_int("PORTAL_GPU_IDLE_PERCENT", 5)
 PORTAL_GPU_IDLE_WINDOW_S = env_int("PORTAL_GPU_IDLE_WINDOW_S", 1800)
-# A job's output folder as copied into the archive when it ends (jobs/outputs.py): at most this
+# A job's output folder as copied into the archive when it ends (jobs/runtime/outputs.py): at most this
 # many bytes and entries (the copy stops there, with a warning on the job); downloads (one
 # file or a zip) above PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES are refused; outputs are removed this
 # many days after the job ended (0: kept).
@@ -296,10 +309,13 @@ PORTAL_GPU_PROBE_IMAGE = os.environ.get(
 # when it is listed here ("host" or "host:port"): the slaves' Docker pulls them, and must not be
 # pointed at internal services by a job. Example: "localhost:5000,10.0.0.5:5000".
 PORTAL_ALLOWED_PRIVATE_REGISTRIES = env_list("PORTAL_ALLOWED_PRIVATE_REGISTRIES", [])
-# Tapis-style file inputs (jobs/staging.py): hosts whose http(s) URLs a job may stage from
+# Tapis-style file inputs (jobs/runtime/staging.py): hosts whose http(s) URLs a job may stage from
 # (none by default), and the most bytes of input one job may stage.
 PORTAL_INPUT_ALLOWED_HOSTS = env_list("PORTAL_INPUT_ALLOWED_HOSTS", [])
 PORTAL_INPUT_MAX_BYTES = env_int("PORTAL_INPUT_MAX_BYTES", 1024**3)
+# A slave's engine over tcp:// without TLS client certificates lets anyone reaching the port
+# run root containers on that host: refused (admin, add_slave, slave_register) unless allowed.
+PORTAL_ALLOW_INSECURE_TCP = env_bool("PORTAL_ALLOW_INSECURE_TCP", False)
 
 # Fixed host ports a job may publish: inside this range (below the ephemeral ports Docker picks
 # random ones from), never one of the reserved ports, only on these addresses (hostIp).

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.urls import reverse
 from django.utils import timezone
 
 from reservations.forms import ValidatedReservationForm
@@ -35,6 +36,9 @@ class ReservationAdmin(admin.ModelAdmin):
     search_fields = ["name", "description", "uuid"]
     filter_horizontal = ["slaves", "projects", "users"]
     readonly_fields = ["uuid", "created", "created_by"]
+
+    def view_on_site(self, obj):
+        return reverse("reservations:detail", args=[obj.uuid])
 
     def save_model(self, request, obj, form, change):
         if not change:

@@ -1,21 +1,41 @@
-"""The admins' reservation form (times in UTC)."""
+"""The admins' reservation form: start and end typed in the user's zone (the one activated by
+accounts.timezones), as explicit ISO text ``2026-11-22 14:00``, never a locale date picker."""
+
+from datetime import datetime, timedelta
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from accounts.models import Project
 from clusters.models import Slave
 from reservations.models import Reservation
 from reservations.services import FIELDS, reservation_validate
 
-UTC_INPUT_FORMAT = "%Y-%m-%dT%H:%M"
+ISO_INPUT_FORMAT = "%Y-%m-%d %H:%M"
+INPUT_FORMATS = [ISO_INPUT_FORMAT, "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
 
 
-class UtcDateTimeInput(forms.DateTimeInput):
-    input_type = "datetime-local"
+class IsoDateTimeInput(forms.DateTimeInput):
+    """Plain text in the user's zone: ``YYYY-MM-DD HH:MM`` (24-hour)."""
+
+    input_type = "text"
 
     def __init__(self, **kwargs):
-        super().__init__(format=UTC_INPUT_FORMAT, **kwargs)
+        attrs = {
+            "placeholder": "YYYY-MM-DD HH:MM",
+            "pattern": r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2})?",
+            "inputmode": "numeric",
+            "autocomplete": "off",
+            "class": "font-monospace",
+        }
+        super().__init__(format=ISO_INPUT_FORMAT, attrs=attrs | kwargs.pop("attrs", {}), **kwargs)
+
+
+def default_window(now: datetime) -> tuple[datetime, datetime]:
+    """A new reservation's default: from the next full hour, one hour long."""
+    start = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    return start, start + timedelta(hours=1)
 
 
 class ValidatedReservationForm(forms.ModelForm):
@@ -50,15 +70,13 @@ class ValidatedReservationForm(forms.ModelForm):
 class ReservationForm(ValidatedReservationForm):
     class Meta(ValidatedReservationForm.Meta):
         labels = {
-            "start": "Start (UTC)",
-            "end": "End (UTC)",
             "gpu_count": "GPU count",
             "users": "Entitled users",
             "projects": "Entitled projects",
         }
         widgets = {
-            "start": UtcDateTimeInput(),
-            "end": UtcDateTimeInput(),
+            "start": IsoDateTimeInput(),
+            "end": IsoDateTimeInput(),
             "description": forms.Textarea(attrs={"rows": 3}),
             "slaves": forms.SelectMultiple(attrs={"size": 6}),
             "projects": forms.SelectMultiple(attrs={"size": 6}),
@@ -73,5 +91,8 @@ class ReservationForm(ValidatedReservationForm):
         self.fields["slaves"].label_from_instance = lambda s: f"{s.name} (cluster {s.cluster_id})"
         self.fields["projects"].queryset = Project.objects.order_by("name")
         self.fields["users"].queryset = get_user_model().objects.order_by("username")
+        zone = timezone.get_current_timezone_name()
         for name in ("start", "end"):
-            self.fields[name].input_formats = [UTC_INPUT_FORMAT, "%Y-%m-%dT%H:%M:%S"]
+            self.fields[name].input_formats = INPUT_FORMATS
+            self.fields[name].label = f"{name.capitalize()} ({zone})"
+            self.fields[name].help_text = f"YYYY-MM-DD HH:MM, 24-hour, in {zone}."

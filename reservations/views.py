@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounts.permissions import may_manage_reservations
 from clusters.models import Cluster
 from reservations import services
-from reservations.forms import ReservationForm
+from reservations.forms import ReservationForm, default_window
 from reservations.models import Reservation
 
 TIMELINE_DAYS = 14
@@ -27,7 +27,8 @@ def entitled_ids(user, reservations) -> set[int]:
 
 def _timeline(reservations, clusters, now) -> dict:
     """CSS bars: per cluster, each reservation's left offset and width in % of the window."""
-    start = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    # Days begin at midnight in the viewer's zone (the one time rule, accounts.timezones).
+    start = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
     end = start + timedelta(days=TIMELINE_DAYS)
     span = (end - start).total_seconds()
     rows = []
@@ -118,7 +119,8 @@ def _add_errors(form, refused: services.ReservationInvalid) -> None:
 def reservation_create(request):
     if refused := _admin_only(request, "add"):
         return refused
-    form = ReservationForm(request.POST or None)
+    start, end = default_window(timezone.localtime())
+    form = ReservationForm(request.POST or None, initial={"start": start, "end": end})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:

@@ -255,6 +255,15 @@ class DockerEngine:
             architecture=data.get("Architecture") or "",
         )
 
+    def image_tags(self) -> list[str]:
+        """Every tagged image on the engine, ``repo:tag`` (untagged ones left out), sorted."""
+        with self._translated("list images"):
+            images = self.api.images()
+        tags = {
+            t for image in images for t in (image.get("RepoTags") or []) if t != "<none>:<none>"
+        }
+        return sorted(tags)
+
     def image_present(self, ref: str) -> bool:
         with self._translated("inspect image"):
             try:
@@ -470,6 +479,21 @@ class DockerEngine:
                 timestamps=timestamps,
                 since=since if since and since > 0 else None,
             )
+
+    def log_frames(
+        self, container_id: str, *, since: float | None = None, timestamps: bool = False
+    ) -> list[tuple[int, bytes]]:
+        """Like ``logs``, with each entry's stream kept: ``(1, stdout bytes)`` or ``(2, stderr
+        bytes)``. The SDK's ``logs`` joins Docker's multiplexed frames and drops the stream
+        byte; this reads the same endpoint and splits the frames itself."""
+        params = {"stdout": 1, "stderr": 1, "timestamps": int(timestamps), "tail": "all"}
+        if since and since > 0:
+            params["since"] = since
+        with self._translated("logs", container=container_id):
+            url = self.api._url("/containers/{0}/logs", container_id)
+            response = self.api._get(url, params=params, stream=False)
+            self.api._raise_for_status(response)
+            return split_frames(response.content)
 
     def events(
         self,
@@ -735,3 +759,20 @@ def _go_mode_to_posix(mode: int) -> int:
     result |= stat.S_ISGID if mode & _GO_SETGID else 0
     result |= stat.S_ISVTX if mode & _GO_STICKY else 0
     return result
+
+
+def split_frames(data: bytes) -> list[tuple[int, bytes]]:
+    """Docker's multiplexed log stream -> ``[(stream, payload)]`` (1 stdout, 2 stderr).
+
+    Each frame: one byte stream type, three zero bytes, a 4-byte big-endian length, the payload.
+    A container with a TTY has no frames: its bytes are all stdout.
+    """
+    if len(data) >= 8 and (data[0] not in (0, 1, 2) or data[1:4] != b"\0\0\0"):
+        return [(1, data)]
+    frames, at = [], 0
+    while at + 8 <= len(data):
+        stream = data[at]
+        size = int.from_bytes(data[at + 4 : at + 8], "big")
+        frames.append((2 if stream == 2 else 1, data[at + 8 : at + 8 + size]))
+        at += 8 + size
+    return frames

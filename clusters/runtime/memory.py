@@ -111,6 +111,7 @@ class _Container:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     log: list[tuple[int, bytes]] = field(default_factory=list)  # (ns, one line)
+    stderr_ns: set[int] = field(default_factory=set)  # entries written to stderr
     host_ports: list[dict] = field(default_factory=list)
     program: Iterator | None = None
     wake_at: float | None = None  # seconds since the epoch; None: blocked forever
@@ -208,11 +209,16 @@ class _Daemon:
         self._last_ns = max(ns, self._last_ns + 1)
         return self._last_ns
 
-    def write(self, container: _Container, data: bytes, at: float | None = None) -> None:
+    def write(
+        self, container: _Container, data: bytes, at: float | None = None, *, stream: int = 1
+    ) -> None:
         for line in data.splitlines(keepends=True):
             if not line.endswith(b"\n"):
                 line += b"\n"
-            container.log.append((self.stamp(at), line))
+            ns = self.stamp(at)
+            container.log.append((ns, line))
+            if stream == 2:
+                container.stderr_ns.add(ns)
 
     def emit(self, container: _Container, action: str, ns: int) -> None:
         self.events.append(
@@ -443,6 +449,10 @@ class MemoryEngine:
         with self._daemon.cond:
             return self._enter("info").info
 
+    def image_tags(self) -> list[str]:
+        with self._daemon.cond:
+            return sorted(i for i in self._enter("list images").images if "@" not in i)
+
     def image_present(self, ref: str) -> bool:
         with self._daemon.cond:
             return _normal(ref) in self._enter("inspect image").images
@@ -663,6 +673,21 @@ class MemoryEngine:
                 if ns >= floor
             )
 
+    def log_frames(
+        self, container_id: str, *, since: float | None = None, timestamps: bool = False
+    ) -> list[tuple[int, bytes]]:
+        with self._daemon.cond:
+            container = self._enter("logs").find(container_id, "logs")
+            floor = int(since * NS) if since and since > 0 else 0
+            return [
+                (
+                    2 if ns in container.stderr_ns else 1,
+                    (_stamp_text(ns) + b" " + line) if timestamps else line,
+                )
+                for ns, line in container.log
+                if ns >= floor
+            ]
+
     def stats(self, container_id: str) -> ContainerStats:
         with self._daemon.cond:
             container = self._enter("stats").find(container_id, "stats")
@@ -763,10 +788,12 @@ class MemoryEngine:
             container = self._daemon.find(container_id, "set_stats")
             container.stats = replace(container.stats, **fields)
 
-    def write_log(self, container_id: str, data: bytes | str) -> None:
+    def write_log(self, container_id: str, data: bytes | str, *, stream: int = 1) -> None:
+        """Append to the container's log (``stream`` 2: stderr)."""
         with self._daemon.cond:
             container = self._daemon.find(container_id, "write_log")
-            self._daemon.write(container, data.encode() if isinstance(data, str) else data)
+            data = data.encode() if isinstance(data, str) else data
+            self._daemon.write(container, data, stream=stream)
 
     def fail_next(
         self,
@@ -1132,7 +1159,9 @@ class _Shell:
             sink.append(data)
         else:
             wake = self.container.wake_at
-            self.daemon.write(self.container, data.encode(), at=wake)
+            self.daemon.write(
+                self.container, data.encode(), at=wake, stream=2 if stream == "err" else 1
+            )
 
     # -- execution (generators: they yield seconds to sleep, or None for "forever") --------
 

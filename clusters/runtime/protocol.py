@@ -32,6 +32,10 @@ class Engine(Protocol):
 
     # -- the engine --------------------------------------------------------------------------
     def info(self) -> EngineInfo: ...
+    def image_tags(self) -> list[str]:
+        """Every tagged image on the engine as ``repo:tag``."""
+        ...
+
     def image_present(self, ref: str) -> bool: ...
     def pull(
         self,
@@ -66,6 +70,12 @@ class Engine(Protocol):
     def logs(
         self, container_id: str, *, since: float | None = None, timestamps: bool = False
     ) -> bytes: ...
+    def log_frames(
+        self, container_id: str, *, since: float | None = None, timestamps: bool = False
+    ) -> list[tuple[int, bytes]]:
+        """``logs`` as entries with their stream: ``(1, stdout)`` or ``(2, stderr)``."""
+        ...
+
     def stats(self, container_id: str) -> ContainerStats:
         """Cumulative CPU time and network bytes, memory in use (clusters.runtime.stats)."""
 

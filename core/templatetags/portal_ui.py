@@ -1,10 +1,13 @@
 """Small template helpers shared by every page: times, durations, sizes, bars (job state
 badges: jobs/templatetags/job_states.py)."""
 
-from datetime import UTC, datetime
+import re
+from datetime import UTC, date, datetime
 
 from django import template
-from django.utils.html import format_html
+from django.utils import timezone
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 
 from core.timefmt import parse_utc_z
 
@@ -24,28 +27,96 @@ def _as_datetime(value) -> datetime | None:
     return None
 
 
-@register.simple_tag
-def utctime(value, style: str = "datetime"):
-    """``<time>`` in UTC; static/js/portal.js shows it in the viewer's local time.
+def zone_label(moment: datetime) -> str:
+    """The zone's abbreviation (``CET``, ``UTC``; ``+03`` where the zone has none)."""
+    return moment.strftime("%Z") or moment.strftime("%z")
 
-    ``style``: "datetime" (default), "date", "time" or "relative" ("3 min ago"). Without
-    JavaScript the UTC text stays; the title always holds the UTC time.
+
+def relative_text(moment: datetime, now: datetime) -> str:
+    """``in 3 h``, ``12 min ago``, ``a few seconds ago`` (static/js/portal.js says the same)."""
+    seconds = round((moment - now).total_seconds())
+    size = abs(seconds)
+    if size < 45:
+        text = "a few seconds"
+    elif size < 5400:
+        text = f"{round(size / 60)} min"
+    elif size < 129600:
+        text = f"{round(size / 3600)} h"
+    else:
+        text = f"{round(size / 86400)} days"
+    return f"{text} ago" if seconds <= 0 else f"in {text}"
+
+
+@register.simple_tag
+def usertime(value, style: str = "datetime"):
+    """The one way a page shows a time: ``<time>`` in the viewer's zone (the one activated by
+    accounts.timezones), labelled, 24-hour ISO style: ``2026-11-22 14:05 CET``.
+
+    ``style``: "datetime" (default), "date", "time" (``14:05 CET``) or "relative" (``in 3 h``,
+    ``12 min ago``; static/js/portal.js keeps it current). The title always holds the absolute
+    time with seconds and zone (shown on hover); ``datetime`` is UTC for scripts.
     """
     moment = _as_datetime(value)
     if moment is None:
         return format_html('<span class="text-body-secondary">{}</span>', "—")
-    moment = moment.astimezone(UTC)
-    iso = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-    full = moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    local = moment.astimezone(timezone.get_current_timezone())
+    label = zone_label(local)
+    iso = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    full = local.strftime("%Y-%m-%d %H:%M:%S ") + label
     if style == "date":
-        text = moment.strftime("%Y-%m-%d")
+        text = local.strftime("%Y-%m-%d")
     elif style == "time":
-        text = moment.strftime("%H:%M UTC")
+        text = local.strftime("%H:%M ") + label
+    elif style == "relative":
+        text = relative_text(moment, timezone.now())
     else:
-        text = moment.strftime("%Y-%m-%d %H:%M UTC")
+        text = local.strftime("%Y-%m-%d %H:%M ") + label
     return format_html(
         '<time datetime="{}" title="{}" data-style="{}">{}</time>', iso, full, style, text
     )
+
+
+@register.filter
+def iso_utc(value) -> str:
+    """``2026-11-22T13:05:00Z`` for scripts (data attributes), "" for no time."""
+    moment = _as_datetime(value)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else ""
+
+
+# The older name: templates written before the time rule follow it too.
+utctime = register.simple_tag(usertime, name="utctime")
+
+# Times in the scheduler's explanations (jobs.scheduler.timing.short_utc): "14:00 UTC" (today)
+# or "2026-12-01 14:00 UTC".
+_EXPLANATION_TIME = re.compile(r"(?:(\d{4}-\d{2}-\d{2}) )?(\d{2}):(\d{2}) UTC")
+
+
+@register.filter
+def zoned_explanation(text) -> str:
+    """An explanation with its UTC times shown in the viewer's zone (same rule as usertime)."""
+    text = str(text)
+    zone = timezone.get_current_timezone()
+    today = timezone.now().astimezone(UTC).date()
+    parts, last = [], 0
+    for match in _EXPLANATION_TIME.finditer(text):
+        day = date.fromisoformat(match[1]) if match[1] else today
+        moment = datetime(day.year, day.month, day.day, int(match[2]), int(match[3]), tzinfo=UTC)
+        local = moment.astimezone(zone)
+        shown = local.strftime(
+            "%H:%M " if local.date() == timezone.localdate() else "%Y-%m-%d %H:%M "
+        )
+        parts.append(conditional_escape(text[last : match.start()]))
+        parts.append(
+            format_html(
+                '<time datetime="{}" title="{}">{}</time>',
+                moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                local.strftime("%Y-%m-%d %H:%M:%S ") + zone_label(local),
+                shown + zone_label(local),
+            )
+        )
+        last = match.end()
+    parts.append(conditional_escape(text[last:]))
+    return mark_safe("".join(str(p) for p in parts))  # every part escaped or format_html'd
 
 
 @register.filter

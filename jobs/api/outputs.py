@@ -1,5 +1,5 @@
 """Portal API of a job's outputs, shares and subscriptions (docs/api.md): thin views over
-``jobs.outputs``, ``jobs.shares`` and ``jobs.subscriptions``, which hold the rules (who reads,
+``jobs.runtime.outputs``, ``jobs.actions.shares`` and ``jobs.lifecycle.subscriptions``, which hold the rules (who reads,
 path escapes, sizes, who shares, who sees the webhook secret)."""
 
 from __future__ import annotations
@@ -12,23 +12,23 @@ from rest_framework.response import Response
 
 from core.api.common import PortalAPIView, parse_bool, read_json_object
 from core.api_errors import BadRequest
-from jobs.api.serializers import ErrorSerializer
-from jobs.api.views import PORTAL_TAG, get_visible_job
-from jobs.models import JobShare
-from jobs.outputs import job_output_response, job_outputs_list
-from jobs.shares import (
+from jobs.actions.shares import (
     job_share_create,
     job_share_revoke,
     job_shares_list,
     share_as_json,
     share_grantee_from,
 )
-from jobs.subscriptions import (
+from jobs.api.serializers import ErrorSerializer
+from jobs.api.views import PORTAL_TAG, get_visible_job
+from jobs.lifecycle.subscriptions import (
     SIGNATURE_HEADER,
     delivery_as_json,
     job_deliveries_list,
     job_webhook_secret_for,
 )
+from jobs.models import JobShare
+from jobs.runtime.outputs import job_output_response, job_outputs_list
 
 _ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 _PATH = OpenApiParameter("path", OpenApiTypes.STR, description="relative to the output folder")

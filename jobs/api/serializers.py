@@ -70,12 +70,38 @@ class DebugEventSerializer(serializers.Serializer):
     msg = serializers.CharField()
 
 
+class StartAdviceSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["gpus", "cluster", "gpu_model", "max_duration"])
+    change = serializers.CharField(help_text='"1 GPU instead of 2"')
+    start = serializers.CharField(help_text="estimated start with the change (UTC)")
+    value = serializers.JSONField(help_text="the new value of the changed field")
+
+
+class AccuracySerializer(serializers.Serializer):
+    jobs = serializers.IntegerField(help_text="started jobs that had an estimate")
+    median_error_s = serializers.IntegerField()
+    p90_error_s = serializers.IntegerField()
+
+
+class StartEstimateSerializer(serializers.Serializer):
+    estimated_start = serializers.CharField(
+        allow_null=True, help_text="UTC; null when not within the simulated horizon"
+    )
+    made_at = serializers.CharField()
+    note = serializers.CharField(allow_null=True, help_text="why there is no estimate")
+    advice = StartAdviceSerializer(many=True, help_text="only for viewers who see the job in full")
+    accuracy = AccuracySerializer(allow_null=True)
+
+
 class ExplanationSerializer(serializers.Serializer):
     uuid = serializers.UUIDField()
     status = serializers.CharField()
     status_updated = serializers.CharField()
     queued_explanations = serializers.ListField(child=serializers.CharField())
     end_reason = serializers.CharField(allow_null=True)
+    start_estimate = StartEstimateSerializer(
+        allow_null=True, help_text="QUEUED jobs only (docs/scheduling.md, Start estimates)"
+    )
 
 
 class ConvertedJobSerializer(serializers.Serializer):

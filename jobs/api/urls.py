@@ -45,7 +45,7 @@ urlpatterns = [
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
     re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
-    # Outputs, shares and subscriptions (jobs/outputs.py, jobs/shares.py, jobs/subscriptions.py).
+    # Outputs, shares and subscriptions (jobs/runtime/outputs.py, jobs/actions/shares.py, jobs/lifecycle/subscriptions.py).
     re_path(PORTAL + rf"jobs/{ID}/outputs/?$", JobOutputListView.as_view(), name="api-job-outputs"),
     re_path(
         PORTAL + rf"jobs/{ID}/outputs/download/?$",

@@ -50,6 +50,7 @@ from jobs.api.serializers import (
 from jobs.models import Job
 from jobs.runtime.logs import job_log_range
 from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
+from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
@@ -352,8 +353,10 @@ class JobExplainView(PortalAPIView):
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
         body = explanation(job)
-        if not job_sees_full(request.user, job):
+        full = job_sees_full(request.user, job)
+        if not full:
             body["end_reason"] = None
+        body["start_estimate"] = start_estimate_json(job=job, full=full)
         return Response(body)
 
 

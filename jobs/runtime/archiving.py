@@ -1,7 +1,7 @@
 """Tapis' ``tapisjob.out`` for jobs from an app: the job's stdout and stderr kept in its
 archived outputs, where Tapis users download it from; and the RUNNING stage.
 
-Runs in the finish path (jobs/runtime/services.py) right after ``jobs.outputs`` copied the
+Runs in the finish path (jobs/runtime/services.py) right after ``jobs.runtime.outputs`` copied the
 container's ``/job/outputs`` (and recorded the ARCHIVING stage), with the log already read for
 the portal's own archive; both meet only in ``jobs.runtime.workdir.job_archive_outputs_dir``.
 Written after the copy: the portal's record of stdout and stderr wins over a file of the same

@@ -85,7 +85,7 @@ def job_environment(job: Job, slave: Slave) -> dict[str, str]:
     gid_name = docker.get("projectGidVariableName")
     if gid_name and reserved_env_reason(gid_name) is None:
         env[gid_name] = str(job.project.gid)
-    env |= WORKDIR_ENV  # every job's working, input and output folders (jobs/workdir.py)
+    env |= WORKDIR_ENV  # every job's working, input and output folders (jobs/runtime/workdir.py)
     env |= {
         "GPULAB_JOB_ID": str(job.uuid),
         "GPULAB_CLUSTER_ID": str(slave.cluster_id),

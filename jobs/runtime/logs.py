@@ -6,6 +6,12 @@ polling every second never make the portal re-read a long log. When the job ends
 is archived (``<uuid>.log``, written atomically) before the container is removed, and the spool
 is dropped. Byte ranges (the API's ``Range: bytes=N-``, the page's ``?offset=N``) are served from
 the archive or the spool.
+
+stderr apart from stdout: Docker keeps the two streams apart in its multiplexed log frames
+(``engine.log_frames``). The log file itself stays the plain text every client expects (the
+API, gpulab-cli, the download); beside it, ``<file>.stderr`` lists the byte ranges of the log
+that came from stderr, one ``START END`` line per entry, so the page can mark those lines.
+Logs written before this existed have no such file: all their lines show as stdout.
 """
 
 import fcntl
@@ -33,14 +39,42 @@ def spool_path(job: Job) -> Path:
     return Path(settings.PORTAL_LOG_ARCHIVE_DIR) / f"{job.uuid}.live"
 
 
-def job_log_archive(*, job: Job, data: bytes) -> None:
+def stderr_path(path: Path) -> Path:
+    return path.with_name(path.name + ".stderr")
+
+
+def join_frames(frames: list[tuple[int, bytes]]) -> tuple[bytes, list[tuple[int, int]]]:
+    """Log frames -> the text and the byte ranges in it that came from stderr (stream 2)."""
+    out = bytearray()
+    ranges = []
+    for stream, payload in frames:
+        if stream == 2 and payload:
+            ranges.append((len(out), len(out) + len(payload)))
+        out += payload
+    return bytes(out), ranges
+
+
+def _ranges_text(ranges, shift: int = 0) -> bytes:
+    return b"".join(f"{a + shift} {b + shift}\n".encode() for a, b in ranges)
+
+
+def job_log_archive(*, job: Job, data: bytes, stderr_ranges=()) -> None:
     path = archive_path(job)
     private_dir(path.parent)  # logs are the users' own: 0700 directory, 0600 files
+    if stderr_ranges:
+        write_private(stderr_path(path), _ranges_text(stderr_ranges))
     write_private(path, data)  # atomic: a reader never sees half an archive
     Job.objects.filter(pk=job.pk).update(log_archived=True)
     job.log_archived = True
-    for leftover in (spool_path(job), spool_path(job).with_suffix(".state")):
+    spool = spool_path(job)
+    for leftover in (spool, spool.with_suffix(".state"), stderr_path(spool)):
         leftover.unlink(missing_ok=True)
+
+
+def job_log_archive_frames(*, job: Job, frames: list[tuple[int, bytes]]) -> None:
+    """Archive the whole log from its frames (stdout and stderr kept apart)."""
+    data, ranges = join_frames(frames)
+    job_log_archive(job=job, data=data, stderr_ranges=ranges)
 
 
 def stamp_ns(stamp: bytes) -> int:
@@ -75,6 +109,21 @@ def new_entries(data: bytes, last_ns: int, taken_at_last: int) -> tuple[bytes, i
     return bytes(out), last_ns, taken_at_last
 
 
+def new_frames(
+    frames: list[tuple[int, bytes]], last_ns: int, taken_at_last: int
+) -> tuple[bytes, list[tuple[int, int]], int, int]:
+    """``new_entries`` over timestamped frames: the new text, the ranges of it from stderr,
+    and the new (last_ns, taken_at_last)."""
+    out = bytearray()
+    ranges = []
+    for stream, payload in frames:
+        text, last_ns, taken_at_last = new_entries(payload, last_ns, taken_at_last)
+        if stream == 2 and text:
+            ranges.append((len(out), len(out) + len(text)))
+        out += text
+    return bytes(out), ranges, last_ns, taken_at_last
+
+
 def _spool_refresh(job: Job) -> None:
     path = spool_path(job)
     private_dir(path.parent)
@@ -92,11 +141,18 @@ def _spool_refresh(job: Job) -> None:
                 # A float of ~1.7e9 s resolves only ~0.2 us: ask from 1 ms earlier, so rounding
                 # never skips an entry; new_entries drops the ones taken already.
                 since = (last_ns / NS - 0.001) if last_ns else None
-                data = engine.logs(job.container_id, since=since, timestamps=True)
+                frames = engine.log_frames(job.container_id, since=since, timestamps=True)
         except RuntimeFailure:
             return  # the slave is unreachable now: serve what the spool has
-        text, last_ns, taken = new_entries(data, last_ns, taken)
+        text, ranges, last_ns, taken = new_frames(frames, last_ns, taken)
         if text:
+            start = spool.seek(0, os.SEEK_END)
+            if ranges:
+                # Before the text: a reader never sees stderr text without its marker.
+                with os.fdopen(
+                    private_open(stderr_path(path), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab"
+                ) as marks:
+                    marks.write(_ranges_text(ranges, start))
             spool.write(text)
             spool.flush()
             write_private(
@@ -113,16 +169,42 @@ def _read_from(path: Path, start: int) -> tuple[bytes, int]:
 
 def job_log_range(job: Job, start: int) -> tuple[bytes, int]:
     """Bytes from ``start`` on, and the total length known now."""
+    data, total, _path = _log_range(job, start)
+    return data, total
+
+
+def job_log_range_marked(job: Job, start: int) -> tuple[bytes, int, list[tuple[int, int]]]:
+    """``job_log_range`` and the stderr ranges within the answered bytes (relative to them)."""
+    data, total, path = _log_range(job, start)
+    if path is None or not data:
+        return data, total, []
+    first = min(max(start, 0), total)
+    last = first + len(data)
+    ranges = []
+    try:
+        lines = stderr_path(path).read_bytes().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for line in lines:
+        a, _, b = line.partition(b" ")
+        a, b = max(int(a), first), min(int(b), last)
+        if a < b:
+            ranges.append((a - first, b - first))
+    return data, total, ranges
+
+
+def _log_range(job: Job, start: int) -> tuple[bytes, int, Path | None]:
     archive = archive_path(job)
     if not archive.exists() and job.container_id and job.slave_id and job.status in ON_SLAVE:
         _spool_refresh(job)
     # The archive first: the job may have ended (and its spool gone) during the refresh.
     for path in (archive, spool_path(job)):
         try:
-            return _read_from(path, start)
+            data, total = _read_from(path, start)
         except FileNotFoundError:
             continue
-    return b"", 0
+        return data, total, path
+    return b"", 0, None
 
 
 def job_log_bytes(job: Job) -> bytes:

@@ -24,11 +24,11 @@ from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
-from jobs.outputs import job_outputs_archive
 from jobs.runtime.archiving import job_running_record, job_stdout_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.runtime.heartbeat import Heartbeat
-from jobs.runtime.logs import job_log_archive
+from jobs.runtime.logs import job_log_archive_frames, join_frames
+from jobs.runtime.outputs import job_outputs_archive
 from jobs.runtime.staging import job_container_start, job_inputs_restage
 from jobs.runtime.storage import StorageRefused
 from jobs.runtime.storage_prepare import storage_prepare
@@ -298,11 +298,12 @@ def job_finish_run(*, job_id: int) -> None:
             state = engine.inspect(job.container_id)
             if state.running:
                 return  # a spurious event: still running
-            data = engine.logs(job.container_id)
-            job_log_archive(job=job, data=data)
+            frames = engine.log_frames(job.container_id)
+            job_log_archive_frames(job=job, frames=frames)
             # Before the container is removed (in _end): its output folder, into the archive.
             job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
-            job_stdout_archive(job=job, data=data)  # tapisjob.out of a job from an app
+            # tapisjob.out of a job from an app: stdout and stderr as they came.
+            job_stdout_archive(job=job, data=join_frames(frames)[0])
     except ContainerNotFound:
         job.refresh_from_db()
         if job.status in ON_SLAVE:

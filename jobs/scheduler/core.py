@@ -244,7 +244,9 @@ class _Cycle:
 
         def reasons_for(shape: Shape) -> tuple[str, ...]:
             if shape not in cache:
-                cache[shape] = shape_reasons(shape, self.ctx, self.env, self.placer.identity)
+                cache[shape] = shape_reasons(
+                    shape, self.ctx, self.env, self.placer.identity, self.placer.pipeline
+                )
             return cache[shape]
 
         for shape, jobs in self.waiting.items():

@@ -1,21 +1,30 @@
 """Filter plugins, in the manner of the Kubernetes scheduling framework.
 
-Each filter answers one question about a (request shape, slave) pair and returns ``None`` when
-the slave passes or a short reason when it does not. Filters are evaluated on a
-:class:`~.state.SlaveClass` (its representative slave): every member of a class gets the same
-answer from every filter except :class:`FreeResources`, which looks at one slave's free room.
+Every filter implements one protocol (:class:`Filter`): a ``name``, a ``stage``, ``relevant(shape)``
+(the framework's PreFilter "skip": a filter that cannot reject a shape is not asked about it),
+``rejects(shape, target, env) -> reason | None`` and ``summarize(...)`` (aggregated explanation
+lines about what it rejected). The ordered tuple of filters that placing and explaining both walk
+is ``pipeline.PIPELINE``; what used to be special cases of that walk are attributes here.
 
-Three families, in pipeline order:
+Stages, in pipeline order (``Stage``):
 
-* identity filters -- never change while the slave stays registered as it is; they also decide
-  whether a request is impossible (``summarize`` explains why none of a set of slaves passes);
-* runtime filters -- availability and whole-slave reservations, fixed for the cycle;
-* dynamic filters -- change as the cycle places jobs (owner demand, reservation budgets, room).
+* ``IDENTITY`` -- never changes while the slave stays registered as it is; also decides whether a
+  request is impossible. Asked of a :class:`~.state.SlaveClass` (its representative slave:
+  every member gets the same answer).
+* ``RUNTIME`` -- availability and whole-slave reservations, fixed for the cycle (per class).
+* ``DYNAMIC`` -- changes as the cycle places jobs (owner demand, reservation budgets; per class).
+* ``ROOM`` -- one slave's free room and ports (per :class:`~.state.SlaveRuntime`: members of a
+  class differ). Room filters also offer ``fits(shape, slave)``, the boolean form of ``rejects``
+  for the placement search; :class:`FreeResources` is ``indexed``: the classes' buckets by free
+  GPU count answer its GPU part.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
+from enum import IntEnum
+from typing import Protocol
 
 from . import reservations as res_rules
 from .model import SchedulerConfig, SlaveState
@@ -23,6 +32,62 @@ from .shape import Shape
 from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches, single_class
 from .text import compress_names, fmt_gb, join_limited, plural
 from .timing import format_duration
+
+
+class Stage(IntEnum):
+    IDENTITY = 1
+    RUNTIME = 2
+    DYNAMIC = 3
+    ROOM = 4
+
+
+class Filter(Protocol):
+    """What every filter offers (see the module docstring).
+
+    ``rejects`` takes a :class:`SlaveClass` in the class stages and a :class:`SlaveRuntime` in
+    ``ROOM``. ``summarize`` returns explanation lines: in ``IDENTITY`` about classes none of which
+    passes (one line), in ``RUNTIME``/``DYNAMIC`` about the classes this filter was the first to
+    reject, in ``ROOM`` about the members of the usable classes (ranks in ``skip`` were explained
+    by an earlier room filter).
+
+    Attributes that replace special cases of the walk:
+
+    * ``explain_order`` -- where its lines go in an explanation (most specific first);
+    * ``pins`` -- narrows the set to one slave before the later filters (``pin``): slaveName;
+    * ``names_itself`` -- classes it alone keeps off are named by it even when a later filter
+      rejects the rest ("no slave has 4 A100s" is misleading when a private cluster has them);
+    * ``indexed`` -- a room filter the class index answers (placement scans buckets, not slaves).
+    """
+
+    name: str
+    stage: Stage
+    explain_order: int
+    pins: bool
+    names_itself: bool
+    indexed: bool
+
+    def relevant(self, shape: Shape) -> bool: ...
+
+    def rejects(self, shape: Shape, target, env: Env) -> str | None: ...
+
+    def summarize(self, shape: Shape, rejected, env: Env, *args) -> list[str]: ...
+
+
+class BaseFilter:
+    """Defaults of the protocol's attributes."""
+
+    name = ""
+    stage = Stage.IDENTITY
+    explain_order = 0
+    pins = False
+    names_itself = False
+    indexed = False
+
+    def relevant(self, shape: Shape) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
 
 
 class Env:
@@ -73,46 +138,66 @@ def scope_of(shape: Shape) -> str:
 # --- identity filters ------------------------------------------------------------------------
 
 
-class ClusterFilter:
+class ClusterFilter(BaseFilter):
     name = "cluster"
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def relevant(self, shape: Shape) -> bool:
+        return shape.cluster_id is not None
+
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        slave = cls.rep
         if shape.cluster_id is None or slave.cluster_id == shape.cluster_id:
             return None
         return f"slave {slave.name} is in cluster {slave.cluster_id}, job asks for cluster {shape.cluster_id}"
 
-    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
+    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> list[str]:
         if not groups:
-            return "no slaves are registered"
+            return ["no slaves are registered"]
         known = sorted({g.cluster_id for g in groups})
-        return f"no cluster {shape.cluster_id} (known: {join_limited(map(str, known), 10)})"
+        return [f"no cluster {shape.cluster_id} (known: {join_limited(map(str, known), 10)})"]
 
 
-class SlaveNameFilter:
+class SlaveNameFilter(BaseFilter):
+    """slaveName: the walk narrows the classes left to a one-slave view of the named slave."""
+
     name = "slave name"
+    pins = True
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
-        if shape.slave_name is None or slave.name == shape.slave_name:
+    def relevant(self, shape: Shape) -> bool:
+        return shape.slave_name is not None
+
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        if shape.slave_name is None or cls.rep.name == shape.slave_name:
             return None
         return f"job asks for slave {shape.slave_name}"
 
-    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
+    def pin(self, shape: Shape, left: Sequence[SlaveClass]) -> SlaveClass | None:
+        """A one-slave view of the named slave among the classes left, or None."""
+        found = next((s for g in left for s in g.slaves if s.name == shape.slave_name), None)
+        return None if found is None else single_class(found)
+
+    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> list[str]:
         """``groups`` are all classes: say where the slave is when it is elsewhere."""
         for g in groups:
             if shape.slave_name in g.names:
-                return (
+                return [
                     f"slave {shape.slave_name} is in cluster {g.cluster_id}, "
                     f"not cluster {shape.cluster_id}"
-                )
-        return f"no slave named {shape.slave_name}"
+                ]
+        return [f"no slave named {shape.slave_name}"]
 
 
-class PrivateAccessFilter:
+class PrivateAccessFilter(BaseFilter):
     """Owners' projects only; others as guests with no clusterId and a short minDuration."""
 
     name = "private cluster"
+    names_itself = True
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def relevant(self, shape: Shape) -> bool:
+        return not shape.guest_ok
+
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        slave = cls.rep
         if not slave.cluster_private or slave.cluster_id in shape.owner_of or shape.guest_ok:
             return None
         if shape.cluster_id is not None:
@@ -122,34 +207,42 @@ class PrivateAccessFilter:
             f"private cluster {slave.cluster_id} takes guest jobs only with minDuration <= {limit}"
         )
 
-    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
+    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> list[str]:
         clusters = sorted({g.cluster_id for g in groups})
         if shape.cluster_id is not None:
-            return f"cluster {shape.cluster_id} is private to its owners' projects"
+            return [f"cluster {shape.cluster_id} is private to its owners' projects"]
         limit = format_duration(env.config.private_guest_max_min_duration_s)
         which = ", ".join(map(str, clusters))
         noun = "cluster {} takes" if len(clusters) == 1 else "clusters {} take"
-        return f"private {noun.format(which)} guest jobs only with minDuration <= {limit}"
+        return [f"private {noun.format(which)} guest jobs only with minDuration <= {limit}"]
 
 
-class GpuModelFilter:
+class GpuModelFilter(BaseFilter):
     name = "gpu model"
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def relevant(self, shape: Shape) -> bool:
+        return bool(shape.gpu_models)
+
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        slave = cls.rep
         if not shape.gpu_models or env.matching_gpus(slave, shape.gpu_models):
             return None
         has = join_limited(sorted({gpu.model for gpu in slave.gpus})) or "no GPUs"
         return f"slave {slave.name} has no GPU model {shape.models_label} (has: {has})"
 
-    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
+    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> list[str]:
         known = join_limited(sorted({gpu.model for g in groups for gpu in g.rep.gpus})) or "none"
-        return f"{scope_of(shape)}no slave has GPU model {shape.models_label} (known: {known})"
+        return [f"{scope_of(shape)}no slave has GPU model {shape.models_label} (known: {known})"]
 
 
-class CudaFilter:
+class CudaFilter(BaseFilter):
     name = "cuda"
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def relevant(self, shape: Shape) -> bool:
+        return shape.min_cuda is not None
+
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        slave = cls.rep
         if shape.min_cuda is None or (
             slave.cuda_major is not None and slave.cuda_major >= shape.min_cuda
         ):
@@ -157,36 +250,40 @@ class CudaFilter:
         has = "no CUDA version" if slave.cuda_major is None else f"CUDA {slave.cuda_major}"
         return f"slave {slave.name} has {has}, job needs CUDA >= {shape.min_cuda}"
 
-    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
+    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> list[str]:
         versions = [g.rep.cuda_major for g in groups if g.rep.cuda_major is not None]
         highest = f"highest: {max(versions)}" if versions else "none reports a CUDA version"
-        return f"{scope_of(shape)}no slave has CUDA >= {shape.min_cuda} ({highest})"
+        return [f"{scope_of(shape)}no slave has CUDA >= {shape.min_cuda} ({highest})"]
 
 
-class FeaturesFilter:
+class FeaturesFilter(BaseFilter):
     name = "features"
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
-        missing = shape.features - slave.features
+    def relevant(self, shape: Shape) -> bool:
+        return bool(shape.features)
+
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        missing = shape.features - cls.rep.features
         if not missing:
             return None
-        return f"slave {slave.name} lacks feature(s) {', '.join(sorted(missing))}"
+        return f"slave {cls.rep.name} lacks feature(s) {', '.join(sorted(missing))}"
 
-    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
+    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> list[str]:
         offered = frozenset().union(*(g.rep.features for g in groups))
         missing = sorted(shape.features - offered)
         if missing:
-            return f"{scope_of(shape)}no slave offers feature(s) {', '.join(missing)}"
+            return [f"{scope_of(shape)}no slave offers feature(s) {', '.join(missing)}"]
         wanted = ", ".join(sorted(shape.features))
-        return f"{scope_of(shape)}no slave offers all of the features {wanted}"
+        return [f"{scope_of(shape)}no slave offers all of the features {wanted}"]
 
 
-class CapacityFilter:
+class CapacityFilter(BaseFilter):
     """The slave's whole capacity (ignoring load) is large enough."""
 
     name = "capacity"
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        slave = cls.rep
         gpus = env.matching_gpus(slave, shape.gpu_models)
         if gpus < shape.gpus:
             return (
@@ -202,7 +299,10 @@ class CapacityFilter:
             )
         return None
 
-    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
+    def summarize(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> list[str]:
+        return [self._summary(shape, groups, env)]
+
+    def _summary(self, shape: Shape, groups: Sequence[SlaveClass], env: Env) -> str:
         scope = scope_of(shape)
         word = _gpu_word(shape)
         sized = [(env.matching_gpus(g.rep, shape.gpu_models), g) for g in groups]
@@ -233,58 +333,10 @@ class CapacityFilter:
 CLUSTER = ClusterFilter()
 SLAVE_NAME = SlaveNameFilter()
 PRIVATE_ACCESS = PrivateAccessFilter()
-IDENTITY_FILTERS = (
-    CLUSTER,
-    SLAVE_NAME,
-    PRIVATE_ACCESS,
-    GpuModelFilter(),
-    CudaFilter(),
-    FeaturesFilter(),
-    CapacityFilter(),
-)
-
-
-def identity_chain(
-    shape: Shape, groups: Sequence[SlaveClass], env: Env
-) -> tuple[list[SlaveClass], str | None]:
-    """Apply the identity filters one after the other.
-
-    Returns the classes that pass all of them, or (``[]``, why none does): the message comes from
-    the first filter that rejects every class left by the ones before, so it names the real
-    obstacle ("no slave has GPU model A100") rather than the first difference. A job pinned to a
-    slave by name is narrowed to a one-slave view of it, and gets that slave's own reason.
-    """
-    left = list(groups)
-    if not left:
-        return [], "no slaves are registered"
-    private_only: list[SlaveClass] = []  # kept off only by private cluster access
-    for step, plugin in enumerate(IDENTITY_FILTERS):
-        if plugin is SLAVE_NAME:
-            if shape.slave_name is None:
-                continue
-            pinned = next((s for g in left for s in g.slaves if s.name == shape.slave_name), None)
-            if pinned is None:
-                return [], SLAVE_NAME.summarize(shape, groups, env)
-            left = [single_class(pinned)]
-            continue
-        passed = [g for g in left if plugin(shape, g.rep, env) is None]
-        if plugin is PRIVATE_ACCESS and len(passed) < len(left):
-            kept = {id(g) for g in passed}
-            private_only = [g for g in left if id(g) not in kept]
-        if not passed:
-            if shape.slave_name is not None and plugin is not CLUSTER:
-                return [], plugin(shape, left[0].rep, env)
-            later = IDENTITY_FILTERS[step:]
-            # "No slave has 4 A100s" is misleading when a private cluster has them: say that
-            # the job may not go there instead.
-            usable_if_allowed = [
-                g for g in private_only if all(f(shape, g.rep, env) is None for f in later)
-            ]
-            if usable_if_allowed and plugin is not PRIVATE_ACCESS:
-                return [], PRIVATE_ACCESS.summarize(shape, usable_if_allowed, env)
-            return [], plugin.summarize(shape, left if plugin is not CLUSTER else groups, env)
-        left = passed
-    return left, None
+GPU_MODEL = GpuModelFilter()
+CUDA = CudaFilter()
+FEATURES = FeaturesFilter()
+CAPACITY = CapacityFilter()
 
 
 # --- runtime filters (fixed for the cycle) ---------------------------------------------------
@@ -301,17 +353,20 @@ def _describe_reservations(blocking, shape: Shape, rejected: Sequence[SlaveClass
     return list(seen.values())
 
 
-class AvailabilityFilter:
+class AvailabilityFilter(BaseFilter):
     name = "availability"
+    stage = Stage.RUNTIME
+    explain_order = 5
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        if cls.available:
+            return None
+        slave = cls.rep
         if not slave.online:
             return f"slave {slave.name} is offline"
-        if not slave.accepting_jobs:
-            return f"slave {slave.name} is not accepting jobs"
-        return None
+        return f"slave {slave.name} is not accepting jobs"
 
-    def describe(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
+    def summarize(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
         key = ("availability", tuple(id(g) for g in rejected))
         line = env.memo.get(key)
         if line is None:
@@ -322,10 +377,15 @@ class AvailabilityFilter:
         return [line]
 
 
-class ReservationFilter:
+class ReservationFilter(BaseFilter):
     """Whole-slave reservations: open ones, and upcoming ones the job would run into."""
 
     name = "reservation"
+    stage = Stage.RUNTIME
+    explain_order = 2
+
+    def relevant(self, shape: Shape) -> bool:
+        return bool(shape.res)
 
     def blocking(self, shape: Shape, cls: SlaveClass) -> res_rules.ResRuntime | None:
         for rr in cls.reservations:
@@ -333,47 +393,51 @@ class ReservationFilter:
                 return rr
         return None
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
         assert env.ctx is not None
-        cls = env.ctx.by_name[slave.name].cls
-        rr = self.blocking(shape, cls) if cls is not None else None
+        rr = self.blocking(shape, cls)
         return None if rr is None else rr.describe(env.ctx.now)
 
-    def describe(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
+    def summarize(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
         return _describe_reservations(self.blocking, shape, rejected, env)
 
 
 # --- dynamic filters (change while the cycle places jobs) ------------------------------------
 
 
-class OwnerDemandFilter:
+class OwnerDemandFilter(BaseFilter):
     """Guests stay off a private cluster while owner jobs wait for room there."""
 
     name = "owner demand"
+    stage = Stage.DYNAMIC
+    explain_order = 4
 
-    def rejects(self, shape: Shape, cls: SlaveClass, ctx: Context) -> bool:
-        return (
+    @staticmethod
+    def _line(cluster_id: int) -> str:
+        return f"private cluster {cluster_id}: its owners' jobs are waiting for room"
+
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        if (
             cls.private
             and cls.cluster_id not in shape.owner_of
-            and ctx.owner_demand.get(cls.cluster_id, 0) > 0
-        )
+            and env.ctx.owner_demand.get(cls.cluster_id, 0) > 0
+        ):
+            return self._line(cls.cluster_id)
+        return None
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
-        assert env.ctx is not None
-        cls = env.ctx.by_name[slave.name].cls
-        if cls is None or not self.rejects(shape, cls, env.ctx):
-            return None
-        return f"private cluster {cls.cluster_id}: its owners' jobs are waiting for room"
-
-    def describe(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
-        clusters = sorted({cls.cluster_id for cls in rejected})
-        return [f"private cluster {c}: its owners' jobs are waiting for room" for c in clusters]
+    def summarize(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
+        return [self._line(c) for c in sorted({cls.cluster_id for cls in rejected})]
 
 
-class ReservationBudgetFilter:
+class ReservationBudgetFilter(BaseFilter):
     """gpu_count reservations: jobs not entitled share only the unreserved GPUs."""
 
     name = "reservation budget"
+    stage = Stage.DYNAMIC
+    explain_order = 3
+
+    def relevant(self, shape: Shape) -> bool:
+        return bool(shape.res) and shape.gpus > 0
 
     def blocking(self, shape: Shape, cls: SlaveClass) -> res_rules.ResRuntime | None:
         for rr in cls.reservations:
@@ -381,52 +445,32 @@ class ReservationBudgetFilter:
                 return rr
         return None
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
+    def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
         assert env.ctx is not None
-        cls = env.ctx.by_name[slave.name].cls
-        rr = self.blocking(shape, cls) if cls is not None else None
+        rr = self.blocking(shape, cls)
         return None if rr is None else rr.describe(env.ctx.now)
 
-    def describe(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
+    def summarize(self, shape: Shape, rejected: Sequence[SlaveClass], env: Env) -> list[str]:
         return _describe_reservations(self.blocking, shape, rejected, env)
 
 
-class FreeResources:
-    """The slave's free room holds the request (GPUs of an accepted model, CPUs, memory)."""
-
-    name = "free resources"
-
-    def fits(self, shape: Shape, slave: SlaveRuntime) -> bool:
-        gpus = slave.matching_free(shape.gpu_models) if shape.gpu_models else slave.free_gpus
-        return (
-            len(gpus) >= shape.gpus
-            and len(slave.free_cpus) >= shape.cpus
-            and slave.free_mem + EPS >= shape.memory_gb
-        )
-
-    def reason(self, shape: Shape, slave: SlaveRuntime) -> str | None:
-        gpus = len(slave.matching_free(shape.gpu_models))
-        if gpus < shape.gpus:
-            return f"slave {slave.name} has {plural(gpus, 'free GPU')}, job needs {shape.gpus}"
-        if len(slave.free_cpus) < shape.cpus:
-            free = len(slave.free_cpus)
-            return f"slave {slave.name} has {plural(free, 'free CPU')}, job needs {shape.cpus}"
-        if slave.free_mem + EPS < shape.memory_gb:
-            return (
-                f"slave {slave.name} has {fmt_gb(max(0.0, slave.free_mem))} free memory, "
-                f"job needs {fmt_gb(shape.memory_gb)}"
-            )
-        return None
+# --- room filters (one slave's free room; change with every placement) -----------------------
 
 
-class HostPortFilter:
+class HostPortFilter(BaseFilter):
     """Fixed host ports are a resource of the slave: one job per port on a slave.
 
     Like :class:`FreeResources` it looks at one slave (members of a class may differ), and what
     it rejects only grows during a cycle (every start and every room held takes its ports).
+    Slaves it rejects are left out of the "how close" lines of the filters after it.
     """
 
     name = "host ports"
+    stage = Stage.ROOM
+    explain_order = 0
+
+    def relevant(self, shape: Shape) -> bool:
+        return bool(shape.host_ports)
 
     def fits(self, shape: Shape, slave: SlaveRuntime) -> bool:
         return not shape.host_ports or shape.host_ports.isdisjoint(slave.ports)
@@ -437,23 +481,16 @@ class HostPortFilter:
             return ()
         return tuple(sorted(shape.host_ports & slave.ports))
 
-    def __call__(self, shape: Shape, slave: SlaveState, env: Env) -> str | None:
-        if not shape.host_ports:
-            return None
-        in_use = env.ctx.by_name[slave.name].ports if env.ctx is not None else slave.ports_in_use
-        taken = sorted(shape.host_ports & set(in_use))
+    def rejects(self, shape: Shape, slave: SlaveRuntime, env: Env) -> str | None:
+        taken = self.taken(shape, slave)
         return f"{_ports_text(taken)} in use on {slave.name}" if taken else None
 
-    def blocked(self, shape: Shape, classes: Sequence[SlaveClass]) -> list[SlaveRuntime]:
-        """The members of these classes that a port the job asks for keeps it off."""
-        if not shape.host_ports:
-            return []
-        return [s for cls in classes for s in cls.slaves if not self.fits(shape, s)]
-
-    def describe(self, shape: Shape, blocked: Sequence[SlaveRuntime], env: Env) -> list[str]:
+    def summarize(
+        self, shape: Shape, classes: Sequence[SlaveClass], env: Env, skip: frozenset[int]
+    ) -> list[str]:
         """One line per set of taken ports: ``host port 8080 is in use on gpu1``."""
         by_ports: dict[tuple[int, ...], list[str]] = {}
-        for slave in blocked:
+        for slave in rejected_members(self, shape, classes, skip):
             by_ports.setdefault(self.taken(shape, slave), []).append(slave.name)
         lines = []
         for taken, names in sorted(by_ports.items()):
@@ -470,9 +507,176 @@ def _ports_text(ports: Sequence[int]) -> str:
     return f"host ports {', '.join(map(str, ports))} are"
 
 
+def rejected_members(
+    plugin, shape: Shape, classes: Sequence[SlaveClass], skip: frozenset[int] = frozenset()
+) -> list[SlaveRuntime]:
+    """The members of these classes (ranks in ``skip`` left out) that a room filter rejects."""
+    if not plugin.relevant(shape):
+        return []
+    return [
+        s for cls in classes for s in cls.slaves if s.rank not in skip and not plugin.fits(shape, s)
+    ]
+
+
+_MAX_CLUSTER_LINES = 3
+
+
+class FreeResources(BaseFilter):
+    """The slave's free room holds the request (GPUs of an accepted model, CPUs, memory).
+
+    ``indexed``: for classes whose every GPU model matches, placement finds members with enough
+    free GPUs in the class's buckets and checks only CPUs and memory here.
+    """
+
+    name = "free resources"
+    stage = Stage.ROOM
+    explain_order = 1
+    indexed = True
+
+    def fits(self, shape: Shape, slave: SlaveRuntime) -> bool:
+        gpus = slave.matching_free(shape.gpu_models) if shape.gpu_models else slave.free_gpus
+        return (
+            len(gpus) >= shape.gpus
+            and len(slave.free_cpus) >= shape.cpus
+            and slave.free_mem + EPS >= shape.memory_gb
+        )
+
+    def rejects(self, shape: Shape, slave: SlaveRuntime, env: Env | None = None) -> str | None:
+        gpus = len(slave.matching_free(shape.gpu_models))
+        if gpus < shape.gpus:
+            return f"slave {slave.name} has {plural(gpus, 'free GPU')}, job needs {shape.gpus}"
+        if len(slave.free_cpus) < shape.cpus:
+            free = len(slave.free_cpus)
+            return f"slave {slave.name} has {plural(free, 'free CPU')}, job needs {shape.cpus}"
+        if slave.free_mem + EPS < shape.memory_gb:
+            return (
+                f"slave {slave.name} has {fmt_gb(max(0.0, slave.free_mem))} free memory, "
+                f"job needs {fmt_gb(shape.memory_gb)}"
+            )
+        return None
+
+    def summarize(
+        self, shape: Shape, classes: Sequence[SlaveClass], env: Env, skip: frozenset[int]
+    ) -> list[str]:
+        """Per cluster, how close its best slave comes to the request (closest clusters first).
+
+        A job pinned to one slave gets that slave's own reason.
+        """
+        assert env.ctx is not None
+        ctx = env.ctx
+        if len(classes) == 1 and classes[0].single:
+            if classes[0].slaves[0].rank in skip:
+                return []
+            reason = self.rejects(shape, classes[0].slaves[0])
+            return [reason] if reason else []
+        by_cluster: dict[int, list[SlaveClass]] = defaultdict(list)
+        for cls in classes:
+            by_cluster[cls.cluster_id].append(cls)
+        found = []
+        for cluster_id, members in sorted(by_cluster.items()):
+            closeness, line = _cluster_line(shape, cluster_id, members, ctx, skip)
+            if line:
+                found.append((closeness, cluster_id, line))
+        found.sort(key=lambda item: (-item[0], item[1]))
+        lines = [line for _, _, line in found[:_MAX_CLUSTER_LINES]]
+        if len(found) > _MAX_CLUSTER_LINES:
+            more = len(found) - _MAX_CLUSTER_LINES
+            lines.append(f"and {plural(more, 'more cluster')} with less room")
+        return lines
+
+
+def _members_with(shape: Shape, members: Sequence[SlaveClass], min_free: int, skip: frozenset[int]):
+    """(rank, matching free GPUs) of the members with at least ``min_free`` of them."""
+    wanted = shape.gpu_models
+    for cls in members:
+        if cls.match_mode(wanted) == "all":
+            for free in range(min_free, cls.ngpus + 1):
+                for rank in cls.buckets[free]:
+                    if rank not in skip:
+                        yield rank, free
+        else:
+            for slave in cls.slaves:
+                free = len(slave.matching_free(wanted))
+                if free >= min_free and slave.rank not in skip:
+                    yield slave.rank, free
+
+
+def _largest_block(
+    shape: Shape, members: Sequence[SlaveClass], skip: frozenset[int]
+) -> tuple[int, int]:
+    """(matching free GPUs, rank) of the member with the most, lowest rank on ties; (-1, -1)."""
+    best = (-1, -1)
+    wanted = shape.gpu_models
+    for cls in members:
+        if cls.match_mode(wanted) == "all":
+            # The highest non-empty bucket (buckets hold ranks in order).
+            for free in range(cls.ngpus, -1, -1):
+                ranks = (
+                    [r for r in cls.buckets[free] if r not in skip] if skip else cls.buckets[free]
+                )
+                if ranks:
+                    candidate = (free, ranks[0])
+                    break
+            else:
+                continue
+        else:
+            sizes = [
+                (len(s.matching_free(wanted)), s.rank) for s in cls.slaves if s.rank not in skip
+            ]
+            if not sizes:
+                continue
+            candidate = max(sizes, key=lambda item: (item[0], -item[1]))
+        if candidate[0] > best[0] or (candidate[0] == best[0] and candidate[1] < best[1]):
+            best = candidate
+    return best
+
+
+def _cluster_line(
+    shape: Shape,
+    cluster_id: int,
+    members: Sequence[SlaveClass],
+    ctx: Context,
+    skip: frozenset[int] = frozenset(),
+):
+    """(closeness, line) for one cluster: the first resource its best slave lacks."""
+    slaves = ctx.slaves  # index == rank
+    best_gpus, best_rank = _largest_block(shape, members, skip)
+    if best_rank < 0:
+        return 0.0, ""
+    scope = f"cluster {cluster_id}"
+    if best_gpus < shape.gpus:
+        name = slaves[best_rank].name
+        if best_gpus == 0:
+            return 0.0, f"{scope}: no free GPUs, job needs {shape.gpus}"
+        block = plural(best_gpus, "GPU")
+        return (
+            best_gpus / shape.gpus,
+            f"{scope}: largest free block is {block} on {name}, job needs {shape.gpus}",
+        )
+    with_gpus = [slaves[rank] for rank, _ in _members_with(shape, members, shape.gpus, skip)]
+    where = f"a slave with {plural(shape.gpus, 'free GPU')}" if shape.gpus else "one slave"
+    best = max(with_gpus, key=lambda s: (len(s.free_cpus), -s.rank))
+    if len(best.free_cpus) < shape.cpus:
+        free = len(best.free_cpus)
+        if free == 0:
+            text = f"{scope}: no free CPUs on any {where[2:] if shape.gpus else 'slave'}"
+        else:
+            text = f"{scope}: at most {plural(free, 'free CPU')} on {where} ({best.name})"
+        return 1.0 + free / max(1, shape.cpus), f"{text}, job needs {shape.cpus}"
+    roomy = [s for s in with_gpus if len(s.free_cpus) >= shape.cpus]
+    best = max(roomy, key=lambda s: (s.free_mem, -s.rank))
+    if best.free_mem + EPS < shape.memory_gb:
+        return (
+            2.0 + max(0.0, best.free_mem) / max(EPS, shape.memory_gb),
+            f"{scope}: at most {fmt_gb(max(0.0, best.free_mem))} free memory on a slave with "
+            f"room for its GPUs and CPUs ({best.name}), job needs {fmt_gb(shape.memory_gb)}",
+        )
+    return 3.0, f"{scope}: room opened on {best.name} during this cycle, retrying next cycle"
+
+
 AVAILABILITY = AvailabilityFilter()
 RESERVATION = ReservationFilter()
 OWNER_DEMAND = OwnerDemandFilter()
 RESERVATION_BUDGET = ReservationBudgetFilter()
-FREE_RESOURCES = FreeResources()
 HOST_PORTS = HostPortFilter()
+FREE_RESOURCES = FreeResources()

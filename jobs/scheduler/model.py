@@ -60,6 +60,13 @@ class SchedulerConfig:
     interactive_halts: bool = True
     interactive_halt_wait_s: int = 60
     max_interactive_halts_per_cycle: int = 16
+    # Score plugins (``scorers.SCORERS``) and their weights, added up in this order: best fit
+    # first, then owners on their private cluster and entitled jobs on their reservation.
+    scorer_weights: tuple[tuple[str, float], ...] = (
+        ("packing", 1.0),
+        ("private_preference", 2.0),
+        ("reservation_affinity", 2.0),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,18 +17,10 @@ Cost control, since one cycle may see 10,000 queued jobs and 1,000 slaves:
 from __future__ import annotations
 
 from . import reservations as res_rules
-from .filters import (
-    AVAILABILITY,
-    FREE_RESOURCES,
-    HOST_PORTS,
-    OWNER_DEMAND,
-    RESERVATION,
-    RESERVATION_BUDGET,
-    Env,
-    identity_chain,
-)
+from .filters import Env
 from .model import QueuedJob, Start
-from .scorers import total_score
+from .pipeline import DEFAULT_PIPELINE, Pipeline
+from .scorers import Scoring
 from .shape import Shape
 from .state import EPS, Context, SlaveClass, SlaveRuntime
 
@@ -77,21 +69,30 @@ class FailureMemo:
 
 
 class Placer:
-    """Placement search and bookkeeping for one cycle."""
+    """Placement search and bookkeeping for one cycle: walks the pipeline's filters in order
+    (identity, runtime, dynamic, room), then ranks with the configured scorers."""
 
-    def __init__(self, ctx: Context, env: Env) -> None:
+    def __init__(self, ctx: Context, env: Env, pipeline: Pipeline = DEFAULT_PIPELINE) -> None:
         self.ctx = ctx
         self.env = env
+        self.pipeline = pipeline
+        self.scoring = Scoring(ctx.config)
         self._identity: dict[Shape, tuple[list[SlaveClass], str | None]] = {}
         self._candidates: dict[Shape, list[SlaveClass]] = {}
         self._failed = FailureMemo()
         self._skip: dict[Shape, set[int]] = {}
+        # Per shape: the dynamic and room filters it needs (the indexed room filter apart).
+        self._dynamic: dict[Shape, tuple] = {}
+        self._room: dict[Shape, tuple[tuple, tuple]] = {}
+        self._indexed = pipeline.indexed is not None
 
     def identity(self, shape: Shape) -> tuple[list[SlaveClass], str | None]:
-        """:func:`identity_chain` over all classes, memoised per shape."""
+        """:meth:`Pipeline.identity` over all classes, memoised per shape."""
         found = self._identity.get(shape)
         if found is None:
-            found = self._identity[shape] = identity_chain(shape, self.ctx.classes, self.env)
+            found = self._identity[shape] = self.pipeline.identity(
+                shape, self.ctx.classes, self.env
+            )
         return found
 
     def candidates(self, shape: Shape) -> list[SlaveClass]:
@@ -99,24 +100,33 @@ class Placer:
         found = self._candidates.get(shape)
         if found is None:
             passing, _ = self.identity(shape)
-            found = [
-                cls
-                for cls in passing
-                if AVAILABILITY(shape, cls.rep, self.env) is None
-                and RESERVATION.blocking(shape, cls) is None
-            ]
+            pipeline = self.pipeline
+            found = pipeline.passing(shape, passing, self.env, pipeline.runtime)
             self._candidates[shape] = found
         return found
 
     def open_classes(self, shape: Shape) -> list[SlaveClass]:
         """Candidates that the dynamic class filters (owner demand, budgets) also let through."""
-        ctx = self.ctx
-        return [
-            cls
-            for cls in self.candidates(shape)
-            if not OWNER_DEMAND.rejects(shape, cls, ctx)
-            and RESERVATION_BUDGET.blocking(shape, cls) is None
-        ]
+        active = self._dynamic.get(shape)
+        if active is None:
+            active = self._dynamic[shape] = self.pipeline.relevant(
+                shape, self.pipeline.dynamic, self.env
+            )
+        candidates = self.candidates(shape)
+        env = self.env
+        if len(active) == 1:  # the common case (owner demand only), without a generator
+            rejects = active[0].rejects
+            return [cls for cls in candidates if rejects(shape, cls, env) is None]
+        if not active:
+            return candidates
+        found = []
+        for cls in candidates:
+            for plugin in active:
+                if plugin.rejects(shape, cls, env) is not None:
+                    break
+            else:
+                found.append(cls)
+        return found
 
     def invalidate(self) -> None:
         """Forget failed shapes (room opened for them: a private cluster's owners are served)."""
@@ -128,36 +138,55 @@ class Placer:
             return None
         best: SlaveRuntime | None = None
         best_key: tuple | None = None
+        score = self.scoring.total
+        room = self._room.get(shape) or self._room_filters(shape)
         for cls in self.open_classes(shape):
-            hit = self._find(shape, cls)
+            hit = self._find(shape, cls, room)
             if hit is None:
                 continue
             slave, free, total = hit
-            key = (-total_score(shape, cls, free, total), slave.rank)
+            key = (-score(shape, cls, free, total), slave.rank)
             if best_key is None or key < best_key:
                 best, best_key = slave, key
         if best is None:
             self._failed.add(shape)
         return best
 
-    def _find(self, shape: Shape, cls: SlaveClass) -> tuple[SlaveRuntime, int, int] | None:
-        """Best-packed member of the class with room: (slave, its free GPUs, its GPUs)."""
+    def _room_filters(self, shape: Shape) -> tuple[tuple, tuple]:
+        """(every room filter the shape needs, those the class index does not answer)."""
+        pipeline = self.pipeline
+        room = pipeline.relevant(shape, pipeline.room, self.env)
+        found = self._room[shape] = (room, tuple(f for f in room if f is not pipeline.indexed))
+        return found
+
+    def _find(
+        self, shape: Shape, cls: SlaveClass, filters: tuple[tuple, tuple]
+    ) -> tuple[SlaveRuntime, int, int] | None:
+        """Best-packed member of the class with room: (slave, its free GPUs, its GPUs).
+
+        ``filters``: :meth:`_room_filters` of the shape.
+        """
         wanted = shape.gpu_models
-        if cls.single or cls.match_mode(wanted) != "all":
+        room, unindexed = filters
+        if cls.single or not self._indexed or cls.match_mode(wanted) != "all":
             # Pinned slave, or a class where only some GPU models match: look at each member.
             best = None
             for slave in cls.slaves:
-                if FREE_RESOURCES.fits(shape, slave) and HOST_PORTS.fits(shape, slave):
+                for plugin in room:
+                    if not plugin.fits(shape, slave):
+                        break
+                else:
                     free = len(slave.matching_free(wanted))
                     if best is None or free < best[1]:
                         best = (slave, free)
             if best is None:
                 return None
             return best[0], best[1], self.env.matching_gpus(cls.rep, wanted)
+        # The indexed filter (free resources): members with enough free GPUs come from the
+        # class's buckets, lowest sufficient count first; CPUs and memory are checked here.
         skip = self._skip.get(shape)
         cpus = shape.cpus
         memory = shape.memory_gb - EPS
-        ports = shape.host_ports
         slaves = self.ctx.slaves
         buckets = cls.buckets
         for free in range(shape.gpus, cls.ngpus + 1):
@@ -168,7 +197,7 @@ class Placer:
                 if (
                     len(slave.free_cpus) >= cpus
                     and slave.free_mem >= memory
-                    and (not ports or HOST_PORTS.fits(shape, slave))
+                    and (not unindexed or all(f.fits(shape, slave) for f in unindexed))
                 ):
                     return slave, free, cls.ngpus
                 if skip is None:

@@ -1,13 +1,16 @@
 """Score plugins: rank the slaves that passed every filter, each plugin 0-100.
 
-The total is the weighted sum; ties go to the slave whose name sorts first, so a cycle is
-deterministic. Every plugin except packing gives all members of a slave class the same score, so
-the placement search only needs the best-packed member of each class.
+Which plugins run and their weights are data: ``SchedulerConfig.scorer_weights``, a tuple of
+(name, weight) in the order they are added up (``PORTAL_SCHEDULER_SCORER_WEIGHTS`` through the
+bridge). The total is the weighted sum; ties go to the slave whose name sorts first, so a cycle
+is deterministic. Every plugin except packing gives all members of a slave class the same score,
+so the placement search only needs the best-packed member of each class.
 """
 
 from __future__ import annotations
 
 from . import reservations as res_rules
+from .model import SchedulerConfig
 from .shape import Shape
 from .state import SlaveClass
 
@@ -42,8 +45,57 @@ def reservation_affinity(shape: Shape, cls: SlaveClass) -> float:
     return score
 
 
-def total_score(shape: Shape, cls: SlaveClass, free: int, total: int) -> float:
-    """Weighted sum of all score plugins for one candidate slave."""
+# Plugins by name; each takes (shape, class, free GPUs of the slave, its GPUs).
+SCORERS = {
+    "packing": packing,
+    "private_preference": lambda shape, cls, free, total: private_preference(shape, cls),
+    "reservation_affinity": lambda shape, cls, free, total: reservation_affinity(shape, cls),
+}
+
+
+def check_weights(weights) -> None:
+    """Raise ValueError for an unknown plugin name or a weight that is not a finite number."""
+    for item in weights:
+        name, weight = item
+        if name not in SCORERS:
+            known = ", ".join(sorted(SCORERS))
+            raise ValueError(f"unknown scorer {name!r} (known: {known})")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight != weight:
+            raise ValueError(f"scorer {name!r}: weight must be a number")
+
+
+class Scoring:
+    """The configured plugins with their weights; ``total`` is the weighted sum."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        check_weights(config.scorer_weights)
+        self.plugins = tuple(
+            (SCORERS[name], float(weight)) for name, weight in config.scorer_weights if weight
+        )
+        if self.plugins == _DEFAULT_PLUGINS:
+            self.total = _default_total  # the same sum, without the loop (placement is hot)
+
+    def total(self, shape: Shape, cls: SlaveClass, free: int, total: int) -> float:
+        result = 0.0
+        for plugin, weight in self.plugins:
+            result += weight * plugin(shape, cls, free, total)
+        return result
+
+
+def total_score(
+    shape: Shape, cls: SlaveClass, free: int, total: int, config: SchedulerConfig | None = None
+) -> float:
+    """Weighted sum of the configured score plugins for one candidate slave."""
+    return Scoring(config or SchedulerConfig()).total(shape, cls, free, total)
+
+
+_DEFAULT_PLUGINS = tuple(
+    (SCORERS[name], float(weight)) for name, weight in SchedulerConfig().scorer_weights
+)
+
+
+def _default_total(shape: Shape, cls: SlaveClass, free: int, total: int) -> float:
+    # Exactly the loop's sum for the default weights (1, 2, 2), in the same order.
     return (
         packing(shape, cls, free, total)
         + 2.0 * private_preference(shape, cls)

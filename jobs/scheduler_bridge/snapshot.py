@@ -12,6 +12,7 @@ from clusters.models import Cluster, Gpu, Slave
 from core.timefmt import parse_utc_z
 from jobs.models import Job
 from jobs.scheduler import model as sm
+from jobs.scheduler.scorers import check_weights
 from jobs.scheduler_bridge.usage import usage_now
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from reservations.models import Reservation
@@ -33,7 +34,15 @@ def scheduler_config() -> sm.SchedulerConfig:
         per_user_max_running_jobs=settings.PORTAL_USER_MAX_RUNNING_JOBS,
         per_user_max_gpus=settings.PORTAL_USER_MAX_GPUS,
         interactive_halt_wait_s=settings.PORTAL_INTERACTIVE_HALT_WAIT_S,
+        scorer_weights=scorer_weights(),
     )
+
+
+def scorer_weights() -> tuple[tuple[str, float], ...]:
+    """``PORTAL_SCHEDULER_SCORER_WEIGHTS`` as the scheduler's (name, weight) pairs, checked."""
+    weights = tuple(settings.PORTAL_SCHEDULER_SCORER_WEIGHTS.items())
+    check_weights(weights)
+    return weights
 
 
 # --- snapshot ------------------------------------------------------------------------------

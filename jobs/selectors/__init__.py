@@ -49,7 +49,7 @@ def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
 
 def job_sees_full(user, job: Job) -> bool:
     """Members of the job's project, holders of ``jobs.view_job`` (superusers) and the people
-    the job is shared with (jobs/shares.py) see everything: request, history, log, outputs;
+    the job is shared with (jobs/actions/shares.py) see everything: request, history, log, outputs;
     others a sanitised copy. The one read rule of every page, API and download."""
     if job.project_id in project_ids_of(user) or may_view_all_jobs(user):
         return True

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
+from django.db.models.functions import Cast, Coalesce
 
 from accounts.permissions import may_view_all_jobs
 from accounts.selectors import project_ids_of
+from jobs.models import UserUsage
 from jobs.selectors import shares_received_by
 from jobs.states import DELETED, RUNNING, JobStatus
 
@@ -48,6 +49,8 @@ class JobFilter:
     only_own: bool = False  # the viewer's own jobs ("Only my jobs")
     # gpulab-cli ``jobs -u``: with owner/project filters, also every user's running jobs
     or_running: bool = False
+    # The web table's order (``SORTS``: "created", "-gpus", ...); "" is newest first.
+    sort: str = ""
 
     @property
     def filters_hidden_fields(self) -> bool:
@@ -109,3 +112,58 @@ class JobFilter:
                 condition |= Q(uuid__istartswith=self.uuid_prefix.lower())
             queryset = queryset.filter(condition)
         return queryset
+
+    def order(self, queryset: QuerySet, *, viewer) -> QuerySet:
+        """``queryset`` in the order ``sort`` names (unknown keys: newest first).
+
+        The privacy rule holds for the order too: sorting by name, owner or project compares
+        those values only among jobs the viewer sees in full; sanitised jobs sort after them
+        as if the value were unknown, so their place reveals nothing.
+        """
+        key = self.sort.lstrip("-")
+        if key not in SORTS:
+            return queryset.order_by("-created", "-id")
+        descending = self.sort.startswith("-")
+        fields = SORTS[key]
+        if key in HIDDEN_SORTS and not may_view_all_jobs(viewer):
+            seen = Q(project_id__in=sorted(project_ids_of(viewer)))
+            queryset = queryset.annotate(
+                _sort_hidden=Case(When(seen, then=F(fields[0])), default=Value(None))
+            )
+            fields = ("_sort_hidden",)
+        if key == "queue":
+            queryset = annotate_queue_key(queryset)
+        order = []
+        for field in fields:
+            flip = descending != field.startswith("-")
+            expression = F(field.lstrip("-"))
+            order.append(
+                expression.desc(nulls_last=True) if flip else expression.asc(nulls_last=True)
+            )
+        return queryset.order_by(*order, "-id" if descending else "id")
+
+
+# The web table's sortable columns: key -> fields (a "-" field runs the other way).
+SORTS: dict[str, tuple[str, ...]] = {
+    "state": ("status",),
+    "name": ("name",),
+    "project": ("project__name",),
+    "owner": ("owner__username",),
+    "gpus": ("gpus",),
+    "created": ("created",),
+    "started": ("started_at",),
+    "exit": ("exit_code",),
+    # The scheduler's queue order (jobs.scheduler.ordering.queue_key): queued jobs first.
+    "queue": ("_queue_not_queued", "-interactive", "_queue_usage", "max_duration_s", "created"),
+}
+HIDDEN_SORTS = frozenset({"name", "project", "owner"})
+
+
+def annotate_queue_key(queryset: QuerySet) -> QuerySet:
+    """The fields of the scheduler's queue key: not queued last, interactive first, then the
+    owner's fair-share usage (as of the last tick), maxDuration and submit time."""
+    usage = UserUsage.objects.filter(user=OuterRef("owner_id")).values("value")[:1]
+    return queryset.annotate(
+        _queue_not_queued=Case(When(status=JobStatus.QUEUED, then=Value(0)), default=Value(1)),
+        _queue_usage=Coalesce(Subquery(usage), Value(0.0)),
+    )

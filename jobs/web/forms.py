@@ -13,7 +13,7 @@ import re
 
 from django import forms
 
-from jobs.selectors.filters import EVERY_STATE_BUT_DELETED, JobFilter
+from jobs.selectors.filters import EVERY_STATE_BUT_DELETED, SORTS, JobFilter
 from jobs.spec import SpecError, convert_v1, detect_version, load_json
 from jobs.states import ACTIVE, GROUPS
 
@@ -39,6 +39,11 @@ class JobFilterForm(forms.Form):
     cluster = forms.ChoiceField(required=False, label="Cluster")
     q = forms.CharField(required=False, label="Search", max_length=200)
     mine = forms.BooleanField(required=False, label="Only my jobs")
+    sort = forms.ChoiceField(
+        required=False,
+        label="Sort",
+        choices=[("", "Newest first")] + [(k, k) for k in SORTS] + [("-" + k, k) for k in SORTS],
+    )
 
     def __init__(self, *args, projects, clusters, **kwargs):
         super().__init__(*args, **kwargs)
@@ -74,6 +79,7 @@ class JobFilterForm(forms.Form):
             name_contains=q,
             uuid_prefix=match.group(1) if match else "",
             only_own=bool(data.get("mine")),
+            sort=data.get("sort") or "",
         )
 
 
@@ -196,6 +202,8 @@ class JobFieldsForm(forms.Form):
         ]
         for name in FIELD_TO_PATH:
             self.fields[name].widget.attrs["data-doc-field"] = name
+        # Suggestions: the images the slaves already have (jobs/web/examples.py, the page's datalist).
+        self.fields["image"].widget.attrs["list"] = "slave-images"
         self.fields["document"].widget.attrs.update(
             {"class": "font-monospace job-json", "aria-describedby": "job-json-errors"}
         )

@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.vary import vary_on_headers
 
+from accounts.permissions import may_view_engine_errors
 from clusters.models import Cluster, Slave
 from jobs.api.cluster_json import cluster_infos
 from jobs.models import Job
@@ -64,7 +65,9 @@ def cluster_list(request):
                 "upcoming": [r for r in cluster_reservations if r.start > now][:UPCOMING_PER_CARD],
             }
         )
-    return render(request, "clusters/clusters.html", {"cards": cards, "now": now})
+    # An engine's raw error names internal addresses: admins see it, users see "offline".
+    context = {"cards": cards, "now": now, "show_engine_errors": may_view_engine_errors(user)}
+    return render(request, "clusters/clusters.html", context)
 
 
 def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
@@ -164,6 +167,7 @@ def slave_list(request):
         "cluster_filter": cluster_filter,
         "q": q,
         "now": now,
+        "show_engine_errors": may_view_engine_errors(user),
     }
     if request.headers.get("HX-Request"):
         return render(request, "clusters/_slave_table.html", context)

@@ -1,6 +1,10 @@
 """Data of the Usage page: GPU-hours per day (the viewer's and their projects'), decayed
 fair-share usage against everyone else's (anonymised), and the heaviest jobs.
 
+The numbers agree with each other: the fair share is the scheduler's usage at this instant
+(running jobs included, like the chart), and every figure and bar is drawn from the numbers as
+printed (tests/web/test_usage_consistency.py).
+
 A fixed number of queries: the jobs that ran in the window are read once (one row each, few
 columns) and split into days in Python.
 """
@@ -10,11 +14,15 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Q
+from django.utils import timezone
 
 from accounts.models import Project
 from accounts.selectors import project_ids_of
 from jobs.models import Job, UserUsage
+from jobs.scheduler.usage import accrue, decayed, usage_rate
+from jobs.scheduler_bridge.snapshot import scheduler_config
 from jobs.spec import format_duration
+from jobs.states import HOLDS_RESOURCES
 
 DAYS = 30
 TOP_JOBS = 10
@@ -132,43 +140,81 @@ def usage_page_data(user, *, now: datetime) -> dict:
         "days": days,
         "series": series,
         "top_jobs": heaviest[:TOP_JOBS],
-        "fair_share": fair_share(user),
+        "fair_share": fair_share(user, now=now),
         "chart_w": CHART_W,
         "chart_h": CHART_H,
         "chart_pad_top": CHART_PAD_TOP,
     }
 
 
-def fair_share(user) -> dict:
+def usage_values(*, now: datetime, config) -> dict[int, float]:
+    """Every user's fair-share usage at ``now`` (user id -> weighted GPU-seconds), as the
+    scheduler would compute it in a tick now: the stored values decayed to ``now``, plus what
+    the running jobs added since their owner's row was last brought up to date. Reads only.
+
+    Without the running jobs' share the page showed the value of the last tick, behind the
+    chart of GPU-hours (which counts running jobs up to now). Two queries.
+    """
+    half_life = config.usage_half_life_s
+    updated: dict[int, datetime] = {}
+    values: dict[int, float] = {}
+    for user_id, value, updated_at in UserUsage.objects.values_list(
+        "user_id", "value", "updated_at"
+    ):
+        values[user_id] = decayed(value, (now - updated_at).total_seconds(), half_life)
+        updated[user_id] = updated_at
+    running = Job.objects.filter(status__in=HOLDS_RESOURCES, started_at__isnull=False).values_list(
+        "owner_id", "gpus", "cpus", "cpu_memory_gb", "tmpfs_gb", "started_at"
+    )
+    for owner_id, gpus, cpus, memory_gb, tmpfs_gb, started_at in running:
+        since = max(updated.get(owner_id, started_at), started_at)
+        memory = Job.held_memory_of(memory_gb, tmpfs_gb)
+        rate = usage_rate(gpus=gpus, cpus=cpus, memory_gb=memory, config=config)
+        values[owner_id] = values.get(owner_id, 0.0) + accrue(
+            0.0, (now - since).total_seconds(), rate=rate, half_life_s=half_life
+        )
+    return values
+
+
+def _hours(value: float) -> float:
+    """Weighted GPU-seconds as the hours the page prints (2 decimals): bars are drawn from
+    these same numbers, so a "0.00 h" never gets a visible bar."""
+    return round(value / 3600, 2)
+
+
+def fair_share(user, *, now: datetime | None = None) -> dict:
     """The viewer's decayed usage against everyone's: rank 1 is the least used (starts first).
 
-    Others are anonymised as "user N" by rank. Four queries.
+    Others are anonymised as "user N" by rank. Two queries.
     """
-    own = UserUsage.objects.filter(user=user).values_list("value", flat=True).first() or 0.0
-    total = UserUsage.objects.count()
-    if not UserUsage.objects.filter(user=user).exists():
-        total += 1
-    rank = UserUsage.objects.filter(value__lt=own).exclude(user=user).count() + 1
-    top = list(
-        UserUsage.objects.exclude(user=user)
-        .order_by("-value", "user_id")
-        .values_list("value", flat=True)[:TOP_USERS]
-    )
-    entries = [{"label": None, "value": v, "me": False} for v in top]
+    now = now or timezone.now()
+    config = scheduler_config()
+    values = usage_values(now=now, config=config)
+    own = values.pop(user.pk, 0.0)
+    total = len(values) + 1
+    rank = sum(1 for v in values.values() if v < own) + 1
+    top = sorted(values.items(), key=lambda item: (-item[1], item[0]))[:TOP_USERS]
+    entries = [{"label": None, "value": v, "me": False} for _user_id, v in top]
     entries.append({"label": "you", "value": own, "me": True})
     entries.sort(key=lambda e: (-e["value"], not e["me"]))
-    peak = max((e["value"] for e in entries), default=0.0) or 1.0
+    for entry in entries:
+        entry["gpu_hours"] = _hours(entry["value"])
+    peak = max(e["gpu_hours"] for e in entries)
     number = 0
     for entry in entries:
         if not entry["me"]:
             number += 1
             entry["label"] = f"user {number}"
-        entry["percent"] = round(100 * entry["value"] / peak, 1)
-        entry["gpu_hours"] = entry["value"] / 3600
+        entry["percent"] = round(100 * entry["gpu_hours"] / peak, 1) if peak > 0 else 0.0
     return {
         "half_life": format_duration(settings.PORTAL_USAGE_HALF_LIFE_S),
+        "weights": {
+            "gpu": config.gpu_weight,
+            "cpu": config.cpu_weight,
+            "mem_gb": config.mem_gb_weight,
+        },
         "value": own,
-        "gpu_hours": own / 3600,
+        "gpu_hours": _hours(own),
         "rank": rank,
         "total": total,
         "entries": entries,

@@ -33,6 +33,39 @@
   var lastConverted = null;
   var timer = null;
 
+  /* The code editor (CodeMirror 5, vendored): line numbers, errors marked at their line. The
+     textarea stays the form's value: every change is copied back and announced as "input". */
+  var cm = null;
+  var errorMarks = [];
+  if (window.CodeMirror) {
+    cm = window.CodeMirror.fromTextArea(editor, {
+      mode: { name: "javascript", json: true },
+      lineNumbers: true,
+      gutters: ["CodeMirror-linenumbers", "json-error-gutter"],
+      indentUnit: 2,
+      tabSize: 2,
+      lineWrapping: false,
+      screenReaderLabel: "Job document (JSON)",
+      extraKeys: { Tab: false, "Shift-Tab": false }  /* Tab leaves the editor (keyboard users) */
+    });
+    cm.on("change", function (_cm, change) {
+      if (change.origin === "setValue") return;
+      cm.save();
+      editor.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+    cm.getWrapperElement().id = "job-editor";
+  }
+
+  /* Write the document's text (conversion, fields, templates, uploads). */
+  function setText(text) {
+    editor.value = text;
+    if (cm && cm.getValue() !== text) {
+      var cursor = cm.getCursor();
+      cm.setValue(text);
+      cm.setCursor(cursor);
+    }
+  }
+
   document.documentElement.classList.add("job-editor-js");
   var apply = document.getElementById("apply-fields");
   if (apply) apply.hidden = true;
@@ -156,11 +189,56 @@
   }
 
   function setDocument(doc) {
-    editor.value = JSON.stringify(doc, null, 2);
+    setText(JSON.stringify(doc, null, 2));
+    fieldsInvalid(false);
     readFields(doc);
   }
 
+  /* While the document is not JSON the fields cannot show its values: they are cleared and
+     paused, with a note, instead of showing stale ones. */
+  var fieldsNote = document.getElementById("fields-invalid");
+  function fieldsInvalid(invalid) {
+    if (fieldsNote) fieldsNote.hidden = !invalid;
+    Object.keys(FIELD_PATHS).forEach(function (name) {
+      var el = field(name);
+      if (!el) return;
+      if (invalid && !el.disabled) {
+        if (el.type === "checkbox") el.checked = false;
+        else if (el.tagName !== "SELECT") el.value = "";
+      }
+      el.disabled = invalid;
+    });
+  }
+
+  function clearMarks() {
+    if (!cm) return;
+    errorMarks.forEach(function (mark) {
+      if (mark.widget) mark.widget.clear();
+      cm.removeLineClass(mark.line, "background", "cm-json-error-line");
+    });
+    errorMarks = [];
+    cm.clearGutter("json-error-gutter");
+  }
+
+  /* An error at its line: a marker in the gutter, the line tinted, the message under it. */
+  function markLine(error) {
+    if (!cm || !error.line) return;
+    var line = Math.min(error.line - 1, cm.lineCount() - 1);
+    var marker = document.createElement("span");
+    marker.className = "json-error-marker";
+    marker.textContent = "●";
+    marker.title = error.message;
+    cm.setGutterMarker(line, "json-error-gutter", marker);
+    cm.addLineClass(line, "background", "cm-json-error-line");
+    var note = document.createElement("div");
+    note.className = "json-error-widget";
+    note.setAttribute("data-error-line", String(error.line));
+    note.textContent = "Line " + error.line + ": " + error.message.replace(/^invalid JSON at line \d+ column \d+: /, "");
+    errorMarks.push({ line: line, widget: cm.addLineWidget(line, note) });
+  }
+
   function clearErrors() {
+    clearMarks();
     errorList.innerHTML = "";
     errorList.hidden = true;
     form.querySelectorAll(".is-invalid[data-doc-field]").forEach(function (el) { el.classList.remove("is-invalid"); });
@@ -184,6 +262,7 @@
         item.addEventListener("click", function () { goTo(error.line, error.column); });
       }
       errorList.appendChild(item);
+      markLine(error);
       if (error.field && field(error.field)) {
         var el = field(error.field);
         el.classList.add("is-invalid");
@@ -196,6 +275,12 @@
   }
 
   function goTo(line, column) {
+    if (cm) {
+      cm.focus();
+      cm.setCursor({ line: line - 1, ch: Math.max(0, column - 1) });
+      cm.scrollIntoView(null, 80);
+      return;
+    }
     var lines = editor.value.split("\n");
     var position = 0;
     for (var i = 0; i < line - 1 && i < lines.length; i++) position += lines[i].length + 1;
@@ -290,9 +375,17 @@
   function fromEditor() {
     var doc = parse(editor.value);
     if (!doc) {
-      say("Not valid JSON yet: the fields follow once it parses (Validate shows where).", "warning");
+      fieldsInvalid(true);
+      say("Not valid JSON: the fields follow once it parses.", "warning");
+      /* The server's words and line ("trailing comma" at the comma, not the next line). */
+      var text = editor.value;
+      ask(text).then(function (answer) {
+        if (editor.value === text) showErrors(answer.errors || []);
+      }).catch(function () { /* the status line already says it is not JSON */ });
       return;
     }
+    fieldsInvalid(false);
+    clearErrors();
     if (isOpenPai(doc)) {
       inspectOpenPai(editor.value);
       return;
@@ -324,7 +417,7 @@
       return;
     }
     writeField(doc, name);
-    editor.value = JSON.stringify(doc, null, 2);
+    setText(JSON.stringify(doc, null, 2));
     updateWarning(doc);
     say("");
   });
@@ -371,20 +464,30 @@
 
   /* An uploaded file goes into the editor (and is then the document, as if pasted). */
   var upload = document.getElementById("id_document_file");
+  var uploadButton = document.getElementById("job-upload");
+  if (upload && uploadButton) {
+    /* With this script the file goes straight into the editor: a button opens the picker. */
+    uploadButton.hidden = false;
+    upload.classList.add("visually-hidden");
+    upload.tabIndex = -1;
+    uploadButton.addEventListener("click", function () { upload.click(); });
+  }
   if (upload) {
     upload.addEventListener("change", function () {
       var file = upload.files && upload.files[0];
       if (!file) return;
       file.text().then(function (text) {
-        editor.value = text.replace(/^\uFEFF/, "");
+        setText(text.replace(/^\uFEFF/, ""));
         upload.value = "";  /* the editor's text is submitted, with any later edits */
         clearErrors();
-        say("Read " + file.name + ".", "success");
         fromEditor();
+        /* After fromEditor, which clears the status line for a plain v2 document. */
+        if (!status.textContent) say("Read " + file.name + ".", "success");
       }).catch(function (error) { say("Could not read the file: " + error.message, "danger"); });
     });
   }
 
   var initial = parse(editor.value);
   if (initial && initial.request) updateWarning(initial);
+  if (!initial && editor.value.trim()) fieldsInvalid(true);
 })();

@@ -2,10 +2,12 @@
 (function () {
   "use strict";
 
-  function pad(n) { return String(n).padStart(2, "0"); }
-
-  function relative(date) {
-    var seconds = Math.round((date.getTime() - Date.now()) / 1000);
+  /* The one time helper (the pages' rule, see accounts/timezones.py): the server renders every
+     time in the user's zone, labelled ("2026-11-22 14:05 CET", the absolute time with seconds
+     in the title); this keeps relative ones ("in 3 h", "12 min ago") and running durations
+     ("23s", "1h 04m") current, and saves the browser's zone once when none is saved yet. */
+  function relative(date, now) {
+    var seconds = Math.round((date.getTime() - (now || Date.now())) / 1000);
     var abs = Math.abs(seconds);
     var text;
     if (abs < 45) text = "a few seconds";
@@ -15,26 +17,66 @@
     return seconds <= 0 ? text + " ago" : "in " + text;
   }
 
-  /* <time datetime="...Z" title="... UTC"> -> the viewer's local time (the title keeps UTC). */
-  function localise(root) {
+  function pad2(n) { return String(n).padStart(2, "0"); }
+
+  /* Same text as the template filter "duration": 1d 2h, 3h 04m, 5m 06s, 7s. */
+  function duration(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    var days = Math.floor(seconds / 86400), hours = Math.floor(seconds % 86400 / 3600);
+    var minutes = Math.floor(seconds % 3600 / 60), secs = seconds % 60;
+    if (days) return hours ? days + "d " + hours + "h" : days + "d";
+    if (hours) return minutes ? hours + "h " + pad2(minutes) + "m" : hours + "h";
+    if (minutes) return minutes + "m " + pad2(secs) + "s";
+    return secs + "s";
+  }
+
+  function refreshTimes(root) {
     var scope = root && root.querySelectorAll ? root : document;
-    var items = Array.prototype.slice.call(scope.querySelectorAll("time[datetime]"));
-    if (scope.matches && scope.matches("time[datetime]")) items.push(scope);
+    var now = Date.now();
+    var items = Array.prototype.slice.call(scope.querySelectorAll('time[data-style="relative"]'));
+    if (scope.matches && scope.matches('time[data-style="relative"]')) items.push(scope);
     items.forEach(function (el) {
       var date = new Date(el.getAttribute("datetime"));
-      if (isNaN(date.getTime())) return;
-      var style = el.getAttribute("data-style") || "datetime";
-      var day = date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate());
-      var clock = pad(date.getHours()) + ":" + pad(date.getMinutes());
-      var text;
-      if (style === "date") text = day;
-      else if (style === "time") text = clock;
-      else if (style === "relative") text = relative(date);
-      else text = day + " " + clock;
-      el.textContent = text;
-      el.setAttribute("data-localised", "1");
+      if (!isNaN(date.getTime())) el.textContent = relative(date, now);
+    });
+    /* <span data-running-since="ISO" data-base-seconds="N">: N + the time since ISO. */
+    scope.querySelectorAll("[data-running-since]").forEach(function (el) {
+      var since = new Date(el.getAttribute("data-running-since"));
+      if (isNaN(since.getTime())) return;
+      var base = parseInt(el.getAttribute("data-base-seconds") || "0", 10);
+      el.textContent = duration(base + (now - since.getTime()) / 1000);
     });
   }
+
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function saveDetectedZone() {
+    var link = document.getElementById("nav-zone");
+    if (!link || link.getAttribute("data-zone-saved") !== "0") return;
+    var zone;
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { return; }
+    if (!zone) return;
+    var body = new URLSearchParams({ time_zone: zone, detected: "1" });
+    fetch(link.getAttribute("data-zone-url"), {
+      method: "POST",
+      body: body,
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken() },
+    }).then(function (response) { return response.json(); }).then(function (answer) {
+      if (!answer.ok) return;
+      link.setAttribute("data-zone-saved", "1");
+      link.lastChild.textContent = answer.zone;
+      link.setAttribute("data-zone-detected", answer.saved ? "1" : "0");
+    }).catch(function () { /* the next page tries again */ });
+  }
+
+  window.Portal = { relative: relative, duration: duration, refreshTimes: refreshTimes };
 
   /* Confirmation dialog for forms with data-confirm (the server asks again without JS). */
   function confirmThen(form, proceed) {
@@ -86,6 +128,28 @@
     });
   });
 
+  /* Jobs table: "select all" and the count of selected jobs for the bulk actions. */
+  function countSelected(form) {
+    var count = form.querySelectorAll("input[name=jobs]:checked").length;
+    var label = form.querySelector("#bulk-count");
+    if (label) label.textContent = count + " selected";
+    var submit = form.querySelector("#bulk-submit");
+    if (submit) submit.disabled = count === 0;
+  }
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    var form = box.closest ? box.closest("#bulk-form") : null;
+    if (!form) return;
+    if (box.matches("[data-select-all]")) {
+      form.querySelectorAll("input[name=jobs]").forEach(function (each) { each.checked = box.checked; });
+    }
+    countSelected(form);
+  });
+  function initBulk(root) {
+    var form = (root && root.querySelector) ? (root.id === "bulk-form" ? root : root.querySelector("#bulk-form")) : null;
+    if (form) countSelected(form);
+  }
+
   /* Copy buttons: <button data-copy="#element-id">. */
   document.addEventListener("click", function (event) {
     var button = event.target.closest ? event.target.closest("[data-copy]") : null;
@@ -117,17 +181,32 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    localise(document);
+    refreshTimes(document);
+    initBulk(document);
+    saveDetectedZone();
     watchLog();
-    setInterval(function () {
-      document.querySelectorAll('time[data-style="relative"]').forEach(function (el) {
-        localise(el);
-      });
-    }, 30000);
+    setInterval(function () { refreshTimes(document); }, 1000);
   });
-  document.addEventListener("htmx:load", function (event) { localise(event.detail.elt); });
+  document.addEventListener("htmx:load", function (event) {
+    refreshTimes(event.detail.elt);
+    initBulk(event.detail.elt);
+  });
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     if (event.detail && event.detail.target && event.detail.target.id === "job-log-text") scrollLog();
   });
-  document.addEventListener("htmx:afterSettle", function () { watchLog(); });
+  /* "Job X submitted: queued." is true only while it waits: gone once the state moved on. */
+  function dropStaleSubmitMessage() {
+    var live = document.getElementById("job-live");
+    if (!live) return;
+    var state = live.getAttribute("data-state");
+    if (state === "QUEUED" || state === "ONHOLD") return;
+    document.querySelectorAll(".messages .alert").forEach(function (alert) {
+      if (/ submitted.*: (queued|on hold)\.$/.test(alert.textContent.trim())) alert.remove();
+    });
+  }
+
+  document.addEventListener("htmx:afterSettle", function () {
+    watchLog();
+    dropStaleSubmitMessage();
+  });
 })();

@@ -1,5 +1,5 @@
 """Tapis' output and share operations, served by the portal's outputs and shares services
-(``jobs.outputs``, ``jobs.shares``; their rules, limits and the one read rule apply as on every
+(``jobs.runtime.outputs``, ``jobs.actions.shares``; their rules, limits and the one read rule apply as on every
 other path): getJobOutputList, getJobOutputDownload, shareJob, getJobShare, deleteJobShare
 (docs/tapis.md)."""
 
@@ -15,9 +15,9 @@ from accounts.models import Project
 from core.api.common import parse_bool, read_json_object
 from core.api_errors import BadRequest
 from core.errors import Conflict
+from jobs.actions.shares import job_share_create, job_share_revoke, job_shares_list
 from jobs.models import JobShare
-from jobs.outputs import job_output_response, job_outputs_list
-from jobs.shares import job_share_create, job_share_revoke, job_shares_list
+from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.states import TERMINAL
 from tapis.api.views import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, TapisAPIView, int_param, tapis_job
 from tapis.shapes import TENANT, envelope

@@ -114,7 +114,7 @@ class JobListView(TapisAPIView):
         jobs = job_list_not_deleted(job_list_visible_to(request.user))
         mine = Q(owner=request.user)
         # Tapis' "shared": other members' jobs of the caller's projects and jobs shared with
-        # the caller (jobs/shares.py; job_list_visible_to annotates shared_with_viewer).
+        # the caller (jobs/actions/shares.py; job_list_visible_to annotates shared_with_viewer).
         shared = (
             Q(project_id__in=project_ids_of(request.user)) | Q(shared_with_viewer=True)
         ) & ~mine

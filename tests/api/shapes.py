@@ -361,6 +361,24 @@ VERSION = Obj(
         "deployment_environment": str,
     }
 )
+START_ESTIMATE = Obj(
+    {
+        "estimated_start": Null(TIME),
+        "made_at": TIME,
+        "note": Null(str),
+        "advice": ListOf(
+            Obj(
+                {
+                    "kind": OneOf(("gpus", "cluster", "gpu_model", "max_duration")),
+                    "change": str,
+                    "start": TIME,
+                    "value": (int, str),
+                }
+            )
+        ),
+        "accuracy": Null(Obj({"jobs": int, "median_error_s": int, "p90_error_s": int})),
+    }
+)
 EXPLANATION = Obj(
     {
         "uuid": UUID,
@@ -368,6 +386,8 @@ EXPLANATION = Obj(
         "status_updated": TIME,
         "queued_explanations": STR_LIST,
         "end_reason": Null(str),
+        # The portal's own key (not a GPULab shape): QUEUED jobs only.
+        "start_estimate": Null(START_ESTIMATE),
     }
 )
 CANONICAL_JOB = Obj(

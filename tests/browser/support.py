@@ -74,3 +74,20 @@ def wait_for_state(job, *states: str, timeout: float = 30):
             return job
         time.sleep(0.1)
     raise AssertionError(f"job stayed {job.status} (wanted {states}): {job.end_reason}")
+
+
+def fill_editor(page, text: str) -> None:
+    """Replace Create Job's document as a paste would: through the code editor (CodeMirror)
+    when its script runs, else in the plain textarea. The form reacts as to typing."""
+    if page.locator("#job-editor").count():
+        page.evaluate(
+            """text => {
+              const cm = document.getElementById('job-editor').CodeMirror;
+              cm.focus();
+              cm.setSelection({line: 0, ch: 0}, {line: cm.lineCount(), ch: 0});
+              cm.replaceSelection(text, null, 'paste');
+            }""",
+            text,
+        )
+    else:
+        page.fill("#id_document", text)

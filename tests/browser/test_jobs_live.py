@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job
-from tests.browser.support import login, screenshot, submit_job, wait_for_state
+from tests.browser.support import fill_editor, login, screenshot, submit_job, wait_for_state
 from tests.integration.docker_support import TEST_IMAGE
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]
@@ -43,7 +43,7 @@ def test_v1_document_converts_runs_and_streams_its_log(portal, local_slave, page
 
     page.goto(portal.at("/jobs/new/"))
     editor = page.locator("#id_document")
-    editor.fill(json.dumps(V1_DOCUMENT, indent=2))  # fires "input": the editor converts it
+    fill_editor(page, json.dumps(V1_DOCUMENT, indent=2))  # fires "input": the editor converts it
     expect(page.locator("#editor-status")).to_have_text("Converted from a v1 jobDefinition to v2.")
     converted = json.loads(editor.input_value())
     assert "jobDefinition" not in converted and converted["name"] == "numbered-lines"

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job
-from tests.browser.support import login, screenshot
+from tests.browser.support import fill_editor, login, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +45,7 @@ def test_openpai_config_pasted_then_uploaded(queued, page, js_errors, tmp_path):
     login(page, queued)
     page.goto(queued.at("/jobs/new/"))
     editor = page.locator("#id_document")
-    editor.fill(json.dumps(seed_example(), indent=2))  # fires "input": the page reads it
+    fill_editor(page, json.dumps(seed_example(), indent=2))  # fires "input": the page reads it
     roles = page.locator("#openpai-roles")
     expect(roles).to_be_visible()
     expect(roles.locator("tbody tr")).to_have_count(2)
@@ -58,7 +58,7 @@ def test_openpai_config_pasted_then_uploaded(queued, page, js_errors, tmp_path):
     # A bad config: every error with its path, next to the editor.
     bad = seed_example()
     bad["taskRoles"][1]["taskNumber"] = 0
-    editor.fill(json.dumps(bad, indent=2))
+    fill_editor(page, json.dumps(bad, indent=2))
     expect(page.locator("#job-json-errors")).to_contain_text("taskRoles[1].taskNumber")
 
     # Upload a one-task config: it replaces the editor's text and runs as one job.

@@ -15,7 +15,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core.errors import NotAllowed, NotFound, ServiceError
-from jobs.outputs import (
+from jobs.runtime.outputs import (
     job_output_response,
     job_outputs_list,
     job_outputs_purge,

@@ -135,6 +135,9 @@ class FakeEngine:
     def logs(self, cid, **kwargs):
         return b"log\n"
 
+    def log_frames(self, cid, **kwargs):
+        return [(1, b"log\n")]
+
     def running_for(self, job) -> list[str]:
         return [
             cid

@@ -19,13 +19,13 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from jobs.actions.services import job_submit
+from jobs.actions.shares import job_share_create
+from jobs.lifecycle.subscriptions import SIGNATURE_HEADER, job_webhook_secret, subscription_deliver
 from jobs.models import Job, JobDelivery, JobEvent
-from jobs.shares import job_share_create
 from jobs.spec import SpecDefaults, SpecError
 from jobs.spec.v2 import normalize_job
 from jobs.spec.v2_notifications import EVENT_TYPES, webhook_refusal
 from jobs.states import JobStatus
-from jobs.subscriptions import SIGNATURE_HEADER, job_webhook_secret, subscription_deliver
 from jobs.transitions import job_transition
 from tests.conftest import HELLO_WORLD
 

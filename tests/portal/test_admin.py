@@ -42,7 +42,9 @@ def test_admin_cancel_action_uses_the_service(client, admin_user, submit):
     job = submit()
     client.force_login(admin_user)
     response = client.post(
-        "/admin/jobs/job/", {"action": "cancel", "_selected_action": [job.pk]}, follow=True
+        "/admin/jobs/job/",
+        {"action": "cancel", "_selected_action": [job.pk], "post": "yes"},  # confirmed
+        follow=True,
     )
     assert response.status_code == 200
     job.refresh_from_db()

@@ -22,8 +22,7 @@ def test_every_task_name_resolves_to_a_function():
 def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
-    from jobs import subscriptions
-    from jobs.lifecycle import actions, notifications
+    from jobs.lifecycle import actions, notifications, subscriptions
     from jobs.runtime import reconcile, recovery, watcher
     from jobs.runtime import services as runtime_services
     from jobs.scheduler_bridge import ticks

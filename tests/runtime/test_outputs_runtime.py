@@ -7,7 +7,7 @@ import zipfile
 import pytest
 
 from jobs.models import JobEvent
-from jobs.outputs import job_output_response, job_outputs_list
+from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.runtime.services import job_finish_run
 from jobs.runtime.workdir import WORKDIR_ENV, job_archive_outputs_dir
 from tests.support.runtime import containers_of, job_doc, submit

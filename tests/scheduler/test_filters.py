@@ -1,4 +1,5 @@
-"""Each filter plugin on its own: (shape, slave, env) -> None or a reason naming the slave."""
+"""Each filter plugin on its own: rejects(shape, class or slave, env) -> None or a reason naming
+the slave."""
 
 import pytest
 
@@ -6,18 +7,19 @@ from jobs.scheduler import SchedulerConfig
 from jobs.scheduler.filters import (
     AVAILABILITY,
     FREE_RESOURCES,
-    IDENTITY_FILTERS,
     OWNER_DEMAND,
     RESERVATION,
     RESERVATION_BUDGET,
     Env,
+    Stage,
 )
+from jobs.scheduler.pipeline import PIPELINE
 from jobs.scheduler.shape import ShapeFactory
 from jobs.scheduler.state import build_context
 
 from .builders import DAY, HOUR, ago, later, queued, reservation, running, slave, snapshot
 
-BY_NAME = {f.name: f for f in IDENTITY_FILTERS}
+BY_NAME = {f.name: f for f in PIPELINE if f.stage == Stage.IDENTITY}
 
 
 def setup(job, slaves, **kw):
@@ -78,7 +80,7 @@ def setup(job, slaves, **kw):
 )
 def test_identity_filters(name, job, the_slave, reason):
     shape, ctx, env = setup(job, [the_slave])
-    assert BY_NAME[name](shape, the_slave, env) == reason
+    assert BY_NAME[name].rejects(shape, ctx.by_name[the_slave.name].cls, env) == reason
 
 
 def test_runtime_and_dynamic_filters():
@@ -89,13 +91,14 @@ def test_runtime_and_dynamic_filters():
     ]
     res = reservation("R", start=ago(HOUR), end=later(DAY), slaves=("r1",))
     shape, ctx, env = setup(queued("j", min_duration_s=HOUR), slaves, reservations=[res])
-    assert AVAILABILITY(shape, slaves[0], env) == "slave off is offline"
-    assert AVAILABILITY(shape, slaves[1], env) is None
-    assert RESERVATION(shape, slaves[1], env).startswith("reservation R holds r1 until")
-    assert RESERVATION_BUDGET(shape, slaves[1], env) is None  # whole-slave: not a budget
-    assert OWNER_DEMAND(shape, slaves[2], env) is None
+    off, r1, p1 = (ctx.by_name[s.name].cls for s in slaves)
+    assert AVAILABILITY.rejects(shape, off, env) == "slave off is offline"
+    assert AVAILABILITY.rejects(shape, r1, env) is None
+    assert RESERVATION.rejects(shape, r1, env).startswith("reservation R holds r1 until")
+    assert RESERVATION_BUDGET.rejects(shape, r1, env) is None  # whole-slave: not a budget
+    assert OWNER_DEMAND.rejects(shape, p1, env) is None
     ctx.owner_demand[7] = 1
-    assert OWNER_DEMAND(shape, slaves[2], env) == (
+    assert OWNER_DEMAND.rejects(shape, p1, env) == (
         "private cluster 7: its owners' jobs are waiting for room"
     )
 
@@ -107,4 +110,4 @@ def test_free_resources():
     )
     runtime = ctx.by_name["s1"]
     assert not FREE_RESOURCES.fits(shape, runtime)
-    assert FREE_RESOURCES.reason(shape, runtime) == "slave s1 has 1 free GPU, job needs 2"
+    assert FREE_RESOURCES.rejects(shape, runtime, env) == "slave s1 has 1 free GPU, job needs 2"

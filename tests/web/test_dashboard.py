@@ -33,7 +33,7 @@ def test_my_jobs_free_gpus_and_rank(member_client, member, outsider, project, ot
     assert 'id="stat-running">1<' in html and 'id="stat-queued">1<' in html
     assert 'id="stat-free-gpus">2<' in html  # 4 GPUs, 2 used
     assert 'id="stat-rank">#2<' in html and "of 2" in html
-    assert "2.0</strong> weighted GPU-hours" in html
+    assert "2.00</strong> weighted GPU-hours" in html
 
 
 def test_user_without_usage_is_first(member_client):

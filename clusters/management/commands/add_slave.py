@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from clusters.engine_policy import insecure_tcp_problem
 from clusters.services import cluster_ensure, slave_probe, slave_register
 
 
@@ -38,11 +39,26 @@ class Command(BaseCommand):
         parser.add_argument("--tls-key", default="")
         parser.add_argument("--declare-gpus", default=None, help="e.g. 2xV100:16384")
         parser.add_argument("--no-probe", action="store_true")
+        parser.add_argument(
+            "--allow-insecure-tcp",
+            action="store_true",
+            help="accept a tcp:// engine without TLS files (anyone reaching it runs root "
+            "containers; test networks only)",
+        )
 
     def handle(self, *args, **o):
         url = o["docker"]
         if not url.startswith(("unix://", "tcp://", "memory://")):
             raise CommandError("--docker: must start with unix://, tcp:// or memory://")
+        problem = insecure_tcp_problem(
+            docker_url=url,
+            tls_ca=o["tls_ca"],
+            tls_cert=o["tls_cert"],
+            tls_key=o["tls_key"],
+            allowed=o["allow_insecure_tcp"],
+        )
+        if problem:
+            raise CommandError(f"--docker: {problem}")
         if url.startswith("tcp://") and not (o["tls_ca"] and o["tls_cert"] and o["tls_key"]):
             self.stderr.write("warning: a tcp:// engine without TLS files is unauthenticated")
         declared = parse_declared(o["declare_gpus"]) if o["declare_gpus"] else None
@@ -55,6 +71,7 @@ class Command(BaseCommand):
             tls_cert=o["tls_cert"],
             tls_key=o["tls_key"],
             declared_gpus=declared,
+            allow_insecure_tcp=True,  # (checked above, with the command's own wording)
         )
         if not o["no_probe"]:
             slave = slave_probe(slave=slave, discover_gpus=True)

@@ -6,6 +6,8 @@ the document on the server; with JavaScript (static/js/job-editor.js) both stay 
 type and a pasted v1 ``jobDefinition`` is converted in place through ``job_convert``.
 """
 
+import copy
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
@@ -22,8 +24,8 @@ from jobs.spec import OPENPAI, SpecError, detect_version, normalize_job, normali
 from jobs.spec.images import PASSWORD_MASK, parse_image
 from jobs.spec.openpai import role_summaries, task_count
 from jobs.submit.openpai import MULTI_TASK_REFUSAL
+from jobs.web.examples import site_examples, site_images
 from jobs.web.forms import (
-    JOB_TEMPLATES,
     JobFieldsForm,
     apply_fields,
     convert_text,
@@ -31,7 +33,6 @@ from jobs.web.forms import (
     error_items,
     fields_from_document,
     pretty,
-    template_document,
 )
 
 
@@ -70,9 +71,12 @@ def job_create(request):
     user = request.user
     projects = _projects(user)
     clusters = list(Cluster.objects.order_by("id"))
+    images = site_images()
+    examples = site_examples(images)
     context = {
-        "templates": [(key, label, help_) for key, (label, help_, _doc) in JOB_TEMPLATES.items()],
-        "template_docs": {key: doc for key, (_l, _h, doc) in JOB_TEMPLATES.items()},
+        "templates": [(key, label, help_) for key, (label, help_, _doc) in examples.items()],
+        "template_docs": {key: doc for key, (_l, _h, doc) in examples.items()},
+        "site_images": images,
         "errors": [],
         "warnings": [],
         "command_warnings": [],
@@ -93,7 +97,8 @@ def job_create(request):
                 initial_project = source.project_id
                 context["notices"].append(f"Cloned from job {source.name} ({source.uuid}).")
         if doc is None:
-            doc = template_document(request.GET.get("template", "hello"))
+            key = request.GET.get("template", "hello")
+            doc = copy.deepcopy(examples.get(key, examples["hello"])[2])
         if _has_masked_password(doc):
             context["warnings"].append(
                 "The image's registry password is shown as XXXX: type the real one (a deploy "
@@ -150,7 +155,7 @@ def job_create(request):
     if not text.strip():
         # An empty editor: the fields alone make the job.
         values = {k: v for k, v in form.cleaned_data.items() if k not in ("project", "document")}
-        text = pretty(apply_fields(template_document("hello"), values))
+        text = pretty(apply_fields(copy.deepcopy(examples["hello"][2]), values))
 
     project = next((p for p in projects if str(p.pk) == request.POST.get("project")), None)
     if project is None:
@@ -225,6 +230,8 @@ def _rerender(request, form, context, doc, projects, clusters):
 def _show_errors(form, context, error: SpecError) -> None:
     items = error_items(error)
     context["errors"] = items
+    # Not a job document at all: the fields cannot show its values (they would be stale).
+    context["document_invalid"] = any(i["path"] in ("(json)", "(document)") for i in items)
     for item in items:
         if item["field"]:
             form.add_error(item["field"], f"{item['path']}: {item['message']}")

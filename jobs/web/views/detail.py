@@ -12,14 +12,16 @@ from django.views.decorators.http import require_http_methods
 
 from clusters.models import Gpu
 from core.errors import ServiceError
+from core.timefmt import parse_utc_z
 from jobs.actions.registry import ACTIONS
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.lifecycle.stages import job_tapis_summary
 from jobs.models import Job, JobEvent
+from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.web.views.common import action_buttons, present, visible_job
-from jobs.web.views.log import initial_log
+from jobs.web.views.log import STARTS_SOON, initial_log
 from jobs.web.views.outputs import outputs_context
 
 TIMELINE_LIMIT = 200
@@ -93,11 +95,26 @@ def _live_context(request, job: Job) -> dict:
         "chain": chain,
         "halt_events": list(job.halt_events or []),
         "explanations": [str(x) for x in job.queued_explanations or []],
+        "start_estimate": _start_estimate(job, full=full, now=now),
         "is_pending": job.status in PENDING,
         "on_slave": job.status in HOLDS_RESOURCES,
         "is_active": job.status in ACTIVE,
+        # The state every second until it runs (the log follows within a second of RUNNING);
+        # slower while it runs; not at all once it ended.
+        "live_every": "1s" if job.status in STARTS_SOON else "2s",
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
     }
+
+
+def _start_estimate(job: Job, *, full: bool, now) -> dict | None:
+    """The estimate as the API gives it, plus seconds from now for "in 2h" on the page."""
+    body = start_estimate_json(job=job, full=full, now=now)
+    if body is not None and body["estimated_start"]:
+        start = parse_utc_z(body["estimated_start"])
+        body["in_s"] = max(0, int((start - now).total_seconds()))
+        for item in body["advice"]:
+            item["in_s"] = max(0, int((parse_utc_z(item["start"]) - now).total_seconds()))
+    return body
 
 
 def _has_restarted_as(job: Job) -> bool:
@@ -149,6 +166,10 @@ def job_action(request, uuid, action):
     present(job, request.user)
     entry = ACTIONS[action]
     label = entry.label
+    # From the jobs table's row actions: back to the same list (only a /jobs/ path).
+    back = request.POST.get("next") or request.GET.get("next") or ""
+    if not back.startswith("/jobs/?") and back != "/jobs/":
+        back = ""
     confirmed = request.POST.get("confirmed") == "1" or not entry.needs_confirmation
     if request.method == "POST" and confirmed:
         try:
@@ -157,6 +178,8 @@ def job_action(request, uuid, action):
             messages.error(request, f"{label} failed: {error}")
             return redirect("jobs:detail", uuid=job.uuid)
         messages.success(request, entry.done.format(name=job.ui_name))
+        if back:
+            return redirect(back)
         if entry.deletes:
             return redirect("jobs:list")
         return redirect("jobs:detail", uuid=job.uuid)
@@ -177,5 +200,6 @@ def job_action(request, uuid, action):
             "label": label,
             "question": entry.question.format(name=job.ui_name),
             "allowed": entry.state_allows(job),
+            "next": back,
         },
     )

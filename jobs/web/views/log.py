@@ -10,9 +10,9 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from jobs.models import Job
-from jobs.runtime.logs import job_log_range
+from jobs.runtime.logs import job_log_range, job_log_range_marked
 from jobs.selectors import job_sees_full
-from jobs.states import ACTIVE, PENDING
+from jobs.states import ACTIVE, ON_SLAVE, PENDING, JobStatus
 from jobs.web.views.common import visible_job
 
 # The page shows at most this much of a log at load; the raw link has all of it.
@@ -40,24 +40,77 @@ def as_text(data: bytes) -> str:
     return _ANSI.sub(b"", data).decode("utf-8", errors="replace")
 
 
+# Until these end, the log may begin any moment (a release from elsewhere ends ONHOLD): polled
+# twice a second, which costs a query while nothing is on a slave.
+STARTS_SOON = frozenset(
+    {JobStatus.ONHOLD, JobStatus.QUEUED, JobStatus.ASSIGNED, JobStatus.STARTING}
+)
+
+JUST_STARTED = timedelta(seconds=10)
+
 # After a job ends, keep polling this long for the archive that holds the log's last bytes.
 ARCHIVE_WAIT = timedelta(minutes=2)
 
 
 def poll_interval(job: Job, *, now=None) -> str | None:
-    """How often the log is polled: often while on a slave, rarely while queued, and after the
-    end only until the log is archived (briefly)."""
+    """How often the log is polled: often while queued or on a slave, and after the end only
+    until the log is archived (briefly)."""
     if job.status not in ACTIVE:
         now = now or timezone.now()
         waiting = job.container_id and not job.log_archived
         if waiting and job.status_updated and now - job.status_updated < ARCHIVE_WAIT:
             return "3s"
         return None
-    return "10s" if job.status in PENDING else "2s"
+    # While queued, often: the first lines show within a second of RUNNING (the state itself is
+    # polled every second by the page's live part).
+    if job.status in STARTS_SOON:
+        return "500ms"
+    now = now or timezone.now()
+    if job.started_at and now - job.started_at < JUST_STARTED:
+        return "500ms"  # the first lines show within a second of RUNNING
+    return "1s"
+
+
+def log_state(job: Job) -> str:
+    """The log header's words: live, waiting for the start, archived or ended."""
+    if job.status in ON_SLAVE:
+        return "live"
+    if job.status in PENDING:
+        return "starts when the job runs"
+    if job.log_archived:
+        return "archived"
+    return "ended" if job.container_id else ""
+
+
+def segments(data: bytes, ranges: list[tuple[int, int]]) -> list[dict]:
+    """The text cut into runs of stdout and stderr (``ranges``: stderr bytes of ``data``), each
+    as page text: ``[{"text": ..., "err": bool}]``."""
+    runs, at = [], 0
+    for a, b in sorted(ranges):
+        a, b = max(a, at), min(b, len(data))
+        if a >= b:
+            continue
+        if a > at:
+            runs.append({"text": as_text(data[at:a]), "err": False})
+        runs.append({"text": as_text(data[a:b]), "err": True})
+        at = b
+    if at < len(data):
+        runs.append({"text": as_text(data[at:]), "err": False})
+    merged: list[dict] = []
+    for run in runs:
+        if merged and merged[-1]["err"] == run["err"]:
+            merged[-1]["text"] += run["text"]
+        elif run["text"]:
+            merged.append(run)
+    return merged
+
+
+def _shift(ranges, start: int) -> list[tuple[int, int]]:
+    return [(a - start, b - start) for a, b in ranges]
 
 
 def initial_log(job: Job) -> dict:
-    data, total = job_log_range(job, 0)
+    data, total, ranges = job_log_range_marked(job, 0)
     if job.status in ACTIVE:
         # Stop before a half-written character; the next poll starts there.
         keep = complete_utf8_length(data)
@@ -65,16 +118,21 @@ def initial_log(job: Job) -> dict:
         data = data[:keep]
     truncated = len(data) > INITIAL_TAIL_BYTES
     if truncated:
-        data = data[-INITIAL_TAIL_BYTES:]
-        newline = data.find(b"\n")
-        if 0 <= newline < 4096:
-            data = data[newline + 1 :]
+        cut = len(data) - INITIAL_TAIL_BYTES
+        newline = data.find(b"\n", cut)
+        if 0 <= newline - cut < 4096:
+            cut = newline + 1
+        data = data[cut:]
+        ranges = _shift(ranges, cut)
     return {
+        "segments": segments(data, ranges),
+        "has_stderr": bool(ranges),
         "text": as_text(data),
         "offset": total,
         "total": total,
         "truncated": truncated,
         "trigger": _trigger(poll_interval(job)),
+        "state": log_state(job),
     }
 
 
@@ -93,7 +151,7 @@ def job_log(request, uuid):
         offset = max(0, int(request.GET.get("offset", "0")))
     except ValueError:
         offset = 0
-    data, total = job_log_range(job, offset)
+    data, total, ranges = job_log_range_marked(job, offset)
     interval = poll_interval(job)
     more = len(data) > CHUNK_BYTES
     data = data[:CHUNK_BYTES]
@@ -111,9 +169,11 @@ def job_log(request, uuid):
         {
             "job": job,
             "text": as_text(data),
+            "segments": segments(data, ranges),
             "offset": next_offset,
             "trigger": trigger,
-            "final": trigger is None,
+            # The header's words follow the job (out of band: outside the polled part).
+            "log_state": log_state(job),
         },
     )
 
@@ -125,5 +185,7 @@ def job_log_raw(request, uuid):
         return HttpResponseForbidden("The log is visible to members of the job's project only.")
     data, _total = job_log_range(job, 0)
     response = HttpResponse(data, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'inline; filename="job-{job.uuid}.log"'
+    # ?download=1: the whole log as a file (the page's Download button); else shown inline.
+    how = "attachment" if request.GET.get("download") == "1" else "inline"
+    response["Content-Disposition"] = f'{how}; filename="job-{job.uuid}.log"'
     return response

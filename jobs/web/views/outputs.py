@@ -1,6 +1,6 @@
 """The job page's outputs table, share form and subscriptions (templates/jobs/_job_outputs.html,
 _job_shares.html, _job_deliveries.html), with their download and share/revoke routes. Rules live in
-``jobs.outputs`` and ``jobs.shares``; these views only call them."""
+``jobs.runtime.outputs`` and ``jobs.actions.shares``; these views only call them."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -9,11 +9,20 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from core.errors import NotAllowed, ServiceError
+from jobs.actions.shares import (
+    job_share_create,
+    job_share_revoke,
+    job_shares_list,
+    share_grantee_from,
+)
+from jobs.lifecycle.subscriptions import (
+    SIGNATURE_HEADER,
+    job_deliveries_list,
+    job_webhook_secret_for,
+)
 from jobs.models import Job, JobShare
-from jobs.outputs import job_output_response, job_outputs_list
+from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.selectors import job_sees_full
-from jobs.shares import job_share_create, job_share_revoke, job_shares_list, share_grantee_from
-from jobs.subscriptions import SIGNATURE_HEADER, job_deliveries_list, job_webhook_secret_for
 from jobs.web.views.common import visible_job
 
 OUTPUT_ROWS = 200

@@ -222,6 +222,24 @@ def test_logs_with_timestamps_and_since(engine, run_container):
     assert engine.logs(container_id, since=since) == b"two\n"
 
 
+def test_log_frames_keep_stderr_apart(engine, run_container):
+    container_id = run_container(
+        command=["sh", "-c", "echo out-1; echo err-1 >&2; sleep 0.2; echo out-2"]
+    )
+    assert engine.wait(container_id, timeout_s=20) == 0
+    frames = engine.log_frames(container_id)
+    assert sorted(frames) == sorted([(1, b"out-1\n"), (2, b"err-1\n"), (1, b"out-2\n")])
+    assert frames[-1] == (1, b"out-2\n")
+    stamped = engine.log_frames(container_id, timestamps=True)
+    assert [(stream, text.split(b" ", 1)[1]) for stream, text in stamped] == frames
+
+
+def test_image_tags_list_what_is_present(engine):
+    tags = engine.image_tags()
+    assert TEST_IMAGE in tags and "<none>:<none>" not in tags
+    assert all(engine.image_present(tag) for tag in tags[:5])
+
+
 def test_remove_refuses_a_running_container_unless_forced(engine, run_container, test_labels):
     container_id = run_container(command=["sleep", "30"])
     with pytest.raises(RuntimeFailure) as caught:

@@ -49,16 +49,20 @@ def test_helloworld_validates():
     assert doc["request"]["scheduling"]["maxDuration"] == "2 weeks"
 
 
+TRAILING_OBJECT = "trailing comma: remove the ',' before the end of the object"
+MISSING_COMMA = "a comma is missing between two items"
+
+
 @pytest.mark.parametrize(
     ("name", "line", "column", "reason"),
     [
-        # trailing comma after "cpuMemoryGb": 2 -> the error is at the "}" on the next line
-        ("sched-advanced-job.json", 14, 5, "Expecting property name enclosed in double quotes"),
-        ("sched-restartable-job.json", 14, 5, "Expecting property name enclosed in double quotes"),
+        # trailing comma after "cpuMemoryGb": 2 -> reported at the comma itself, in plain words
+        ("sched-advanced-job.json", 13, 23, TRAILING_OBJECT),
+        ("sched-restartable-job.json", 13, 23, TRAILING_OBJECT),
         # missing comma after the maxSimultaneousJobs object
-        ("sched-options.json", 12, 3, "Expecting ',' delimiter"),
+        ("sched-options.json", 12, 3, MISSING_COMMA),
         # missing comma after "maxSimultaneousJobs": null
-        ("sched-defaults.json", 10, 3, "Expecting ',' delimiter"),
+        ("sched-defaults.json", 10, 3, MISSING_COMMA),
     ],
 )
 def test_broken_examples_fail_with_their_line(name, line, column, reason):

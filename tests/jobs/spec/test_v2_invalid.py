@@ -360,11 +360,12 @@ def test_document_needs_request_or_job_definition():
     [
         (
             '{"name": "x",}',
-            "invalid JSON at line 1 column 14: Expecting property name enclosed in double quotes",
+            "invalid JSON at line 1 column 13: trailing comma: remove the ',' before the end of "
+            "the object",
         ),
         (
             '{\n  "name": "x"\n  "request": {}\n}',
-            "invalid JSON at line 3 column 3: Expecting ',' delimiter",
+            "invalid JSON at line 3 column 3: a comma is missing between two items",
         ),
         ('{"a": NaN}', "NaN is not valid JSON"),
         ("", "the document is empty"),

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0012_job_share_job_delivery'),
+        ('jobs', '0013_start_estimate'),
     ]
 
     operations = [

@@ -1,0 +1,220 @@
+"""The scheduler pipeline as data: one ordered tuple of filters that placing and explaining walk.
+
+After the Kubernetes scheduling framework: ``PIPELINE`` lists every filter once, in order; the
+:class:`Pipeline` groups them by stage and holds the walks that both users share:
+
+* placement (``placement.Placer``) takes the classes that :meth:`Pipeline.identity` lets
+  through, keeps those that no runtime, then no dynamic filter rejects (:meth:`Pipeline.passing`)
+  and searches their members with the room filters (``fits``);
+* explanations (``explain.shape_reasons``) run the same :meth:`Pipeline.identity`, put each
+  class under the first runtime or dynamic filter that rejects it, walk the room filters in
+  order over the rest, and let every filter summarize what it rejected
+  (:meth:`Pipeline.explain`).
+
+So a slave is explained by exactly the first filter of the pipeline that rejects it
+(tests/scheduler/test_pipeline.py checks this against the placer on generated snapshots).
+Reordering, removing or adding a filter is an edit of ``PIPELINE`` and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .filters import (
+    AVAILABILITY,
+    CAPACITY,
+    CLUSTER,
+    CUDA,
+    FEATURES,
+    FREE_RESOURCES,
+    GPU_MODEL,
+    HOST_PORTS,
+    OWNER_DEMAND,
+    PRIVATE_ACCESS,
+    RESERVATION,
+    RESERVATION_BUDGET,
+    SLAVE_NAME,
+    Env,
+    Filter,
+    Stage,
+    rejected_members,
+)
+from .shape import Shape
+from .state import SlaveClass, SlaveRuntime, single_class
+
+PIPELINE: tuple[Filter, ...] = (
+    # identity: what the slave is
+    CLUSTER,
+    SLAVE_NAME,
+    PRIVATE_ACCESS,
+    GPU_MODEL,
+    CUDA,
+    FEATURES,
+    CAPACITY,
+    # runtime: fixed for the cycle
+    AVAILABILITY,
+    RESERVATION,
+    # dynamic: change while the cycle places jobs
+    OWNER_DEMAND,
+    RESERVATION_BUDGET,
+    # room: one slave's free room
+    HOST_PORTS,
+    FREE_RESOURCES,
+)
+
+
+class Pipeline:
+    """An ordered tuple of filters, grouped by stage (the stages must come in order)."""
+
+    def __init__(self, filters: Sequence[Filter]) -> None:
+        self.filters = tuple(filters)
+        stages = [f.stage for f in self.filters]
+        if stages != sorted(stages):
+            raise ValueError("pipeline filters must be ordered by stage")
+        self.identity_filters = tuple(f for f in self.filters if f.stage == Stage.IDENTITY)
+        self.runtime = tuple(f for f in self.filters if f.stage == Stage.RUNTIME)
+        self.dynamic = tuple(f for f in self.filters if f.stage == Stage.DYNAMIC)
+        self.class_filters = self.runtime + self.dynamic
+        self.room = tuple(f for f in self.filters if f.stage == Stage.ROOM)
+        indexed = [f for f in self.room if f.indexed]
+        if len(indexed) > 1:
+            raise ValueError("at most one room filter can be answered by the class index")
+        self.indexed = indexed[0] if indexed else None
+        self.explain_order = tuple(
+            sorted((f for f in self.filters if f.stage != Stage.IDENTITY), key=_explain_key)
+        )
+
+    # --- which filters a shape needs (the framework's PreFilter "skip") ----------------------
+
+    @staticmethod
+    def relevant(shape: Shape, group: tuple[Filter, ...], env: Env) -> tuple[Filter, ...]:
+        """The filters of ``group`` that can reject this shape (memoised for the cycle)."""
+        key = ("relevant", id(group), shape)
+        found = env.memo.get(key)
+        if found is None:
+            found = env.memo[key] = tuple(f for f in group if f.relevant(shape))
+        return found
+
+    # --- identity ----------------------------------------------------------------------------
+
+    def identity(
+        self, shape: Shape, groups: Sequence[SlaveClass], env: Env
+    ) -> tuple[list[SlaveClass], str | None]:
+        """Apply the identity filters one after the other.
+
+        Returns the classes that pass all of them, or (``[]``, why none does): the message comes
+        from the first filter that rejects every class left by the ones before, so it names the
+        real obstacle ("no slave has GPU model A100") rather than the first difference. A
+        ``pins`` filter narrows the classes to a one-slave view, which then gets that slave's own
+        reason. Classes that only a ``names_itself`` filter kept off are named by it when they
+        would pass every later filter.
+        """
+        left = list(groups)
+        if not left:
+            return [], "no slaves are registered"
+        pinned = False
+        kept_off: list[tuple[Filter, list[SlaveClass]]] = []  # by names_itself filters
+        chain = self.identity_filters
+        for step, plugin in enumerate(chain):
+            if not plugin.relevant(shape):
+                continue
+            if plugin.pins:
+                view = plugin.pin(shape, left)
+                if view is None:
+                    return [], plugin.summarize(shape, groups, env)[0]
+                left, pinned = [view], True
+                continue
+            passed = [g for g in left if plugin.rejects(shape, g, env) is None]
+            if plugin.names_itself and len(passed) < len(left):
+                kept = {id(g) for g in passed}
+                kept_off.append((plugin, [g for g in left if id(g) not in kept]))
+            if not passed:
+                if pinned:
+                    return [], plugin.rejects(shape, left[0], env)
+                later = [f for f in chain[step:] if f.relevant(shape)]
+                for earlier, rejected in kept_off:
+                    if earlier is plugin:
+                        continue
+                    usable_if_allowed = [
+                        g for g in rejected if all(f.rejects(shape, g, env) is None for f in later)
+                    ]
+                    if usable_if_allowed:
+                        return [], earlier.summarize(shape, usable_if_allowed, env)[0]
+                return [], plugin.summarize(shape, left, env)[0]
+            left = passed
+        return left, None
+
+    # --- runtime and dynamic -----------------------------------------------------------------
+
+    def passing(
+        self, shape: Shape, classes: Sequence[SlaveClass], env: Env, group: tuple[Filter, ...]
+    ) -> list[SlaveClass]:
+        """The classes no filter of ``group`` rejects (placement's form of the walk)."""
+        active = self.relevant(shape, group, env)
+        if not active:
+            return list(classes)
+        if len(active) == 1:  # the common case, as a plain comprehension (runs per class)
+            rejects = active[0].rejects
+            return [cls for cls in classes if rejects(shape, cls, env) is None]
+        found = []
+        for cls in classes:
+            for plugin in active:
+                if plugin.rejects(shape, cls, env) is not None:
+                    break
+            else:
+                found.append(cls)
+        return found
+
+    # --- the whole walk, for one slave and for an explanation --------------------------------
+
+    def first_rejection(
+        self, shape: Shape, slave: SlaveRuntime, env: Env
+    ) -> tuple[Filter, str] | None:
+        """The first filter of the pipeline that rejects this slave for the shape, and why."""
+        view = single_class(slave)  # class filters ask about this very slave
+        for plugin in self.filters:
+            if not plugin.relevant(shape):
+                continue
+            if plugin.stage == Stage.ROOM:
+                reason = plugin.rejects(shape, slave, env)
+            else:
+                reason = plugin.rejects(shape, view, env)
+            if reason is not None:
+                return plugin, reason
+        return None
+
+    def explain(
+        self, shape: Shape, passing: Sequence[SlaveClass], env: Env
+    ) -> list[tuple[Filter, str]]:
+        """(filter, line) for classes that passed the identity filters, in explanation order.
+
+        Each class is summarized by the first class filter that rejects it; the members of the
+        others by the first room filter that rejects them.
+        """
+        rejected: dict[int, list[SlaveClass]] = {}
+        usable = []
+        active = self.relevant(shape, self.class_filters, env)
+        for cls in passing:
+            for plugin in active:
+                if plugin.rejects(shape, cls, env) is not None:
+                    rejected.setdefault(id(plugin), []).append(cls)
+                    break
+            else:
+                usable.append(cls)
+        lines: dict[int, list[str]] = {}
+        for plugin, classes in ((f, rejected.get(id(f))) for f in self.class_filters):
+            if classes:
+                lines[id(plugin)] = plugin.summarize(shape, classes, env)
+        skip: frozenset[int] = frozenset()
+        for step, plugin in enumerate(self.room):
+            lines[id(plugin)] = plugin.summarize(shape, usable, env, skip)
+            if step + 1 < len(self.room):
+                skip |= {s.rank for s in rejected_members(plugin, shape, usable, skip)}
+        return [(f, line) for f in self.explain_order for line in lines.get(id(f), ())]
+
+
+def _explain_key(plugin: Filter) -> int:
+    return plugin.explain_order
+
+
+DEFAULT_PIPELINE = Pipeline(PIPELINE)
