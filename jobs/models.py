@@ -110,6 +110,19 @@ class Job(models.Model):
     task_role = models.CharField(max_length=64, blank=True)
     task_index = models.PositiveIntegerField(null=True, blank=True)
     gang_attempt = models.PositiveIntegerField(null=True, blank=True)
+    # Where the job came from when it was not a plain document: a Tapis app (its id and
+    # version, the Tapis request as sent, for the Tapis API and resubmit). Plain fields, so
+    # jobs never imports the app layer above it (tapis/).
+    app_id = models.CharField(max_length=80, blank=True)
+    app_version = models.CharField(max_length=64, blank=True)
+    origin = models.JSONField(null=True, blank=True)
+    # Files copied into the container's input folder before it starts (jobs/runtime/staging.py):
+    # [{"name", "source", "target"}], source a project-storage path or an allowed URL.
+    file_inputs = models.JSONField(default=list, blank=True)
+    # The job this one was resubmitted from (Tapis resubmit, the job page's button).
+    resubmitted_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resubmissions"
+    )
 
     class Meta:
         ordering = ["-created", "-id"]

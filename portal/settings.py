@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "clusters",
     "reservations",
     "jobs",
+    "tapis",
 ]
 
 MIDDLEWARE = [
@@ -308,6 +309,10 @@ PORTAL_GPU_PROBE_IMAGE = os.environ.get(
 # when it is listed here ("host" or "host:port"): the slaves' Docker pulls them, and must not be
 # pointed at internal services by a job. Example: "localhost:5000,10.0.0.5:5000".
 PORTAL_ALLOWED_PRIVATE_REGISTRIES = env_list("PORTAL_ALLOWED_PRIVATE_REGISTRIES", [])
+# Tapis-style file inputs (jobs/runtime/staging.py): hosts whose http(s) URLs a job may stage from
+# (none by default), and the most bytes of input one job may stage.
+PORTAL_INPUT_ALLOWED_HOSTS = env_list("PORTAL_INPUT_ALLOWED_HOSTS", [])
+PORTAL_INPUT_MAX_BYTES = env_int("PORTAL_INPUT_MAX_BYTES", 1024**3)
 # A slave's engine over tcp:// without TLS client certificates lets anyone reaching the port
 # run root containers on that host: refused (admin, add_slave, slave_register) unless allowed.
 PORTAL_ALLOW_INSECURE_TCP = env_bool("PORTAL_ALLOW_INSECURE_TCP", False)

@@ -12,6 +12,8 @@ api_patterns = [
     path("", include("jobs.api.urls")),
     path("", include("reservations.api.urls")),
     path("", include("accounts.api.urls")),
+    # Tapis v3 Jobs-shaped API and resubmit (docs/tapis.md).
+    path("", include("tapis.api.urls")),
     # OpenAPI schema and Swagger UI (served from drf-spectacular-sidecar, no CDN). No Redoc:
     # drf-spectacular's Redoc page loads Google fonts.
     re_path(r"^schema/?$", SpectacularAPIView.as_view(), name="api-schema"),
@@ -28,6 +30,8 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("", include("reservations.urls")),
     path("", include("accounts.urls")),
+    # Tapis apps: list, editor, submit form.
+    path("apps/", include("tapis.urls")),
 ]
 
 # JSON under /api/, styled pages elsewhere; never a debug page (DEBUG is off by default).

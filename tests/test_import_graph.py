@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Every first-party package that exists in this checkout (core/ and accounts/ once split out).
 PACKAGES = [
     name
-    for name in ("core", "accounts", "clusters", "reservations", "jobs", "portal")
+    for name in ("core", "accounts", "clusters", "reservations", "jobs", "tapis", "portal")
     if (ROOT / name / "__init__.py").exists()
 ]
 # Imports inside a function that are allowed, by file: why they cannot be at the top.

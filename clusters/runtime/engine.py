@@ -302,13 +302,8 @@ class DockerEngine:
     def run(self, spec: ContainerSpec) -> str:
         """Create and start a container; returns its id. A container that fails to start is
         removed again, so a failed run leaves nothing behind."""
-        check_spec(spec, extra_sockets=self._own_sockets, port_policy=self.port_policy)
-        with self._translated("create"):
-            created = self.api.create_container(**self._create_kwargs(spec))
-        container_id = created["Id"]
+        container_id = self.create(spec)
         try:
-            if spec.folders:
-                self._folders_make(container_id, spec)
             self.start(container_id)
         except RuntimeFailure:
             try:
@@ -317,6 +312,31 @@ class DockerEngine:
                 pass  # the start failure is the one to report
             raise
         return container_id
+
+    def create(self, spec: ContainerSpec) -> str:
+        """Check the spec, create the container and make ``spec.folders`` in it, without
+        starting it (files can then be copied in with ``put_archive``); returns its id. A
+        container whose folders cannot be made is removed again."""
+        check_spec(spec, extra_sockets=self._own_sockets, port_policy=self.port_policy)
+        with self._translated("create"):
+            created = self.api.create_container(**self._create_kwargs(spec))
+        container_id = created["Id"]
+        if spec.folders:
+            try:
+                self._folders_make(container_id, spec)
+            except RuntimeFailure:
+                try:
+                    self.remove(container_id)
+                except RuntimeFailure:
+                    pass  # the first failure is the one to report
+                raise
+        return container_id
+
+    def put_archive(self, container_id: str, path: str, tar_bytes) -> None:
+        """Unpack the tar ``tar_bytes`` (bytes or a file) at ``path`` (an existing folder)
+        inside a created or running container, owners and modes as in the tar."""
+        with self._translated("copy to", container=container_id):
+            self.api.put_archive(container_id, path, tar_bytes)
 
     def _create_kwargs(self, spec: ContainerSpec) -> dict:
         from docker.types import DeviceRequest, Mount

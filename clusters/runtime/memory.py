@@ -16,9 +16,11 @@ For fast tests and demos without Docker (``PORTAL_ENGINE=memory`` or a slave URL
   its time comes, observed by whichever call looks next (no threads of its own).
 - Signals as Docker's PID 1 gets them: a trapped signal runs its action, any other signal but
   SIGKILL is ignored; ``stop`` sends SIGTERM and kills (exit 137) after the timeout.
-- Containers have files: ``spec.folders`` (made between create and start, as Docker's engine
-  does), ``>``/``>>`` redirections to a path, ``mkdir`` and ``write_file``; ``get_archive``
-  returns a tar of a path as Docker names it (the folder's basename first).
+- Containers have files: ``spec.folders`` (made by ``create``, before any start, as Docker's
+  engine does), ``put_archive`` (a tar unpacked at a path: a job's staged inputs),
+  ``>``/``>>`` redirections to a path, ``mkdir`` and ``write_file``; ``get_archive`` returns a
+  tar of a path as Docker names it (the folder's basename first); ``container_files`` lists
+  the regular files.
 - Tests steer it with ``finish`` (the container exits now, optionally OOM-killed),
   ``write_log``, ``fail_next`` (the next call of an operation raises a permanent or transient
   RuntimeFailure), ``set_unreachable`` (every call fails as an unreachable daemon does) and
@@ -491,9 +493,6 @@ class MemoryEngine:
     def run(self, spec: ContainerSpec) -> str:
         container_id = self.create(spec)
         try:
-            with self._daemon.cond:  # as DockerEngine: made between create and start
-                for folder in spec.folders:
-                    self._daemon.find(container_id, "copy to").folder_make(folder)
             self.start(container_id)
         except RuntimeFailure:
             try:
@@ -528,7 +527,10 @@ class MemoryEngine:
                 )
             container_id = uuid.uuid4().hex + uuid.uuid4().hex
             name = spec.name or f"memory_{container_id[:12]}"
-            daemon.containers[container_id] = _Container(id=container_id, name=name, spec=spec)
+            container = _Container(id=container_id, name=name, spec=spec)
+            for folder in spec.folders:  # as DockerEngine: made by create, before any start
+                container.folder_make(folder)
+            daemon.containers[container_id] = container
         return container_id
 
     def start(self, container_id: str) -> None:
@@ -546,6 +548,39 @@ class MemoryEngine:
                     status_code=400,
                 )
             daemon.start(container)
+
+    def put_archive(self, container_id: str, path: str, tar_bytes) -> None:
+        """Unpack the tar's folders and regular files (``container_files`` reads the files
+        back); like Docker, ``path`` must be absolute and the tar valid."""
+        data = tar_bytes if isinstance(tar_bytes, bytes) else tar_bytes.read()
+        if not path.startswith("/"):
+            raise RuntimeFailure(
+                f"copy to: path {path!r} is not absolute", permanent=True, status_code=400
+            )
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+                members = [
+                    (m.name, archive.extractfile(m).read() if m.isfile() else None)
+                    for m in archive
+                    if m.isfile() or m.isdir()
+                ]
+        except tarfile.TarError as exc:
+            raise RuntimeFailure(f"copy to: {exc}", permanent=True, status_code=400) from None
+        with self._daemon.cond:
+            container = self._enter("copy to").find(container_id, "copy to")
+            for name, content in members:
+                target = posixpath.normpath(posixpath.join(path, name.lstrip("./")))
+                if content is None:
+                    container.folder_make(target)
+                else:
+                    container.folder_make(posixpath.dirname(target))
+                    container.files[target] = content
+
+    def container_files(self, container_id: str) -> dict[str, bytes]:
+        """Steering: the files put into a container (path -> content)."""
+        with self._daemon.cond:
+            files = self._daemon.find(container_id, "copy to").files
+            return {path: data for path, data in files.items() if data is not None}
 
     def inspect(self, container_id: str) -> ContainerState:
         with self._daemon.cond:

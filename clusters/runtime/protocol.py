@@ -51,6 +51,13 @@ class Engine(Protocol):
         """Check the spec (``spec.check_spec``), create and start; a failed start leaves
         nothing behind."""
 
+    def create(self, spec: ContainerSpec) -> str:
+        """Check the spec and create without starting (``run`` is create + start)."""
+
+    def put_archive(self, container_id: str, path: str, tar_bytes) -> None:
+        """Unpack a tar (bytes or a file) at ``path``, an existing folder of the container
+        (created or running): how a job's inputs are staged before it starts."""
+
     def start(self, container_id: str) -> None: ...
     def inspect(self, container_id: str) -> ContainerState: ...
     def list_by_labels(self, labels: Mapping[str, str]) -> list[ContainerState]: ...

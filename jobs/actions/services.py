@@ -126,10 +126,19 @@ def _item_error(name: str, index: int, error: FieldError) -> FieldError:
 
 
 def job_submit(
-    *, user, project: Project, document, hold: bool = False, now: datetime | None = None
+    *,
+    user,
+    project: Project,
+    document,
+    hold: bool = False,
+    now: datetime | None = None,
+    extra: dict | None = None,
 ) -> Job:
     """Validate a v1 or v2 job document (or an OpenPAI config: jobs/submit/openpai.py) and store
     it as a QUEUED (or ONHOLD) job.
+
+    ``extra``: Job columns the caller sets beside the document (a Tapis app's origin, staged
+    file inputs, the resubmit link, a uuid chosen ahead for macros); never status or request.
 
     Raises SpecError (400) for bad input, NotAllowed (403) for a project the user is not in.
     Nothing is written unless every check passes.
@@ -141,7 +150,9 @@ def job_submit(
     prepared = _job_prepare(
         user=user, project=project, document=document, registered=registered_slaves(), now=now
     )
-    return _jobs_create(user=user, project=project, items=[prepared], hold=hold, now=now)[0]
+    return _jobs_create(
+        user=user, project=project, items=[prepared], hold=hold, now=now, extra=extra
+    )[0]
 
 
 def _openpai_submit(*, user, project: Project, document, hold: bool, now: datetime) -> Job:
@@ -215,7 +226,13 @@ def job_submit_many(
 
 
 def _jobs_create(
-    *, user, project: Project, items: list[_Prepared], hold: bool, now: datetime
+    *,
+    user,
+    project: Project,
+    items: list[_Prepared],
+    hold: bool,
+    now: datetime,
+    extra: dict | None = None,
 ) -> list[Job]:
     """Write checked jobs with their first event in one transaction (bulk inserts: an array of
     a thousand jobs is a few statements), then ask for one tick."""
@@ -234,6 +251,7 @@ def _jobs_create(
             created=now,
             event_times={"created": stamp, "statusUpdated": stamp, status: stamp},
             **columns_from_request(item.canonical["request"]),
+            **(extra or {}),
         )
         for item in items
     ]

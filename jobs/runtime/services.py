@@ -24,10 +24,12 @@ from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
+from jobs.runtime.archiving import job_running_record, job_stdout_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.runtime.heartbeat import Heartbeat
-from jobs.runtime.logs import job_log_archive_frames
+from jobs.runtime.logs import job_log_archive_frames, join_frames
 from jobs.runtime.outputs import job_outputs_archive
+from jobs.runtime.staging import job_container_start, job_inputs_restage
 from jobs.runtime.storage import StorageRefused
 from jobs.runtime.storage_prepare import storage_prepare
 from jobs.scheduler_bridge.ticks import tick_request
@@ -139,6 +141,7 @@ def _adopt(engine, job: Job) -> str | None:
         return None
     container = existing[0]
     if not container.running and container.exit_code is None:
+        job_inputs_restage(engine=engine, job=job, container_id=container.id)
         engine.start(container.id)  # created but never started before a crash
     return container.id
 
@@ -156,7 +159,10 @@ def _start_container(engine, job: Job) -> str:
     _ensure_image(engine, job)
     mounts = _prepare_storage(job)
     try:
-        return engine.run(container_spec(job, job.slave, mounts))
+        # Inputs of a job from an app are staged between create and start (jobs/staging.py).
+        return job_container_start(
+            engine=engine, job=job, spec=container_spec(job, job.slave, mounts)
+        )
     except RuntimeFailure as failure:
         adopted = _adopt(engine, job) if failure.status_code == 409 else None
         if adopted is None:
@@ -242,6 +248,7 @@ def _record_running(job: Job, container_id: str, state) -> None:
     if job_transition(
         job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
     ):
+        job_running_record(job=job)
         if not state.running:
             fire(FINISH_TASK, job.pk)  # it already exited: a fast job
         return
@@ -291,9 +298,12 @@ def job_finish_run(*, job_id: int) -> None:
             state = engine.inspect(job.container_id)
             if state.running:
                 return  # a spurious event: still running
-            job_log_archive_frames(job=job, frames=engine.log_frames(job.container_id))
+            frames = engine.log_frames(job.container_id)
+            job_log_archive_frames(job=job, frames=frames)
             # Before the container is removed (in _end): its output folder, into the archive.
             job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
+            # tapisjob.out of a job from an app: stdout and stderr as they came.
+            job_stdout_archive(job=job, data=join_frames(frames)[0])
     except ContainerNotFound:
         job.refresh_from_db()
         if job.status in ON_SLAVE:
@@ -359,7 +369,8 @@ def job_restart_create(*, job: Job) -> Job | None:
             "cpus", "cpu_memory_gb", "tmpfs_gb", "gpu_memory_gb", "gpu_models", "features",
             "min_cuda_version", "requested_cluster_id", "requested_slave_name", "interactive",
             "restartable", "allow_halt_without_signal", "not_before", "not_after",
-            "bucket_name", "bucket_max", "reservation_ids",
+            "bucket_name", "bucket_max", "reservation_ids", "app_id", "app_version", "origin",
+            "file_inputs",
         }
     }  # fmt: skip
     follow = Job.objects.create(

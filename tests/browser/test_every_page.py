@@ -30,6 +30,7 @@ from jobs.models import Job, UserUsage
 from jobs.scheduler_bridge.snapshot import RUNNING_FIELDS, scheduler_config
 from jobs.scheduler_bridge.usage import usage_accrue
 from reservations.models import Reservation
+from tapis.services import app_create
 from tests.browser.support import PASSWORD, ROOT, SCREENSHOTS, USERNAME, login
 from tests.web.factories import make_job
 
@@ -54,6 +55,8 @@ NOT_PAGES = {
     "profile/token/": "POST only (the profile page holds its form)",
     "certificates/new/": "PEM download (POST)",
     "certificates/<int:pk>/revoke/": "POST only",
+    "apps/<str:app_id>/<str:version>/check": "htmx fragment of the app page (POST)",
+    "apps/jobs/<uuid:uuid>/resubmit/": "POST only (the job page's Resubmit button)",
 }
 
 
@@ -183,7 +186,29 @@ def site(portal, slave, settings, django_user_model):
         ADMIN_NAME, f"{ADMIN_NAME}@example.org", ADMIN_PASSWORD
     )
     Membership.objects.create(user=root, project=project)
-    return {"portal": portal, "jobs": jobs, "reservation": upcoming, "root": root}
+    # A Tapis app with arguments, an input and a variable: its page holds the generated form.
+    app = app_create(
+        user=user,
+        definition={
+            "id": "classify",
+            "version": "1.0",
+            "description": "image classifier",
+            "containerImage": "gpuportal/busybox:latest",
+            "command": "echo",
+            "jobAttributes": {
+                "parameterSet": {
+                    "appArgs": [
+                        {"name": "model", "inputMode": "REQUIRED", "arg": "--model m"},
+                        {"name": "fast", "inputMode": "FIXED", "arg": "--fast"},
+                    ],
+                    "envVariables": [{"key": "MODE", "value": "quick"}],
+                },
+                "fileInputs": [{"name": "image", "inputMode": "REQUIRED"}],
+                "resources": {"gpus": 0, "cpus": 1, "cpuMemoryGb": 1},
+            },
+        },
+    )
+    return {"portal": portal, "jobs": jobs, "reservation": upcoming, "root": root, "app": app}
 
 
 def user_pages(site) -> list[tuple[str, str, str]]:
@@ -216,6 +241,12 @@ def user_pages(site) -> list[tuple[str, str, str]]:
         ("reservations", "/reservations/", "reservations/"),
         ("reservation", f"/reservations/{reservation.uuid}/", "reservations/<uuid:uuid>/"),
         ("usage", "/usage/", "usage/"),
+        ("apps", "/apps/", "apps/"),
+        (
+            "app",
+            f"/apps/{site['app'].app_id}/{site['app'].version}/",
+            "apps/<str:app_id>/<str:version>/",
+        ),
         ("profile", "/profile/", "profile/"),
         ("certificates", "/certificates/", "certificates/"),
         ("api-docs", "/api/docs/", "api"),

@@ -17,6 +17,7 @@ from jobs.actions.registry import ACTIONS
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.gang.summary import gang_summary
 from jobs.gang.whole import gang_info
+from jobs.lifecycle.stages import job_tapis_summary
 from jobs.models import Job, JobEvent
 from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_can_act, job_list_visible_to
@@ -146,6 +147,8 @@ def job_detail(request, uuid):
     context["document_json"] = json.dumps(document, indent=2, ensure_ascii=False)
     context["log"] = initial_log(job) if context["full"] else None
     context.update(outputs_context(request, job))
+    # Tapis stages and status, app origin, resubmissions (jobs/_tapis.html).
+    context["tapis"] = job_tapis_summary(job, timezone.now()) if context["full"] else None
     return render(request, "jobs/detail.html", context)
 
 

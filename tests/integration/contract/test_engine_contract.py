@@ -2,7 +2,9 @@
 (moved here from tests/integration/test_docker_engine.py, which keeps the Docker-only ones:
 cgroup limits, mounts seen from inside, reachable ports, OOM kills, the GPU probe)."""
 
+import io
 import socket
+import tarfile
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -376,3 +378,29 @@ def test_folders_exist_before_start_and_an_exited_container_is_read(engine, run_
     with pytest.raises(RuntimeFailure) as missing:
         b"".join(engine.get_archive(container_id, "/job/nothing-here"))
     assert missing.value.permanent and missing.value.status_code == 404
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def test_create_put_archive_then_start(engine, test_labels):
+    """How a job's inputs are staged: files copied into a created container, then started."""
+    spec = ContainerSpec(image=TEST_IMAGE, command=["sh", "-c", "exit 0"], labels=test_labels)
+    container_id = engine.create(spec)
+    try:
+        state = engine.inspect(container_id)
+        assert (state.status, state.running) == ("created", False)
+        engine.put_archive(container_id, "/", _tar({"job/inputs/a.txt": b"staged\n"}))
+        engine.start(container_id)
+        assert engine.wait(container_id, timeout_s=20) == 0
+    finally:
+        engine.remove(container_id)
+    with pytest.raises(ContainerNotFound):
+        engine.put_archive("gpuportal-no-such-container", "/", _tar({"a": b""}))

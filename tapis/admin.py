@@ -1,0 +1,92 @@
+"""Admins manage every app here; a definition is checked by the same rules as the API's."""
+
+import json
+
+from django import forms
+from django.contrib import admin
+
+from jobs.spec import SpecError
+from tapis.definitions import app_definition_parse, app_to_json
+from tapis.models import App
+
+
+class AppAdminForm(forms.ModelForm):
+    """The model's fields, judged by ``app_definition_parse`` (one error list, field paths)."""
+
+    class Meta:
+        model = App
+        fields = [
+            "app_id",
+            "version",
+            "description",
+            "owner",
+            "visibility",
+            "project",
+            "image",
+            "command",
+            "arguments",
+            "env",
+            "file_inputs",
+            "resources",
+            "scheduling",
+            "exec_system_id",
+            "locked",
+        ]
+
+    def clean(self):
+        cleaned = super().clean()
+        owner = cleaned.get("owner")
+        project = cleaned.get("project")
+        probe = App(**{k: v for k, v in cleaned.items() if k in {f.name for f in App._meta.fields}})
+        if owner is not None:
+            probe.owner = owner
+        definition = app_to_json_unsaved(probe, project)
+        try:
+            app_definition_parse(definition)
+        except SpecError as exc:
+            raise forms.ValidationError([str(e) for e in exc.errors]) from None
+        if self.instance.pk and self.instance.locked and self.has_changed():
+            changed = set(self.changed_data) - {"locked", "description"}
+            if changed:
+                raise forms.ValidationError(
+                    f"a job used this version: {', '.join(sorted(changed))} cannot change"
+                )
+        return cleaned
+
+
+def app_to_json_unsaved(app: App, project) -> dict:
+    data = app_to_json_fields(app)
+    data["project"] = project.name if project is not None else None
+    return data
+
+
+def app_to_json_fields(app: App) -> dict:
+    """``app_to_json`` without what only a saved row has (owner, times)."""
+    return {
+        "id": app.app_id,
+        "version": app.version,
+        "description": app.description,
+        "visibility": app.visibility,
+        "containerImage": app.image,
+        "command": app.command,
+        "jobAttributes": {
+            "execSystemId": app.exec_system_id or None,
+            "parameterSet": {"appArgs": app.arguments, "envVariables": app.env},
+            "fileInputs": app.file_inputs,
+            "resources": app.resources,
+            "scheduling": app.scheduling,
+        },
+    }
+
+
+@admin.register(App)
+class AppAdmin(admin.ModelAdmin):
+    form = AppAdminForm
+    list_display = ["app_id", "version", "owner", "visibility", "project", "image", "locked"]
+    list_filter = ["visibility", "locked", "project"]
+    search_fields = ["app_id", "description", "owner__username", "image"]
+    readonly_fields = ["created", "updated", "definition"]
+
+    @admin.display(description="definition (API shape)")
+    def definition(self, obj):
+        return json.dumps(app_to_json(obj), indent=2) if obj.pk else ""

@@ -1,0 +1,173 @@
+"""Tapis' output and share operations, served by the portal's outputs and shares services
+(``jobs.runtime.outputs``, ``jobs.actions.shares``; their rules, limits and the one read rule apply as on every
+other path): getJobOutputList, getJobOutputDownload, shareJob, getJobShare, deleteJobShare
+(docs/tapis.md)."""
+
+from __future__ import annotations
+
+import mimetypes
+
+from django.contrib.auth import get_user_model
+from django.http import Http404
+from rest_framework.response import Response
+
+from accounts.models import Project
+from core.api.common import parse_bool, read_json_object
+from core.api_errors import BadRequest
+from core.errors import Conflict
+from jobs.actions.shares import job_share_create, job_share_revoke, job_shares_list
+from jobs.models import JobShare
+from jobs.runtime.outputs import job_output_response, job_outputs_list
+from jobs.states import TERMINAL
+from tapis.api.views import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, TapisAPIView, int_param, tapis_job
+from tapis.shapes import TENANT, envelope
+
+KINDS = {"file": "file", "dir": "dir", "link": "symbolic_link"}
+JOB_RESOURCES = ("JOB_HISTORY", "JOB_RESUBMIT_REQUEST", "JOB_OUTPUT", "JOB_INPUT")
+PROJECT_PREFIX = "project:"
+
+
+def _require_ended(request, job) -> None:
+    """Tapis serves the outputs of ended jobs, or with allowIfRunning=true what there is."""
+    allow = parse_bool(request.query_params.get("allowIfRunning"), "allowIfRunning")
+    if job.status not in TERMINAL and not allow:
+        raise Conflict(
+            f"job {job.uuid} has not ended ({job.status}): its outputs are archived when it "
+            "ends (allowIfRunning=true lists what is there already)"
+        )
+
+
+def file_info(item: dict, download_base: str) -> dict:
+    """An entry of ``job_outputs_list`` as Tapis' FileInfo."""
+    path = item["path"]
+    name = path.rsplit("/", 1)[-1]
+    kind = KINDS.get(item["type"], "other")
+    mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return {
+        "mimeType": mime if kind == "file" else None,
+        "type": kind,
+        "owner": None,
+        "group": None,
+        "nativePermissions": None,
+        "url": f"{download_base}{path}",
+        "lastModified": item["modified"],
+        "name": name,
+        "path": path,
+        "size": item["size"],
+    }
+
+
+class JobOutputListView(TapisAPIView):
+    """``GET /v3/jobs/{uuid}/output/list/{outputPath}``: the folder's entries (``recurse=true``
+    walks below it), ``limit``/``skip`` as Tapis."""
+
+    def get(self, request, job_uuid, output_path=""):
+        job = tapis_job(request, job_uuid)
+        _require_ended(request, job)
+        limit = int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
+        skip = int_param(request, "skip", 0)
+        recursive = bool(parse_bool(request.query_params.get("recurse"), "recurse"))
+        entries = job_outputs_list(
+            job=job, user=request.user, path=output_path.strip("/"), recursive=recursive
+        )
+        base = request.build_absolute_uri(f"/api/tapis/v3/jobs/{job.uuid}/output/download/")
+        items = [file_info(item, base) for item in entries[skip : skip + limit]]
+        return Response(envelope(items, "job outputs listed"))
+
+
+class JobOutputDownloadView(TapisAPIView):
+    """``GET /v3/jobs/{uuid}/output/download/{outputPath}``: one file as it is (tapipy hands
+    back its bytes); a folder (a path ending in "/", the root, or ``compress=true``) as a
+    streamed zip."""
+
+    def get(self, request, job_uuid, output_path=""):
+        job = tapis_job(request, job_uuid)
+        _require_ended(request, job)
+        as_zip = output_path.strip("/") == "" or output_path.endswith("/")
+        as_zip = as_zip or bool(parse_bool(request.query_params.get("compress"), "compress"))
+        return job_output_response(
+            job=job, user=request.user, path=output_path.strip("/"), as_zip=as_zip
+        )
+
+
+def share_item(share: JobShare) -> dict:
+    """A share as Tapis' JobShareListDTO (a project grantee as ``project:<name>``)."""
+    grantee = (
+        share.grantee_user.username
+        if share.grantee_user_id
+        else PROJECT_PREFIX + share.grantee_project.name
+    )
+    return {
+        "tenant": TENANT,
+        "createdby": share.created_by.username,
+        "jobUuid": str(share.job.uuid),
+        "grantee": grantee,
+        # The portal shares a job whole: history, resubmit request, outputs and inputs.
+        "jobResource": ",".join(JOB_RESOURCES),
+        "jobPermission": "READ",
+        "created": share.created.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def _grantee(value) -> tuple:
+    """(user, project) a Tapis ``grantee`` names: a user name, or ``project:<name>``."""
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest("invalid share", ["grantee: is required (a user name)"])
+    if value.startswith(PROJECT_PREFIX):
+        name = value[len(PROJECT_PREFIX) :]
+        project = Project.objects.filter(name=name).first()
+        if project is None:
+            raise BadRequest("invalid share", [f"grantee: no project {name!r}"])
+        return None, project
+    user = get_user_model().objects.filter(username=value).first()
+    if user is None:
+        raise BadRequest("invalid share", [f"grantee: no user {value!r}"])
+    return user, None
+
+
+class JobShareView(TapisAPIView):
+    """``GET, POST /v3/jobs/{uuid}/share``: Tapis' ReqShareJob ``{grantee, jobResource,
+    jobPermission}``; the portal shares read-only and whole (READ, every resource)."""
+
+    def get(self, request, job_uuid):
+        job = tapis_job(request, job_uuid)
+        shares = job_shares_list(job=job, user=request.user)
+        return Response(envelope([share_item(s) for s in shares], "job shares"))
+
+    def post(self, request, job_uuid):
+        job = tapis_job(request, job_uuid)
+        body = read_json_object(request)
+        errors = [f"{key}: unknown field" for key in body if key not in _SHARE_FIELDS]
+        permission = body.get("jobPermission", "READ")
+        if permission != "READ":
+            errors.append("jobPermission: must be READ (shares are read-only)")
+        resources = body.get("jobResource", list(JOB_RESOURCES))
+        if not isinstance(resources, list) or any(r not in JOB_RESOURCES for r in resources):
+            errors.append(f"jobResource: must be a list of {', '.join(JOB_RESOURCES)}")
+        if errors:
+            raise BadRequest("invalid share", errors)
+        grantee_user, grantee_project = _grantee(body.get("grantee"))
+        share = job_share_create(
+            job=job, user=request.user, grantee_user=grantee_user, grantee_project=grantee_project
+        )
+        return Response(
+            envelope({"message": f"job {job.uuid} shared with {share_item(share)['grantee']}"})
+        )
+
+
+_SHARE_FIELDS = ("grantee", "jobResource", "jobPermission")
+
+
+class JobUnshareView(TapisAPIView):
+    """``DELETE /v3/jobs/{uuid}/share/{user}`` (or ``project:<name>``)."""
+
+    def delete(self, request, job_uuid, grantee):
+        job = tapis_job(request, job_uuid)
+        grantee_user, grantee_project = _grantee(grantee)
+        share = JobShare.objects.filter(
+            job=job, grantee_user=grantee_user, grantee_project=grantee_project
+        ).first()
+        if share is None:
+            raise Http404(f"job {job.uuid} is not shared with {grantee}")
+        job_share_revoke(share=share, user=request.user)
+        return Response(envelope({"message": f"share of job {job.uuid} with {grantee} revoked"}))

@@ -1,0 +1,70 @@
+"""Tapis v3 Jobs-shaped routes (docs/tapis.md) and the portal's own resubmit, under /api/.
+
+Tapis clients put a base URL before ``/v3/...``: here it is ``<portal>/api/tapis``. Trailing
+slashes are optional, as for every portal route.
+"""
+
+from django.urls import re_path
+
+from tapis.api import outputs, views
+
+TAPIS = r"^tapis/v3/"
+UUID = r"(?P<job_uuid>[^/]+)"
+APP = r"(?P<app_id>[^/]+)"
+
+urlpatterns = [
+    re_path(TAPIS + r"jobs/submit/?$", views.JobSubmitView.as_view(), name="tapis-jobs-submit"),
+    re_path(TAPIS + r"jobs/list/?$", views.JobListView.as_view(), name="tapis-jobs-list"),
+    re_path(TAPIS + rf"jobs/{UUID}/?$", views.JobDetailView.as_view(), name="tapis-job"),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/status/?$", views.JobStatusView.as_view(), name="tapis-job-status"
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/history/?$",
+        views.JobHistoryView.as_view(),
+        name="tapis-job-history",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/cancel/?$", views.JobCancelView.as_view(), name="tapis-job-cancel"
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/resubmit/?$",
+        views.JobResubmitView.as_view(),
+        name="tapis-job-resubmit",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/resubmit_request/?$",
+        views.JobResubmitRequestView.as_view(),
+        name="tapis-job-resubmit-request",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/output/list/(?P<output_path>.*)$",
+        outputs.JobOutputListView.as_view(),
+        name="tapis-job-output-list",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/output/download/(?P<output_path>.*)$",
+        outputs.JobOutputDownloadView.as_view(),
+        name="tapis-job-output-download",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/share/?$", outputs.JobShareView.as_view(), name="tapis-job-share"
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/share/(?P<grantee>[^/]+)/?$",
+        outputs.JobUnshareView.as_view(),
+        name="tapis-job-unshare",
+    ),
+    re_path(TAPIS + r"apps/?$", views.AppListView.as_view(), name="tapis-apps"),
+    re_path(TAPIS + rf"apps/{APP}/?$", views.AppDetailView.as_view(), name="tapis-app"),
+    re_path(
+        TAPIS + rf"apps/{APP}/(?P<version>[^/]+)/?$",
+        views.AppDetailView.as_view(),
+        name="tapis-app-version",
+    ),
+    re_path(
+        r"^portal/jobs/(?P<job_id>[^/]+)/resubmit/?$",
+        views.PortalResubmitView.as_view(),
+        name="api-job-resubmit",
+    ),
+]

@@ -1,0 +1,14 @@
+"""App pages under /apps/ and the job page's resubmit button."""
+
+from django.urls import path
+
+from tapis import views
+
+app_name = "apps"
+
+urlpatterns = [
+    path("", views.app_list, name="list"),
+    path("jobs/<uuid:uuid>/resubmit/", views.job_resubmit_view, name="job-resubmit"),
+    path("<str:app_id>/<str:version>/", views.app_detail, name="detail"),
+    path("<str:app_id>/<str:version>/check", views.app_check, name="check"),
+]
