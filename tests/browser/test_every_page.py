@@ -57,6 +57,11 @@ NOT_PAGES = {
     "certificates/<int:pk>/revoke/": "POST only",
     "apps/<str:app_id>/<str:version>/check": "htmx fragment of the app page (POST)",
     "apps/jobs/<uuid:uuid>/resubmit/": "POST only (the job page's Resubmit button)",
+    "jobs/<uuid:uuid>/outputs/download": "file or zip download",
+    "jobs/<uuid:uuid>/shares/": "POST only (the job page's share form)",
+    "jobs/<uuid:uuid>/shares/<int:share_id>/revoke/": "POST only",
+    "profile/time-zone/": "POST only (the browser saves its zone)",
+    "jobs/bulk/": "POST from the jobs list: its confirmation page is checked below",
 }
 
 
@@ -97,6 +102,10 @@ UNREACHABLE_SCROLLERS = """() => {
       || (/(auto|scroll)/.test(style.overflowX) && el.scrollWidth > el.clientWidth + 1);
     if (!scrolls || style.visibility === 'hidden' || el.offsetParent === null) continue;
     if (el.matches(focusable) || el.querySelector(focusable)) continue;
+    // A code editor's scroller: its own input (a sibling inside the editor) takes focus, and
+    // the keys that move its cursor scroll it.
+    const editor = el.closest('.CodeMirror');
+    if (editor && editor.querySelector('textarea')) continue;
     out.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
              (el.className && typeof el.className === 'string' ? '.' + el.className.split(' ').join('.') : ''));
   }
@@ -346,6 +355,20 @@ def bulk_action(changelist: str, action: str):
     return open_page
 
 
+def jobs_bulk(url: str, action: str):
+    """Opens the jobs list's confirmation page of ``action`` on every job of the page."""
+
+    def open_page(page):
+        page.goto(url)
+        page.check("#bulk-all")
+        page.select_option("#bulk-action", action)
+        with page.expect_navigation() as navigation:
+            page.click("#bulk-submit")
+        return navigation.value
+
+    return open_page
+
+
 def sign_in(page, portal, username, password) -> None:
     page.goto(portal.at("/accounts/login/"))
     page.fill("#id_username", username)
@@ -400,6 +423,20 @@ def test_every_page_is_accessible_fits_a_phone_and_follows_dark_mode(site, page_
         record = results.setdefault(name, {"page": name, "path": f"{path} (action {action})"})
         for mode, page in contexts.items():
             check_page(page, bulk_action(portal.at(path), action), name, mode, record, problems)
+    # The jobs list's own bulk confirmation (a form posts to it).
+    record = results.setdefault(
+        "jobs-bulk-cancel-confirm",
+        {"page": "jobs-bulk-cancel-confirm", "path": "/jobs/bulk/ (cancel)"},
+    )
+    for mode, page in contexts.items():
+        check_page(
+            page,
+            jobs_bulk(portal.at("/jobs/"), "cancel"),
+            "jobs-bulk-cancel-confirm",
+            mode,
+            record,
+            problems,
+        )
 
     ARTIFACTS.mkdir(exist_ok=True)
     summary = [
