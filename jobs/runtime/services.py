@@ -22,6 +22,7 @@ from core.faults import crash_point
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
+from jobs.gang.authfile import authfile_credentials
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
@@ -126,10 +127,18 @@ def _prepare_storage(job: Job) -> list:
 
 def _ensure_image(engine, job: Job) -> None:
     target = pull_target(job)
+    # An OpenPAI job's authFile (jobs.gang.authfile): read on the slave's storage before the
+    # pull, even when the image is present (a bad authFile fails the job the same way always).
+    auth = authfile_credentials(job)
     if engine.image_present(target.reference):
         return
-    job_event_add(job=job, message=f"pulling {target.reference}")
-    engine.pull(target.repository, target.tag, username=target.username, password=target.password)
+    username, password = target.username, target.password
+    note = ""
+    if auth is not None:
+        username, password = auth.username, auth.password
+        note = f" (registry credentials of authFile {job.openpai_config['authFile']})"
+    job_event_add(job=job, message=f"pulling {target.reference}{note}")
+    engine.pull(target.repository, target.tag, username=username, password=password)
 
 
 def _adopt(engine, job: Job) -> str | None:

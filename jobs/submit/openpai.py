@@ -89,8 +89,6 @@ def _cluster_id(config: dict) -> tuple[int | None, FieldError | None]:
 def _single_task_limits(config: dict) -> list[FieldError]:
     """What the runtime cannot honour yet: each is refused rather than silently ignored."""
     errors = []
-    if config["authFile"] is not None:
-        errors.append(FieldError("authFile", NOT_YET + ": it is read at launch"))
     if config["jobEnvs"].get("isDebug"):
         errors.append(FieldError("jobEnvs.isDebug", NOT_YET + ": it keeps a failed container"))
     return errors

@@ -245,7 +245,6 @@ def test_another_users_job_name_does_not_clash(member_client, admin_client, admi
     [
         ({"virtualCluster": "99"}, "virtualCluster: no cluster with id 99"),
         ({"virtualCluster": "nope"}, "virtualCluster: no cluster named 'nope'"),
-        ({"authFile": "/auth.txt"}, "authFile: is not supported for single-task"),
         ({"jobEnvs": {"isDebug": True}}, "jobEnvs.isDebug: is not supported for single-task"),
     ],
 )
@@ -296,11 +295,11 @@ def test_convert_answers_the_canonical_config(member_client):
 
 def test_single_task_problems_come_all_at_once(member_client, slave):
     assert post(member_client, SINGLE).status_code == 201
-    doc = {**SINGLE, "authFile": "/auth", "retryCount": 1, "virtualCluster": "7"}
+    doc = {**SINGLE, "jobEnvs": {"isDebug": True}, "retryCount": 1, "virtualCluster": "7"}
     response = post(member_client, doc)
     assert response.status_code == 400
     errors = response.json()["errors"]
-    assert [e.split(":")[0] for e in errors] == ["jobName", "authFile", "virtualCluster"]
+    assert [e.split(":")[0] for e in errors] == ["jobName", "jobEnvs.isDebug", "virtualCluster"]
     assert Job.objects.count() == 1
 
 
