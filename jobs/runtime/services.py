@@ -23,6 +23,7 @@ from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
 from jobs.gang.authfile import authfile_credentials
+from jobs.gang.debug import debug_keep_message, debug_keep_until
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
@@ -334,6 +335,10 @@ def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> N
         if to == S.HALTED and job.restartable:
             job_restart_create(job=job)
         tick_request()
+    keep_until = debug_keep_until(job)
+    if keep_until is not None:  # OpenPAI isDebug: reconcile removes it later
+        job_event_add(job=job, message=debug_keep_message(keep_until))
+        return
     _remove_container(job)
 
 
