@@ -11,6 +11,7 @@ job, shown, put in an event or logged; refusals name the path and the rule, neve
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import stat
@@ -62,13 +63,21 @@ def _read_nofollow(folder: str, name: str) -> bytes:
     """The file ``name`` in the (verified) ``folder``: a regular file, never through a link."""
     dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
+        # Looked at before it is opened: a job may have made a FIFO or a device node there,
+        # and opening some devices has effects of its own.
+        before = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if not stat.S_ISREG(before.st_mode):
+            raise OSError(errno.ELOOP, "not a regular file")
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError("not a regular file")
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (
+            before.st_dev,
+            before.st_ino,
+        ):
+            raise OSError(errno.ELOOP, "not a regular file")
         if info.st_size > MAX_BYTES:
             raise OSError(f"larger than {MAX_BYTES // 1024} KiB")
         return os.read(fd, MAX_BYTES + 1)
@@ -112,10 +121,12 @@ def authfile_credentials(job: Job) -> AuthFile | None:
     except StorageRefused as error:
         raise refused(f"authFile {shown}: {error.message}") from None
     except OSError as error:
-        reason = "no such file" if isinstance(error, FileNotFoundError) else (
-            "is a link or not a regular file" if error.errno in (40, 20, 21) else
-            (error.strerror or str(error))
-        )  # fmt: skip
+        if isinstance(error, FileNotFoundError):
+            reason = "no such file"
+        elif error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR):
+            reason = "is a link or not a regular file"
+        else:
+            reason = error.strerror or str(error)
         raise refused(f"authFile {shown}: cannot be read ({reason})") from None
     try:
         parsed = authfile_parse(data.decode("utf-8-sig"))

@@ -142,3 +142,11 @@ def test_remote_slave_cannot_read_it(task):
     with pytest.raises(RuntimeFailure) as failure:
         _ensure_image(PullingEngine(), task)
     assert "cannot read storage of remote slave" in str(failure.value)
+
+
+def test_a_fifo_is_never_opened(task, storage):
+    (storage / "secrets").mkdir(parents=True)
+    os.mkfifo(storage / "secrets" / "registry.txt")  # opening it to read would block
+    with pytest.raises(RuntimeFailure) as failure:
+        _ensure_image(PullingEngine(), task)
+    assert "is a link or not a regular file" in str(failure.value)
