@@ -227,6 +227,10 @@ class JobGang(models.Model):
     attempts = models.JSONField(default=list, blank=True)
     created = models.DateTimeField()
     status_updated = models.DateTimeField()
+    # Resubmitted as a copy of that gang (jobs.gang.resubmit); its page links both ways.
+    copy_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="copies"
+    )
 
     class Meta:
         ordering = ["-created", "-id"]

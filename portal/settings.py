@@ -320,6 +320,8 @@ PORTAL_ALLOW_INSECURE_TCP = env_bool("PORTAL_ALLOW_INSECURE_TCP", False)
 # Fixed host ports a job may publish: inside this range (below the ephemeral ports Docker picks
 # random ones from), never one of the reserved ports, only on these addresses (hostIp).
 PORTAL_HOST_PORT_RANGE = os.environ.get("PORTAL_HOST_PORT_RANGE", "20000-29999")
+# OpenPAI jobEnvs.isDebug: seconds a failed task's container is kept for inspection (jobs.gang.debug).
+PORTAL_OPENPAI_DEBUG_KEEP_S = env_int("PORTAL_OPENPAI_DEBUG_KEEP_S", 3600)
 PORTAL_RESERVED_HOST_PORTS = env_list(
     "PORTAL_RESERVED_HOST_PORTS", ["22", "2375", "2376", "2377", "8000", "8443"]
 )

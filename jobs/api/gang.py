@@ -13,11 +13,29 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from core.api.common import PortalAPIView, parse_uuid_or_404
+from core.api.common import PortalAPIView, parse_uuid_or_404, read_body, read_json_object
 from core.errors import NotAllowed
+from jobs.gang.resubmit import gang_resubmit
 from jobs.gang.summary import gang_summary
 from jobs.models import JobGang
 from jobs.selectors import job_list_visible_to, job_sees_full
+from jobs.spec import FieldError, SpecError
+
+
+def _visible_gang(request, gang_id: str) -> JobGang:
+    """The gang ``gang_id`` names (its uuid or a task's), if the caller sees its tasks in full."""
+    wanted = parse_uuid_or_404(gang_id)
+    task = (
+        job_list_visible_to(request.user)
+        .filter(Q(gang__uuid=wanted) | Q(uuid=wanted, gang__isnull=False))
+        .select_related("gang")
+        .first()
+    )
+    if task is None:
+        raise Http404("no such multi-task job")
+    if not job_sees_full(request.user, task):
+        raise NotAllowed("only members of the job's project may see its tasks")
+    return JobGang.objects.get(pk=task.gang_id)
 
 
 class GangDetailView(PortalAPIView):
@@ -30,16 +48,38 @@ class GangDetailView(PortalAPIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, gang_id: str):
-        wanted = parse_uuid_or_404(gang_id)
-        task = (
-            job_list_visible_to(request.user)
-            .filter(Q(gang__uuid=wanted) | Q(uuid=wanted, gang__isnull=False))
-            .select_related("gang")
-            .first()
-        )
-        if task is None:
-            raise Http404("no such multi-task job")
-        if not job_sees_full(request.user, task):
-            raise NotAllowed("only members of the job's project may see its tasks")
-        gang = JobGang.objects.get(pk=task.gang_id)
-        return Response(gang_summary(gang))
+        return Response(gang_summary(_visible_gang(request, gang_id)))
+
+
+class GangResubmitView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_gang_resubmit",
+        tags=["portal"],
+        summary="Resubmit a multi-task OpenPAI job as a copy (a new job from the same config)",
+        description=(
+            'Body (optional): {"jobName": "..."}; default `<jobName>-copy`, `-copy2`, ... '
+            "The copy is submitted with every check of a new submission, in the job's project "
+            "(403 for a user who may not submit there); answers 201 with the new job's roles x "
+            "tasks, `copyOf` naming the old one, and `firstTask`: the uuid of its first task."
+        ),
+        request=OpenApiTypes.OBJECT,
+        responses={201: OpenApiTypes.OBJECT},
+    )
+    def post(self, request, gang_id: str):
+        gang = _visible_gang(request, gang_id)
+        body = read_body(request)
+        options = read_json_object(request) if body.strip() else {}
+        if not isinstance(options, dict):
+            raise SpecError([FieldError("(document)", "must be a JSON object")])
+        unknown = sorted(set(options) - {"jobName"})
+        errors = [FieldError(key, "is not a known key (only jobName)") for key in unknown]
+        job_name = options.get("jobName")
+        if job_name is not None and not isinstance(job_name, str):
+            errors.append(FieldError("jobName", "must be a string"))
+        if errors:
+            raise SpecError(errors)
+        first = gang_resubmit(user=request.user, gang=gang, job_name=job_name)
+        copy = JobGang.objects.get(pk=first.gang_id)
+        return Response({**gang_summary(copy), "firstTask": str(first.uuid)}, status=201)

@@ -6,7 +6,7 @@ from django.urls import re_path
 from core.api.urls import GPULAB, PORTAL
 from jobs.api.array import JobArrayView
 from jobs.api.clusters import ClusterListView, SlaveListView
-from jobs.api.gang import GangDetailView
+from jobs.api.gang import GangDetailView, GangResubmitView
 from jobs.api.outputs import (
     JobOutputDownloadView,
     JobOutputListView,
@@ -67,6 +67,11 @@ urlpatterns = [
     # A multi-task OpenPAI job: roles x tasks and attempts (jobs/gang/, docs/openpai.md).
     re_path(
         PORTAL + r"gangs/(?P<gang_id>[^/]+)/?$", GangDetailView.as_view(), name="api-gang-detail"
+    ),
+    re_path(
+        PORTAL + r"gangs/(?P<gang_id>[^/]+)/resubmit/?$",
+        GangResubmitView.as_view(),
+        name="api-gang-resubmit",
     ),
     # Resource samples (jobs/runtime/metrics.py, docs/metrics.md).
     re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),

@@ -61,4 +61,18 @@ def gang_summary(gang: JobGang) -> dict:
             for role in gang.config["taskRoles"]
         ],
         "attempts": gang.attempts,
+        # Resubmitted copies (jobs.gang.resubmit): the gang this one copies, and its copies.
+        "copyOf": _link(gang.copy_of) if gang.copy_of_id else None,
+        "copies": [_link(copy) for copy in gang.copies.order_by("created", "id")],
     }
+
+
+def _link(gang: JobGang) -> dict:
+    """A gang as a link: its uuid, name and first task of its current attempt (its page)."""
+    first = (
+        Job.objects.filter(gang=gang, gang_attempt=gang.attempt)
+        .order_by("id")
+        .values_list("uuid", flat=True)
+        .first()
+    )
+    return {"uuid": str(gang.uuid), "name": gang.name, "firstTask": str(first) if first else None}

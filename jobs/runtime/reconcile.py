@@ -19,6 +19,7 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
 from core.tasks import fire
 from jobs import task_names
+from jobs.gang.debug import debug_keep_until
 from jobs.gang.lifecycle import gang_recheck_all
 from jobs.models import Job, JobEvent
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
@@ -77,7 +78,7 @@ def reconcile_slave(
         seen.add(job_uuid)
         job = jobs.get(job_uuid)
         if job is None:
-            _stop_orphan(slave=slave, container=container, job_uuid=job_uuid)
+            _stop_orphan(slave=slave, container=container, job_uuid=job_uuid, now=now)
         elif not container.running and container.exit_code is not None:
             if not job.container_id:
                 Job.objects.filter(pk=job.pk).update(container_id=container.id)
@@ -145,9 +146,14 @@ def _redrive(*, job: Job, container, now: datetime, unclaimed_ok: bool) -> None:
     fire(task, job.pk)
 
 
-def _stop_orphan(*, slave: Slave, container, job_uuid: str) -> None:
+def _stop_orphan(*, slave: Slave, container, job_uuid: str, now: datetime) -> None:
     """A portal container whose job ended or is unknown: stop it and say so."""
     job = Job.objects.filter(uuid=job_uuid).first() if _is_uuid(job_uuid) else None
+    keep_until = debug_keep_until(job) if job is not None and not container.running else None
+    if keep_until is not None:
+        if now < keep_until:
+            return  # OpenPAI isDebug: kept for inspection until then (jobs.gang.debug)
+        job_event_add(job=job, message="debug container removed (jobEnvs.isDebug time is over)")
     if container.running or job is None:
         # An exited container of an ended job is just the finish step's leftover: no news.
         message = f"stopped stray container {container.id[:12]} on {slave.name}"

@@ -22,6 +22,8 @@ from core.faults import crash_point
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
+from jobs.gang.authfile import authfile_credentials
+from jobs.gang.debug import debug_keep_message, debug_keep_until
 from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.archiving import job_running_record, job_stdout_archive
@@ -128,10 +130,18 @@ def _prepare_storage(job: Job) -> list:
 
 def _ensure_image(engine, job: Job) -> None:
     target = pull_target(job)
+    # An OpenPAI job's authFile (jobs.gang.authfile): read on the slave's storage before the
+    # pull, even when the image is present (a bad authFile fails the job the same way always).
+    auth = authfile_credentials(job)
     if engine.image_present(target.reference):
         return
-    job_event_add(job=job, message=f"pulling {target.reference}")
-    engine.pull(target.repository, target.tag, username=target.username, password=target.password)
+    username, password = target.username, target.password
+    note = ""
+    if auth is not None:
+        username, password = auth.username, auth.password
+        note = f" (registry credentials of authFile {job.openpai_config['authFile']})"
+    job_event_add(job=job, message=f"pulling {target.reference}{note}")
+    engine.pull(target.repository, target.tag, username=username, password=password)
 
 
 def _adopt(engine, job: Job) -> str | None:
@@ -335,6 +345,10 @@ def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> N
         if to == S.HALTED and job.restartable:
             job_restart_create(job=job)
         tick_request()
+    keep_until = debug_keep_until(job)
+    if keep_until is not None:  # OpenPAI isDebug: reconcile removes it later
+        job_event_add(job=job, message=debug_keep_message(keep_until))
+        return
     _remove_container(job)
 
 

@@ -19,7 +19,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from accounts.permissions import may_view_all_jobs
 from accounts.selectors import project_ids_of
-from jobs.models import UserUsage
+from jobs.models import Job, UserUsage
 from jobs.selectors import shares_received_by
 from jobs.states import DELETED, RUNNING, JobStatus
 
@@ -51,6 +51,9 @@ class JobFilter:
     or_running: bool = False
     # The web table's order (``SORTS``: "created", "-gpus", ...); "" is newest first.
     sort: str = ""
+    # The web table: a multi-task OpenPAI job is one row, its first task of the current
+    # attempt (jobs.gang.listing adds the task counts); the GPULab API lists every task.
+    one_row_per_gang: bool = False
 
     @property
     def filters_hidden_fields(self) -> bool:
@@ -111,6 +114,8 @@ class JobFilter:
             if self.uuid_prefix:
                 condition |= Q(uuid__istartswith=self.uuid_prefix.lower())
             queryset = queryset.filter(condition)
+        if self.one_row_per_gang:
+            queryset = queryset.filter(gang_row_only())
         return queryset
 
     def order(self, queryset: QuerySet, *, viewer) -> QuerySet:
@@ -141,6 +146,17 @@ class JobFilter:
                 expression.desc(nulls_last=True) if flip else expression.asc(nulls_last=True)
             )
         return queryset.order_by(*order, "-id" if descending else "id")
+
+
+def gang_row_only() -> Q:
+    """Jobs that are no gang task, and of each gang its first task of the current attempt
+    (the task the submit answered); filters then apply to that task."""
+    first_task = (
+        Job.objects.filter(gang_id=OuterRef("gang_id"), gang_attempt=OuterRef("gang__attempt"))
+        .order_by("id")
+        .values("id")[:1]
+    )
+    return Q(gang__isnull=True) | Q(gang_attempt=F("gang__attempt"), pk=Subquery(first_task))
 
 
 # The web table's sortable columns: key -> fields (a "-" field runs the other way).

@@ -25,7 +25,6 @@ from jobs.states import JobStatus
 # Keys a GPULab client adds to every submission and the API already read (the project):
 # dropped before the OpenPAI validation, which knows no such key.
 SUBMISSION_KEYS = ("owner",)
-NOT_YET = "is not supported for single-task jobs yet (it needs the OpenPAI runtime)"
 
 
 def openpai_config_check(*, user, document, allowed_registries=()) -> tuple[dict | None, list]:
@@ -86,16 +85,6 @@ def _cluster_id(config: dict) -> tuple[int | None, FieldError | None]:
     return None, FieldError("virtualCluster", f"no cluster named {wanted!r}")
 
 
-def _single_task_limits(config: dict) -> list[FieldError]:
-    """What the runtime cannot honour yet: each is refused rather than silently ignored."""
-    errors = []
-    if config["authFile"] is not None:
-        errors.append(FieldError("authFile", NOT_YET + ": it is read at launch"))
-    if config["jobEnvs"].get("isDebug"):
-        errors.append(FieldError("jobEnvs.isDebug", NOT_YET + ": it keeps a failed container"))
-    return errors
-
-
 @dataclass(frozen=True)
 class OpenpaiTasks:
     """A checked OpenPAI config as the GPULab job(s) it becomes."""
@@ -122,7 +111,6 @@ def openpai_tasks(*, user, document, defaults) -> OpenpaiTasks:
     )
     if config is None:
         raise SpecError(errors)
-    errors.extend(_single_task_limits(config))
     cluster_id, cluster_error = _cluster_id(config)
     if cluster_error is not None:
         errors.append(cluster_error)

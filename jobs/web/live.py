@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 from accounts.permissions import may_view_engine_errors
 from clusters.models import Cluster, Slave
 from jobs.api.cluster_json import cluster_infos
+from jobs.gang.listing import gang_task_label
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 from jobs.web.views.common import present
@@ -80,11 +81,13 @@ def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
     jobs_by_slave: dict[int, list[Job]] = {}
     jobs = (
         Job.objects.filter(status__in=HOLDS_RESOURCES, slave_id__in=ids)
-        .select_related("owner", "project")
+        .select_related("owner", "project", "gang")
         .order_by("created", "id")
     )
     for job in jobs:
         present(job, user, now=now)
+        # Which task of a multi-task job holds the GPUs; named only to who sees the job in full.
+        job.ui_gang_task = gang_task_label(job) if job.ui_full else ""
         jobs_by_slave.setdefault(job.slave_id, []).append(job)
     reservations = _active_reservations(now, cluster_ids={s.cluster_id for s in slaves})
     reserved_left = {r.pk: r.gpu_count for r in reservations}

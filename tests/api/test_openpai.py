@@ -245,8 +245,6 @@ def test_another_users_job_name_does_not_clash(member_client, admin_client, admi
     [
         ({"virtualCluster": "99"}, "virtualCluster: no cluster with id 99"),
         ({"virtualCluster": "nope"}, "virtualCluster: no cluster named 'nope'"),
-        ({"authFile": "/auth.txt"}, "authFile: is not supported for single-task"),
-        ({"jobEnvs": {"isDebug": True}}, "jobEnvs.isDebug: is not supported for single-task"),
     ],
 )
 def test_single_task_refusals(member_client, slave, nothing_written, changes, error):
@@ -254,6 +252,15 @@ def test_single_task_refusals(member_client, slave, nothing_written, changes, er
     assert response.status_code == 400
     (message,) = response.json()["errors"]
     assert message.startswith(error)
+
+
+def test_auth_file_and_is_debug_are_accepted(member_client, slave):
+    doc = {**SINGLE, "authFile": "/secrets/registry.txt", "jobEnvs": {"isDebug": True}}
+    response = post(member_client, doc)
+    assert response.status_code == 201, response.content
+    job = Job.objects.get(uuid=response.content.decode())
+    assert job.openpai_config["authFile"] == "/secrets/registry.txt"
+    assert job.openpai_config["jobEnvs"] == {"isDebug": True}
 
 
 def test_virtual_cluster_by_name(member_client, slave):
@@ -296,11 +303,11 @@ def test_convert_answers_the_canonical_config(member_client):
 
 def test_single_task_problems_come_all_at_once(member_client, slave):
     assert post(member_client, SINGLE).status_code == 201
-    doc = {**SINGLE, "authFile": "/auth", "retryCount": 1, "virtualCluster": "7"}
+    doc = {**SINGLE, "retryCount": 0, "virtualCluster": "7"}
     response = post(member_client, doc)
     assert response.status_code == 400
     errors = response.json()["errors"]
-    assert [e.split(":")[0] for e in errors] == ["jobName", "authFile", "virtualCluster"]
+    assert [e.split(":")[0] for e in errors] == ["jobName", "virtualCluster"]
     assert Job.objects.count() == 1
 
 

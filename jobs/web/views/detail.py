@@ -15,6 +15,7 @@ from core.errors import ServiceError
 from core.timefmt import parse_utc_z
 from jobs.actions.registry import ACTIONS
 from jobs.api.gpulab_json import job_to_gpulab
+from jobs.gang.resubmit import gang_may_resubmit
 from jobs.gang.summary import gang_summary
 from jobs.gang.whole import gang_info
 from jobs.lifecycle.stages import job_tapis_summary
@@ -107,6 +108,8 @@ def _live_context(request, job: Job) -> dict:
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
         # A task of a multi-task OpenPAI job: its gang's roles x tasks and attempts.
         "gang": gang_summary(job.gang) if full and job.gang_id else None,
+        "can_resubmit_gang": bool(full and job.gang_id)
+        and gang_may_resubmit(user=user, gang_project_id=job.project_id),
         "job_uuid": str(job.uuid),
     }
 
