@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0014_job_gang_tasks'),
+        ('jobs', '0015_job_app_origin_inputs_resubmit'),
     ]
 
     operations = [
