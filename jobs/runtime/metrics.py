@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import close_old_connections
+from django.db import connections
 from django.utils import timezone
 
 from clusters.models import Slave
@@ -232,9 +232,15 @@ def metrics_sampler_loop(stop, *, interval_s: float | None = None) -> None:
     """The watcher's sampling thread: every interval, one pass over the online slaves."""
     interval = interval_s or settings.PORTAL_METRICS_INTERVAL_S
     while not stop.wait(interval):
-        close_old_connections()
-        for slave in Slave.objects.filter(online=True):
-            try:
-                slave_samples_collect(slave=slave)
-            except Exception:  # one slave's trouble must not end the sampling of the others
-                log.exception("sampling %s failed", slave.name)
+        try:
+            for slave in Slave.objects.filter(online=True):
+                try:
+                    slave_samples_collect(slave=slave)
+                except Exception:  # one slave's trouble must not end the others' sampling
+                    log.exception("sampling %s failed", slave.name)
+        except Exception:  # the database itself: try again next interval
+            log.exception("sampling pass failed")
+        finally:
+            # Give the connection back between passes: the watcher process has a small pool
+            # (PORTAL_DB_POOL_MAX) shared with its slave threads, and this thread mostly sleeps.
+            connections.close_all()
