@@ -62,6 +62,7 @@ NOT_PAGES = {
     "jobs/<uuid:uuid>/shares/<int:share_id>/revoke/": "POST only",
     "profile/time-zone/": "POST only (the browser saves its zone)",
     "jobs/bulk/": "POST from the jobs list: its confirmation page is checked below",
+    "jobs/<uuid:uuid>/gang/resubmit/": "POST only (the gang section's Resubmit button)",
 }
 
 
