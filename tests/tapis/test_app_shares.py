@@ -98,3 +98,24 @@ def test_api_bad_input(private_app, tapis_member):
         assert bad.status_code == 400 and message in str(bad.json())
     assert tapis_member.post(SHARE, {}, format="json").status_code == 400
     assert not AppShare.objects.exists()
+
+
+def test_page_shows_shares_and_form_to_owner_only(private_app, member, outsider, client):
+    page = "/apps/classify/0.1/"
+    client.force_login(member)
+    response = client.post(page + "shares/", {"kind": "user", "name": "bob"})
+    assert response.status_code == 302
+    share = AppShare.objects.get()
+    assert share.grantee_user == outsider
+    html = client.get(page).content.decode()
+    assert 'id="app-share-form"' in html and "user bob" in html
+    client.post(page + "shares/", {"kind": "user", "name": "nobody"})
+    assert AppShare.objects.count() == 1
+    client.force_login(outsider)
+    html = client.get(page).content.decode()
+    assert client.get(page).status_code == 200 and 'id="app-share-form"' not in html
+    client.post(page + f"shares/{share.pk}/revoke/")
+    assert AppShare.objects.count() == 1
+    client.force_login(member)
+    client.post(page + f"shares/{share.pk}/revoke/")
+    assert not AppShare.objects.exists()
