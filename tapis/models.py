@@ -59,3 +59,47 @@ class App(models.Model):
 
     def __str__(self) -> str:
         return f"{self.app_id} {self.version}"
+
+
+class AppShare(models.Model):
+    """An app version shared read-only with one user or one project (tapis/shares.py): the
+    grantee sees it and submits jobs from it; only the owner (or an admin) changes it."""
+
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="shares")
+    grantee_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+    )
+    grantee_project = models.ForeignKey(
+        "accounts.Project", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(grantee_user__isnull=False, grantee_project__isnull=True)
+                | models.Q(grantee_user__isnull=True, grantee_project__isnull=False),
+                name="tapis_appshare_one_grantee",
+            ),
+            models.UniqueConstraint(
+                fields=["app", "grantee_user"],
+                condition=models.Q(grantee_user__isnull=False),
+                name="tapis_appshare_unique_user",
+            ),
+            models.UniqueConstraint(
+                fields=["app", "grantee_project"],
+                condition=models.Q(grantee_project__isnull=False),
+                name="tapis_appshare_unique_project",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app} -> {self.grantee_user or self.grantee_project}"

@@ -4,12 +4,12 @@ from django.db.models import Q, QuerySet
 
 from accounts.permissions import user_is_admin
 from jobs.selectors import project_ids_of
-from tapis.models import App
+from tapis.models import App, AppShare
 
 
 def app_list_visible_to(user) -> QuerySet[App]:
-    """Own apps, apps shared with everyone, and project apps of the user's projects (all for
-    admins)."""
+    """Own apps, apps shared with everyone, project apps of the user's projects, and apps
+    shared with the user or one of their projects (tapis/shares.py; all for admins)."""
     if not user or not user.is_authenticated:
         return App.objects.none()
     apps = App.objects.select_related("owner", "project")
@@ -19,6 +19,11 @@ def app_list_visible_to(user) -> QuerySet[App]:
         Q(owner=user)
         | Q(visibility=App.Visibility.EVERYONE)
         | Q(visibility=App.Visibility.PROJECT, project_id__in=project_ids_of(user))
+        | Q(
+            pk__in=AppShare.objects.filter(
+                Q(grantee_user=user) | Q(grantee_project_id__in=project_ids_of(user))
+            ).values("app_id")
+        )
     )
 
 

@@ -20,6 +20,7 @@ from tapis.definitions import app_to_json
 from tapis.models import App
 from tapis.selectors import app_can_change, app_get_visible, app_list_visible_to
 from tapis.services import app_create
+from tapis.shares import app_shares_list
 from tapis.submit import job_resubmit, tapis_job_check, tapis_job_submit
 
 EXAMPLE_APP = {
@@ -190,6 +191,10 @@ def app_detail(request, app_id: str, version: str):
         "values": data,
         "errors": errors,
         "can_change": app_can_change(request.user, app),
+        # Only the owner and admins see (and change) who the app is shared with.
+        "shares": app_shares_list(app=app, user=request.user)
+        if app_can_change(request.user, app)
+        else None,
         "section": "apps",
     }
     return render(request, "tapis/detail.html", context, status=400 if errors else 200)

@@ -6,7 +6,7 @@ slashes are optional, as for every portal route.
 
 from django.urls import re_path
 
-from tapis.api import outputs, views
+from tapis.api import app_shares, outputs, views
 
 TAPIS = r"^tapis/v3/"
 UUID = r"(?P<job_uuid>[^/]+)"
@@ -57,6 +57,16 @@ urlpatterns = [
     ),
     re_path(TAPIS + r"apps/?$", views.AppListView.as_view(), name="tapis-apps"),
     re_path(TAPIS + rf"apps/{APP}/?$", views.AppDetailView.as_view(), name="tapis-app"),
+    re_path(
+        TAPIS + rf"apps/{APP}/(?P<version>[^/]+)/share/?$",
+        app_shares.AppShareView.as_view(),
+        name="tapis-app-share",
+    ),
+    re_path(
+        TAPIS + rf"apps/{APP}/(?P<version>[^/]+)/share/(?P<grantee>[^/]+)/?$",
+        app_shares.AppUnshareView.as_view(),
+        name="tapis-app-unshare",
+    ),
     re_path(
         TAPIS + rf"apps/{APP}/(?P<version>[^/]+)/?$",
         views.AppDetailView.as_view(),

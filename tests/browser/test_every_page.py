@@ -63,6 +63,8 @@ NOT_PAGES = {
     "profile/time-zone/": "POST only (the browser saves its zone)",
     "jobs/bulk/": "POST from the jobs list: its confirmation page is checked below",
     "jobs/<uuid:uuid>/gang/resubmit/": "POST only (the gang section's Resubmit button)",
+    "apps/<str:app_id>/<str:version>/shares/": "POST only (the app page's share form)",
+    "apps/<str:app_id>/<str:version>/shares/<int:share_id>/revoke/": "POST only",
 }
 
 

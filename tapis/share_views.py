@@ -1,0 +1,62 @@
+"""The app page's share form (owner or admin): add and revoke read-only shares
+(services: ``tapis.shares``), the same form as the job page's."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from core.errors import ServiceError
+from jobs.actions.shares import share_grantee_from
+from tapis.models import App, AppShare
+from tapis.selectors import app_get_visible
+from tapis.shares import app_share_create, app_share_revoke
+
+
+def _app(user, app_id: str, version: str) -> App:
+    app = app_get_visible(user, app_id, version)
+    if app is None:
+        raise Http404("no such app")
+    return app
+
+
+@login_required
+@require_POST
+def app_share_add(request, app_id: str, version: str):
+    app = _app(request.user, app_id, version)
+    kind = request.POST.get("kind", "user")
+    name = (request.POST.get("name") or "").strip()
+    try:
+        if not name:
+            raise ServiceError("name: the user or project to share with is required")
+        grantee_user, grantee_project = share_grantee_from(
+            user_name=name if kind == "user" else None,
+            project_name=name if kind == "project" else None,
+        )
+        app_share_create(
+            app=app, user=request.user, grantee_user=grantee_user, grantee_project=grantee_project
+        )
+    except ServiceError as error:
+        messages.error(request, f"Share failed: {error}")
+    else:
+        messages.success(request, f"App shared read-only with {kind} {name}.")
+    return redirect("apps:detail", app_id=app.app_id, version=app.version)
+
+
+@login_required
+@require_POST
+def app_share_remove(request, app_id: str, version: str, share_id: int):
+    app = _app(request.user, app_id, version)
+    share = AppShare.objects.filter(app=app, pk=share_id).select_related("app").first()
+    try:
+        if share is None:
+            raise ServiceError("no such share")
+        app_share_revoke(share=share, user=request.user)
+    except ServiceError as error:
+        messages.error(request, f"Revoke failed: {error}")
+    else:
+        messages.success(request, "Share revoked.")
+    return redirect("apps:detail", app_id=app.app_id, version=app.version)
