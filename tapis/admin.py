@@ -7,7 +7,8 @@ from django.contrib import admin
 
 from jobs.spec import SpecError
 from tapis.definitions import app_definition_parse, app_to_json
-from tapis.models import App
+from tapis.models import App, AppShare
+from tapis.shares import app_share_revoke
 
 
 class AppAdminForm(forms.ModelForm):
@@ -90,3 +91,27 @@ class AppAdmin(admin.ModelAdmin):
     @admin.display(description="definition (API shape)")
     def definition(self, obj):
         return json.dumps(app_to_json(obj), indent=2) if obj.pk else ""
+
+
+@admin.register(AppShare)
+class AppShareAdmin(admin.ModelAdmin):
+    """Shares are made by apps' owners (app page, API); admins see and revoke them here (the
+    revoke goes through the service, like the job shares')."""
+
+    list_display = ["app", "grantee_user", "grantee_project", "created_by", "created"]
+    search_fields = ["app__app_id", "grantee_user__username", "grantee_project__name"]
+    list_select_related = ["app", "grantee_user", "grantee_project", "created_by"]
+    readonly_fields = ["app", "grantee_user", "grantee_project", "created_by", "created"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def delete_model(self, request, obj):
+        app_share_revoke(share=obj, user=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for share in queryset.select_related("app"):
+            app_share_revoke(share=share, user=request.user)

@@ -6,7 +6,7 @@ from django.contrib import admin
 
 pytestmark = pytest.mark.django_db
 
-OWN_APPS = {"accounts", "clusters", "reservations", "jobs"}
+OWN_APPS = {"accounts", "clusters", "reservations", "jobs", "tapis"}
 
 
 def test_every_model_of_the_portal_is_registered():
