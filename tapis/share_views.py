@@ -10,7 +10,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from core.errors import ServiceError
-from jobs.actions.shares import share_grantee_from
+from jobs.actions.shares import share_grantee_from_form
 from tapis.models import App, AppShare
 from tapis.selectors import app_get_visible
 from tapis.shares import app_share_create, app_share_revoke
@@ -27,22 +27,15 @@ def _app(user, app_id: str, version: str) -> App:
 @require_POST
 def app_share_add(request, app_id: str, version: str):
     app = _app(request.user, app_id, version)
-    kind = request.POST.get("kind", "user")
-    name = (request.POST.get("name") or "").strip()
     try:
-        if not name:
-            raise ServiceError("name: the user or project to share with is required")
-        grantee_user, grantee_project = share_grantee_from(
-            user_name=name if kind == "user" else None,
-            project_name=name if kind == "project" else None,
-        )
+        grantee_user, grantee_project, label = share_grantee_from_form(request.POST)
         app_share_create(
             app=app, user=request.user, grantee_user=grantee_user, grantee_project=grantee_project
         )
     except ServiceError as error:
         messages.error(request, f"Share failed: {error}")
     else:
-        messages.success(request, f"App shared read-only with {kind} {name}.")
+        messages.success(request, f"App shared read-only with {label}.")
     return redirect("apps:detail", app_id=app.app_id, version=app.version)
 
 

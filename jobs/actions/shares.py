@@ -112,6 +112,20 @@ def share_grantee_from(*, user_name: str | None, project_name: str | None):
     return user, project
 
 
+def share_grantee_from_form(data) -> tuple:
+    """The grantee a share form names (``kind``: user or project, ``name``), as
+    (user, project, label): the one reading of the job page's and the app page's forms."""
+    kind = data.get("kind", "user")
+    name = (data.get("name") or "").strip()
+    if not name:
+        raise ServiceError("name: the user or project to share with is required")
+    user, project = share_grantee_from(
+        user_name=name if kind == "user" else None,
+        project_name=name if kind == "project" else None,
+    )
+    return user, project, f"{kind} {name}"
+
+
 def share_as_json(share: JobShare) -> dict:
     return {
         "id": share.pk,

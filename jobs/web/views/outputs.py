@@ -13,7 +13,7 @@ from jobs.actions.shares import (
     job_share_create,
     job_share_revoke,
     job_shares_list,
-    share_grantee_from,
+    share_grantee_from_form,
 )
 from jobs.lifecycle.subscriptions import (
     SIGNATURE_HEADER,
@@ -79,22 +79,15 @@ def job_output_download(request, uuid):
 @require_POST
 def job_share_add(request, uuid):
     job = visible_job(request.user, uuid, related=("owner", "project"))
-    kind = request.POST.get("kind", "user")
-    name = (request.POST.get("name") or "").strip()
     try:
-        if not name:
-            raise ServiceError("name: the user or project to share with is required")
-        grantee_user, grantee_project = share_grantee_from(
-            user_name=name if kind == "user" else None,
-            project_name=name if kind == "project" else None,
-        )
+        grantee_user, grantee_project, label = share_grantee_from_form(request.POST)
         job_share_create(
             job=job, user=request.user, grantee_user=grantee_user, grantee_project=grantee_project
         )
     except ServiceError as error:
         messages.error(request, f"Share failed: {error}")
     else:
-        messages.success(request, f"Job shared read-only with {kind} {name}.")
+        messages.success(request, f"Job shared read-only with {label}.")
     return redirect("jobs:detail", uuid=job.uuid)
 
 
