@@ -29,6 +29,7 @@ from clusters.runtime.errors import (
     RuntimeFailure,
     is_permanent,
     redact,
+    removed_on_failure,
 )
 from clusters.runtime.folders import folders_tar, numeric_owner
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
@@ -303,14 +304,8 @@ class DockerEngine:
         """Create and start a container; returns its id. A container that fails to start is
         removed again, so a failed run leaves nothing behind."""
         container_id = self.create(spec)
-        try:
+        with removed_on_failure(self, container_id):
             self.start(container_id)
-        except RuntimeFailure:
-            try:
-                self.remove(container_id)
-            except RuntimeFailure:
-                pass  # the start failure is the one to report
-            raise
         return container_id
 
     def create(self, spec: ContainerSpec) -> str:

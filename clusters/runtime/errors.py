@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextlib import contextmanager
 from urllib.parse import quote
 
 REDACTED = "***"
@@ -135,3 +136,17 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         for form in {secret, quote(secret, safe=""), quote(secret)}:
             text = text.replace(form, REDACTED)
     return _INLINE_CREDENTIALS.sub(rf"\1:{REDACTED}@", text)
+
+
+@contextmanager
+def removed_on_failure(engine, container_id: str):
+    """Remove the created container when the block fails (starting it, copying into it): a
+    launch that does not start leaves nothing behind. The block's failure is re-raised."""
+    try:
+        yield
+    except RuntimeFailure:
+        try:
+            engine.remove(container_id)
+        except RuntimeFailure:
+            pass  # the first failure is the one to report
+        raise

@@ -54,6 +54,7 @@ from clusters.runtime.errors import (
     RuntimeFailure,
     is_permanent,
     redact,
+    removed_on_failure,
 )
 from clusters.runtime.spec import ContainerSpec, PortPolicy, check_spec
 from clusters.runtime.stats import ContainerStats
@@ -492,14 +493,8 @@ class MemoryEngine:
 
     def run(self, spec: ContainerSpec) -> str:
         container_id = self.create(spec)
-        try:
+        with removed_on_failure(self, container_id):
             self.start(container_id)
-        except RuntimeFailure:
-            try:
-                self.remove(container_id)
-            except RuntimeFailure:
-                pass  # the start failure is the one to report
-            raise
         return container_id
 
     def create(self, spec: ContainerSpec) -> str:

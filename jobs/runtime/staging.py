@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import requests
 from django.conf import settings
 
-from clusters.runtime.errors import RuntimeFailure
+from clusters.runtime.errors import RuntimeFailure, removed_on_failure
 from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job
 from jobs.runtime.storage import StorageRefused, resolve_mount
@@ -208,7 +208,7 @@ def job_container_start(*, engine, job: Job, spec) -> str:
             job=job, stage=Stage.STAGING_JOB, message=f"creating the container from {spec.image}"
         )
         container_id = engine.create(spec)
-        try:
+        with removed_on_failure(engine, container_id):
             engine.put_archive(container_id, _TAR_ROOT, tar)
             job_stage_record(
                 job=job,
@@ -216,12 +216,6 @@ def job_container_start(*, engine, job: Job, spec) -> str:
                 message=f"{size} bytes of input staged; starting on {job.slave.name}",
             )
             engine.start(container_id)
-        except RuntimeFailure:
-            try:
-                engine.remove(container_id)
-            except RuntimeFailure:
-                pass  # the first failure is the one to report
-            raise
     job_stage_record(job=job, stage=Stage.QUEUED, message="container started")
     return container_id
 
