@@ -9,9 +9,9 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
+from core.api.renderers import PortalJSONRenderer
 from core.api.text import PlainTextRenderer, RawBodyParser
 from core.api_errors import BadRequest, PayloadTooLarge, too_large_message
 from core.jsontext import load_json
@@ -31,7 +31,7 @@ class PortalAPIView(APIView):
     then read ``request.body`` themselves and never use ``request.data``.
     """
 
-    renderer_classes = [JSONRenderer, PlainTextRenderer]
+    renderer_classes = [PortalJSONRenderer, PlainTextRenderer]
     parser_classes = [FormParser, MultiPartParser, RawBodyParser]
 
     def get_authenticate_header(self, request):

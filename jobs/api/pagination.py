@@ -26,11 +26,12 @@ def _positive_int(params, name: str, default: int, maximum: int) -> int:
     return value
 
 
-def paginate(queryset, params) -> tuple[list, dict]:
-    """The page's rows and the paging keys returned beside ``items``."""
+def paginate(queryset, params, *, count=None) -> tuple[list, dict]:
+    """The page's rows and the paging keys returned beside ``items``; ``count()`` (default
+    ``queryset.count()``) gives the total."""
     page = _positive_int(params, "page", 1, MAX_PAGE)
     page_size = _positive_int(params, "page_size", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-    total = queryset.count()
+    total = count() if count else queryset.count()
     start = (page - 1) * page_size
     rows = list(queryset[start : start + page_size]) if start < total else []
     pages = (total + page_size - 1) // page_size

@@ -35,7 +35,7 @@ from core.errors import NotAllowed
 from jobs.actions import services
 from jobs.actions.registry import ACTION_BY_API_STATUS
 from jobs.api.filters import job_filter_from_query, sort_jobs
-from jobs.api.gpulab_json import job_to_gpulab
+from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
     ConvertedJobSerializer,
@@ -147,10 +147,14 @@ class JobListView(PortalAPIView):
     )
     def get(self, request):
         params = request.query_params
-        queryset = job_list_visible_to(request.user).prefetch_related("slave__gpus")
-        queryset = job_filter_from_query(params).apply(queryset, viewer=request.user)
-        queryset = sort_jobs(queryset, params)
-        rows, paging = paginate(queryset, params)
+        job_filter = job_filter_from_query(params)
+        queryset = job_filter.apply(job_list_visible_to(request.user), viewer=request.user)
+        rows, paging = paginate(
+            gpulab_list_queryset(sort_jobs(queryset, params)),
+            params,
+            # job_list_visible_to lists every job to every logged-in user (sanitised or not)
+            count=lambda: job_filter.count(queryset, of_every_job=True),
+        )
         items = [job_to_gpulab(job, viewer=request.user) for job in rows]
         return Response({"items": items, **paging})
 

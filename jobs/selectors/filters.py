@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
 from django.db.models.functions import Cast, Coalesce
 
@@ -58,6 +59,36 @@ class JobFilter:
     @property
     def filters_hidden_fields(self) -> bool:
         return bool(self.usernames or self.project_names or self.project_ids is not None)
+
+    @property
+    def narrows_by_state_only(self) -> bool:
+        """Nothing but ``statuses`` (and the order) differs from the defaults."""
+        return self == JobFilter(statuses=self.statuses, sort=self.sort)
+
+    def count(self, filtered: QuerySet, *, of_every_job: bool) -> int:
+        """How many jobs ``filtered`` (``apply`` of this filter) holds. ``of_every_job``: it was
+        applied to every job (the API's list: every logged-in user lists every job).
+
+        A filter by state only is counted as every job less those in the states left out, in
+        one statement (one snapshot): on SQLite ``COUNT(*)`` of a whole table is a b-tree count
+        that decodes no entry (0.05 ms at 100,000 jobs), where "status NOT IN (...)" walks
+        every index entry (10 ms for each list page)."""
+        if not (of_every_job and self.narrows_by_state_only):
+            return filtered.count()
+        left_out = sorted({s.value for s in JobStatus} - self.statuses)
+        table = connection.ops.quote_name(Job._meta.db_table)
+        if not left_out:
+            sql, params = f"SELECT COUNT(*) FROM {table}", []
+        else:
+            marks = ", ".join(["%s"] * len(left_out))
+            sql = (
+                f"SELECT (SELECT COUNT(*) FROM {table})"
+                f" - (SELECT COUNT(*) FROM {table} WHERE status IN ({marks}))"
+            )
+            params = left_out
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return int(cursor.fetchone()[0])
 
     def apply(self, queryset: QuerySet, *, viewer) -> QuerySet:
         """``queryset`` narrowed to the jobs this filter selects for ``viewer`` (unordered)."""
