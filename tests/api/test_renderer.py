@@ -10,7 +10,7 @@ from rest_framework.renderers import JSONRenderer
 from core.api.renderers import PortalJSONRenderer
 
 VALUES = {
-    "text": "héllo \u2028 line \u2029 para \"quoted\" \\ <tag>",
+    "text": 'héllo \u2028 line \u2029 para "quoted" \\ <tag>',
     "uuid": uuid.UUID("12345678-1234-5678-1234-567812345678"),
     "aware": timezone.make_aware(datetime.datetime(2026, 1, 2, 3, 4, 5, 678901), datetime.UTC),
     "naive": datetime.datetime(2026, 1, 2, 3, 4, 5),
