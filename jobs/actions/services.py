@@ -21,7 +21,7 @@ from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.scheduler_bridge.ticks import tick_request
-from jobs.selectors import job_can_act
+from jobs.selectors import job_can_act, project_ids_of
 from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
 from jobs.spec.document import is_openpai_document
 from jobs.spec.images import redact_image
@@ -50,7 +50,7 @@ def spec_defaults() -> SpecDefaults:
 
 
 def _require_member(user, project: Project) -> None:
-    if Membership.objects.filter(user=user, project=project).exists():
+    if project.pk in project_ids_of(user):
         return
     if not may_submit_to_any_project(user):
         raise NotAllowed(f"you are not a member of project {project.name}")

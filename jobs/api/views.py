@@ -52,7 +52,7 @@ from jobs.models import Job
 from jobs.runtime.logs import job_log_range
 from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.scheduler_bridge.estimates import start_estimate_json
-from jobs.selectors import job_list_visible_to, job_sees_full, projects_of
+from jobs.selectors import job_list_visible_to, job_sees_full, sole_project_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
 from jobs.submit import idempotency
@@ -97,10 +97,10 @@ def project_named(user, value, *, field: str) -> Project:
     """The project ``value`` names (a URN or a name; the caller's only project when None);
     400 on ``field`` otherwise."""
     if value is None:
-        mine = list(projects_of(user)[:2])
-        if len(mine) == 1:
-            return mine[0]
-        why = "you are a member of several projects" if mine else "you are in no project"
+        sole, count = sole_project_of(user)
+        if sole is not None:
+            return sole
+        why = "you are a member of several projects" if count else "you are in no project"
         raise BadRequest("invalid job", [f"{field}: is required ({why})"])
     if not isinstance(value, str) or not value.strip():
         raise BadRequest("invalid job", [f"{field}: must be a project URN or name"])

@@ -11,7 +11,7 @@ the wakeup timer at the end of this module.
 import logging
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
 from core.tasks import fire
@@ -47,7 +47,7 @@ def _enqueue_unless_pending() -> None:
     # and on Redis, and shared by every web and worker process.
     # A tick already waits (the usual case under a burst of submits): a read, not a write, so
     # each submit does not take the database's write lock a second time (SQLite).
-    if SchedulerLease.objects.filter(pk=1, tick_pending=True).exists():
+    if _tick_pending():
         return
     SchedulerLease.objects.get_or_create(id=1)
     if SchedulerLease.objects.filter(pk=1, tick_pending=False).update(tick_pending=True):
@@ -58,6 +58,15 @@ def _enqueue_unless_pending() -> None:
             # instead of every request until the periodic tick believing one is queued.
             SchedulerLease.objects.filter(pk=1).update(tick_pending=False)
             raise
+
+
+def _tick_pending() -> bool:
+    # Plain SQL: every submit asks this once, and building the ORM query cost more than
+    # running it (a quarter of a millisecond of each submit's CPU).
+    table = connection.ops.quote_name(SchedulerLease._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {table} WHERE id = 1 AND tick_pending")
+        return cursor.fetchone() is not None
 
 
 def tick_started() -> None:

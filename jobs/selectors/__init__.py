@@ -11,6 +11,7 @@ from accounts.permissions import (
 from accounts.permissions import user_is_admin as user_is_admin  # superusers only; see there
 from accounts.selectors import project_ids_of as project_ids_of  # re-exported for jobs
 from accounts.selectors import projects_of as projects_of
+from accounts.selectors import sole_project_of as sole_project_of
 from jobs.models import Job, JobShare
 from jobs.states import DELETED
 
