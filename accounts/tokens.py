@@ -55,9 +55,11 @@ class ApiTokenAuthentication(TokenAuthentication):
     model = ApiToken
 
     def authenticate_credentials(self, key):
-        token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
-        if token is None:
-            raise exceptions.AuthenticationFailed("Invalid token.")
+        try:
+            # get() on the unique digest: first() would add an ORDER BY to every API request.
+            token = ApiToken.objects.select_related("user").get(digest=token_digest(key))
+        except ApiToken.DoesNotExist:
+            raise exceptions.AuthenticationFailed("Invalid token.") from None
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
         now = timezone.now()
