@@ -5,8 +5,6 @@ import secrets
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from core.jsonfield import JSONField
-
 
 class Cluster(models.Model):
     """A group of slaves with a GPULab integer id; private clusters belong to owner projects."""
@@ -65,12 +63,12 @@ class Slave(models.Model):
     cuda_version = models.CharField(max_length=32, blank=True)
     # Image tags present on the engine at the last probe ("repo:tag"): Create Job's examples use
     # one of them, so a first job needs no registry.
-    images = JSONField(default=list, blank=True)
+    images = models.JSONField(default=list, blank=True)
     # What the portal may use of it; null means "everything the probe found".
     acquired_cpus = models.PositiveIntegerField(null=True, blank=True)
     acquired_memory_mb = models.PositiveIntegerField(null=True, blank=True)
-    features = JSONField(default=list, blank=True)
-    storage_roots = JSONField(
+    features = models.JSONField(default=list, blank=True)
+    storage_roots = models.JSONField(
         default=dict,
         blank=True,
         help_text='Container root -> host folder template, e.g. {"/project": '

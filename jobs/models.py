@@ -5,7 +5,6 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from core.jsonfield import JSONField
 from jobs.states import HOLDS_RESOURCES, JobStatus
 
 
@@ -28,7 +27,7 @@ class Job(models.Model):
     deployment_environment = models.CharField(max_length=32, default="production")
     # The canonical v2 request; a registry password in the image is stored as XXXX here and
     # only in JobPullSecret in full.
-    request = JSONField()
+    request = models.JSONField()
 
     # Indexed copies of the request for the scheduler and list filters.
     gpus = models.PositiveIntegerField()
@@ -36,8 +35,8 @@ class Job(models.Model):
     cpu_memory_gb = models.PositiveIntegerField()
     tmpfs_gb = models.PositiveIntegerField(default=0)
     gpu_memory_gb = models.PositiveIntegerField(null=True, blank=True)
-    gpu_models = JSONField(default=list, blank=True)
-    features = JSONField(default=list, blank=True)
+    gpu_models = models.JSONField(default=list, blank=True)
+    features = models.JSONField(default=list, blank=True)
     min_cuda_version = models.PositiveIntegerField(null=True, blank=True)
     requested_cluster_id = models.PositiveIntegerField(null=True, blank=True, db_index=True)
     requested_slave_name = models.CharField(max_length=64, blank=True)
@@ -50,13 +49,13 @@ class Job(models.Model):
     not_after = models.DateTimeField(null=True, blank=True)
     bucket_name = models.CharField(max_length=200, blank=True, db_index=True)
     bucket_max = models.PositiveIntegerField(null=True, blank=True)
-    reservation_ids = JSONField(default=list, blank=True)
+    reservation_ids = models.JSONField(default=list, blank=True)
 
     # State.
     # Indexed through (status, created) only: a status lookup uses its leading column.
     status = models.CharField(max_length=16, choices=JobStatus.choices)
     status_updated = models.DateTimeField()
-    event_times = JSONField(default=dict, blank=True)
+    event_times = models.JSONField(default=dict, blank=True)
     created = models.DateTimeField(db_index=True)
     end_reason = models.CharField(max_length=1000, blank=True)
 
@@ -69,14 +68,14 @@ class Job(models.Model):
         related_name="jobs",
         db_index=False,
     )
-    gpu_ids = JSONField(default=list, blank=True)
+    gpu_ids = models.JSONField(default=list, blank=True)
     # When the sampler found the job's GPUs idle for the review window (jobs/runtime/metrics.py);
     # flagged to the owner and listed for admins, never acted on automatically.
     gpu_idle_flagged_at = models.DateTimeField("idle GPUs flagged", null=True, blank=True)
-    cpu_ids = JSONField(default=list, blank=True)
+    cpu_ids = models.JSONField(default=list, blank=True)
     container_id = models.CharField(max_length=80, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
-    port_mappings = JSONField(default=list, blank=True)
+    port_mappings = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     # Seconds run by earlier jobs of the same restart chain (maxDuration counts their sum).
@@ -88,8 +87,8 @@ class Job(models.Model):
     runtime_heartbeat = models.DateTimeField(null=True, blank=True)
 
     # Scheduling information shown to the user (the explanations: JobExplanation).
-    halt_events = JSONField(default=list, blank=True)
-    ignoring_reservation_ids = JSONField(default=list, blank=True)
+    halt_events = models.JSONField(default=list, blank=True)
+    ignoring_reservation_ids = models.JSONField(default=list, blank=True)
     tally_increment = models.FloatField(null=True, blank=True)
 
     # Restart chain.
@@ -101,7 +100,7 @@ class Job(models.Model):
 
     # The canonical OpenPAI config this job was submitted from (docs/openpai.md), extras
     # included; null for GPULab documents. Image credentials are masked here, as in request.
-    openpai_config = JSONField(null=True, blank=True)
+    openpai_config = models.JSONField(null=True, blank=True)
 
     # A task of a multi-task OpenPAI job (jobs/gang/): its gang, role, index in the role and
     # the gang's attempt it belongs to; null/empty for every other job.
@@ -116,10 +115,10 @@ class Job(models.Model):
     # jobs never imports the app layer above it (tapis/).
     app_id = models.CharField(max_length=80, blank=True)
     app_version = models.CharField(max_length=64, blank=True)
-    origin = JSONField(null=True, blank=True)
+    origin = models.JSONField(null=True, blank=True)
     # Files copied into the container's input folder before it starts (jobs/runtime/staging.py):
     # [{"name", "source", "target"}], source a project-storage path or an allowed URL.
-    file_inputs = JSONField(default=list, blank=True)
+    file_inputs = models.JSONField(default=list, blank=True)
     # The job this one was resubmitted from (Tapis resubmit, the job page's button).
     resubmitted_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resubmissions"
@@ -213,10 +212,10 @@ class JobGang(models.Model):
     )
     project = models.ForeignKey("accounts.Project", on_delete=models.PROTECT, related_name="+")
     # The canonical OpenPAI config (image credentials masked).
-    config = JSONField()
+    config = models.JSONField()
     # The tasks as submitted, [{role, index, name, description, request}]: what each attempt
     # runs (a launch writes ports and peers into the running attempt's own copies).
-    task_requests = JSONField(default=list)
+    task_requests = models.JSONField(default=list)
     attempt = models.PositiveIntegerField(default=1)
     retry_count = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=JobStatus.choices)
@@ -225,7 +224,7 @@ class JobGang(models.Model):
     cancelled_by_user = models.BooleanField(default=False)
     # Ended attempts: [{attempt, status, reason, ended, tasks: [{name, uuid, role, index,
     # status, slave, exit_code, ports}]}], oldest first.
-    attempts = JSONField(default=list, blank=True)
+    attempts = models.JSONField(default=list, blank=True)
     created = models.DateTimeField()
     status_updated = models.DateTimeField()
     # Resubmitted as a copy of that gang (jobs.gang.resubmit); its page links both ways.
@@ -252,7 +251,7 @@ class JobExplanation(models.Model):
     job = models.OneToOneField(
         Job, primary_key=True, on_delete=models.CASCADE, related_name="explanation"
     )
-    lines = JSONField(default=list)
+    lines = models.JSONField(default=list)
 
     def __str__(self) -> str:
         return f"explanation of job {self.job_id}"
@@ -276,7 +275,7 @@ class StartEstimate(models.Model):
     made_at = models.DateTimeField()
     start = models.DateTimeField(null=True, blank=True)
     note = models.CharField(max_length=300, blank=True)  # why there is no estimate
-    advice = JSONField(default=list, blank=True)
+    advice = models.JSONField(default=list, blank=True)
 
     def __str__(self) -> str:
         return f"start estimate of job {self.job_id}"
@@ -484,7 +483,7 @@ class JobSample(models.Model):
     net_rx_kbps = models.FloatField()
     net_tx_kbps = models.FloatField()
     # [{"index": 0, "percent": 95.0, "memoryUsedMb": 745}, ...] for the job's GPUs.
-    gpus = JSONField(default=list, blank=True)
+    gpus = models.JSONField(default=list, blank=True)
     cpu_ns = models.BigIntegerField()
     net_rx_bytes = models.BigIntegerField()
     net_tx_bytes = models.BigIntegerField()

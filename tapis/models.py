@@ -9,8 +9,6 @@ app is a new version.
 from django.conf import settings
 from django.db import models
 
-from core.jsonfield import JSONField
-
 
 class App(models.Model):
     class Visibility(models.TextChoices):
@@ -36,15 +34,15 @@ class App(models.Model):
     command = models.TextField(blank=True)
     # [{name, description, inputMode, arg}]: inputMode REQUIRED, FIXED, INCLUDE_BY_DEFAULT or
     # INCLUDE_ON_DEMAND (Tapis' modes); arg is the default (the fixed value for FIXED).
-    arguments = JSONField(default=list, blank=True)
+    arguments = models.JSONField(default=list, blank=True)
     # [{key, value, description}]: value is the default a job may override.
-    env = JSONField(default=list, blank=True)
+    env = models.JSONField(default=list, blank=True)
     # [{name, description, inputMode, sourceUrl, targetPath}]: inputMode REQUIRED, OPTIONAL or
     # FIXED; targetPath is relative to the job's input folder.
-    file_inputs = JSONField(default=list, blank=True)
+    file_inputs = models.JSONField(default=list, blank=True)
     # GPULab's request.resources and the durations of request.scheduling (defaults).
-    resources = JSONField(default=dict, blank=True)
-    scheduling = JSONField(default=dict, blank=True)
+    resources = models.JSONField(default=dict, blank=True)
+    scheduling = models.JSONField(default=dict, blank=True)
     # Tapis' execSystemId: the default cluster (a GPULab cluster id), empty for any.
     exec_system_id = models.CharField(max_length=20, blank=True)
     locked = models.BooleanField(
