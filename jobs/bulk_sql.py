@@ -182,6 +182,19 @@ def rows_insert(
     db = connections[DEFAULT_DB_ALIAS]
     qn = db.ops.quote_name
     meta = model._meta
+    keys = [row[names.index(key)] for row in rows] if key is not None else None
+    # A column that holds one value in every row (an array's jobs mostly ask for the same
+    # resources) is bound once, like ``shared``.
+    same = [
+        i for i, name in enumerate(names)
+        if name != key and _one_value(meta.get_field(name), [row[i] for row in rows])
+    ]  # fmt: skip
+    same = same[: len(names) - 1]  # the row source needs a column
+    if same:
+        shared = {**shared, **{names[i]: rows[0][i] for i in same}}
+        kept = [i for i in range(len(names)) if i not in same]
+        names = [names[i] for i in kept]
+        rows = [[row[i] for i in kept] for row in rows]
     fields = [meta.get_field(name) for name in names]
     if any(isinstance(f, models.JSONField) and f.encoder for f in fields):
         # The PostgreSQL recordset carries JSON values as they are, with json's own encoder.
@@ -242,8 +255,19 @@ def rows_insert(
     if key is None:
         return None
     by_key = {key_field.to_python(k): pk for pk, k in returned}
-    position = names.index(key)
-    return [by_key[key_field.to_python(row[position])] for row in rows]
+    return [by_key[key_field.to_python(k)] for k in keys]
+
+
+def _one_value(field, values: list) -> bool:
+    """Whether every value is the same one, written the same way: equal and of one type (1,
+    1.0 and True are equal in Python, not in a column); a JSON column only when every value
+    is an empty list or an empty object (equal JSON documents may still differ inside, 1
+    against 1.0)."""
+    first = values[0]
+    kind = type(first)
+    if isinstance(field, models.JSONField) and (kind not in (list, dict) or first):
+        return False
+    return all(type(v) is kind and v == first for v in values)
 
 
 def _model_key(value):

@@ -205,6 +205,15 @@ def compare_array_with_single() -> dict:
         assert held(item) == stored(item)
         assert Job.objects.get(pk=item.pk).uuid == item.uuid
     assert stored(many[0])["request"]["docker"]["environment"]["NOTE"] == 'ünïcødé "x"'
+    # Identical jobs: their equal columns are bound once (bulk_sql.rows_insert), same rows.
+    alike = job_submit_many(
+        user=user, project=project, documents=[copy.deepcopy(documents[0])] * 3, now=now
+    )
+    for item in alike:
+        assert stored(item) == stored(singles[0])
+        assert raw(item) == raw(singles[0])
+        assert events(item) == events(singles[0])
+        assert held(item) == stored(item)
     return {"compared": len(many), "vendor": connection.vendor}
 
 
