@@ -238,32 +238,32 @@ def _new_jobs(*, shared: dict, rows: list[dict]) -> list[Job]:
     relations = {name: v for name, v in shared.items() if isinstance(v, models.Model)}
     given = {meta.get_field(name).attname: v for name, v in shared.items()}
     given.update({meta.get_field(name).attname: v.pk for name, v in relations.items()})
-    # Per concrete field, where its value comes from: the row, a shared value, a fresh copy of
-    # a shared JSON value, or a call of the field's default.
-    sources: list[tuple[str, object]] = []
-    for field in meta.concrete_fields:
+    # Per concrete field (by position), where its value comes from: a value the same in every
+    # job, the row, a fresh copy of a shared JSON value, or a call of the field's default.
+    fixed: list = []
+    from_row, copied, called = [], [], []
+    for position, field in enumerate(meta.concrete_fields):
         name = field.attname
+        fixed.append(None)
         if name in rows[0]:
-            sources.append(("row", name))
+            from_row.append((position, name))
+        elif name in given and isinstance(given[name], dict | list):
+            copied.append((position, given[name]))
         elif name in given:
-            value = given[name]
-            sources.append(("copy" if isinstance(value, dict | list) else "value", value))
+            fixed[position] = given[name]
         elif field.has_default() and callable(field.default):
-            sources.append(("call", field.default))
+            called.append((position, field.default))
         else:
-            sources.append(("value", field.get_default()))
+            fixed[position] = field.get_default()
     jobs = []
     for row in rows:
-        values = []
-        for kind, source in sources:
-            if kind == "row":
-                values.append(row[source])
-            elif kind == "value":
-                values.append(source)
-            elif kind == "copy":
-                values.append(deepcopy(source))
-            else:
-                values.append(source())
+        values = fixed.copy()
+        for position, name in from_row:
+            values[position] = row[name]
+        for position, value in copied:
+            values[position] = deepcopy(value)
+        for position, make in called:
+            values[position] = make()
         job = Job(*values)
         for name, related in relations.items():
             setattr(job, name, related)
