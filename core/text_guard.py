@@ -45,12 +45,30 @@ def printable(text: str) -> str:
     return _UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def _may_be_unstorable(value: object) -> bool:
+    """False when no string or key inside ``value`` can hold a NUL or a lone surrogate.
+
+    The walk below builds a path for every key; an array submission checks each of its
+    hundreds of documents two or three times, and nearly all are clean. One ``json.dumps``
+    (C code) answers for those: with ``ensure_ascii=False`` a surrogate is written as itself
+    and a NUL as ``\\u0000``. A match may be a user's literal ``\\u0000`` text, so True only
+    means "walk it"; a value json cannot write is walked too.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return True
+    return "\\u0000" in text or _SURROGATE_RE.search(text) is not None
+
+
 def find_unstorable(value: object, path: str = "") -> list[tuple[str, str]]:
     """``(path, message)`` for every string (object keys included) inside a parsed JSON value
     that cannot be stored, in document order; paths look like ``request.docker.command[2]``.
 
     Walks with an explicit stack: a deeply nested document cannot exhaust the recursion limit.
     """
+    if not _may_be_unstorable(value):
+        return []
     problems: list[tuple[str, str]] = []
     stack: list[tuple[str, object]] = [(path, value)]
     while stack and len(problems) < MAX_PROBLEMS:

@@ -35,6 +35,21 @@ def merge_patch(target, patch):
     return result
 
 
+def _merged(target, patch):
+    """``merge_patch`` without copying: the result shares the parts of ``target`` and
+    ``patch`` that the merge leaves whole. For ``expand_array``, whose ``substitute_index``
+    then builds every container anew: one copy of the template per job instead of two."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merged(result.get(key), value)
+    return result
+
+
 def substitute_index(value, index: int):
     """``value`` with every ``${index}`` in its strings (not its keys) replaced by ``index``."""
     if isinstance(value, str):
@@ -87,5 +102,5 @@ def expand_array(body, *, max_jobs: int) -> tuple[list, str]:
         if not isinstance(variation, dict):
             documents.append(variation)  # reported at its index by the caller
             continue
-        documents.append(substitute_index(merge_patch(template, variation), index))
+        documents.append(substitute_index(_merged(template, variation), index))
     return documents, name

@@ -80,6 +80,19 @@ class Fields:
         return join(self.path, self.entries.get(name, (name, None))[0])
 
 
+@lru_cache(maxsize=256)  # a few dozen schema objects; rebuilt per object it cost 15% of a submit
+def _spellings(
+    fields: tuple[str, ...], aliases: tuple[tuple[str, str], ...], ignored: tuple[str, ...]
+) -> tuple[dict[str, str], frozenset[str]]:
+    """Every accepted spelling of a key -> its canonical name, and the keys to drop."""
+    spelling: dict[str, str] = {}
+    for name in fields:
+        spelling[name] = spelling[camel_to_snake(name)] = name
+    for alias, target in aliases:
+        spelling[alias] = spelling[camel_to_snake(alias)] = target
+    return spelling, frozenset(ignored) | {camel_to_snake(k) for k in ignored}
+
+
 def read_object(
     value: object,
     path: str,
@@ -98,12 +111,9 @@ def read_object(
     if not isinstance(value, dict):
         errs.add(path, f"must be an object, not {json_type_name(value)}")
         return None
-    spelling: dict[str, str] = {}
-    for name in fields:
-        spelling[name] = spelling[camel_to_snake(name)] = name
-    for alias, target in (aliases or {}).items():
-        spelling[alias] = spelling[camel_to_snake(alias)] = target
-    skip = set(ignored) | {camel_to_snake(k) for k in ignored}
+    spelling, skip = _spellings(
+        tuple(fields), tuple((aliases or {}).items()), tuple(ignored)
+    )  # fmt: skip
 
     entries: dict[str, tuple[str, object]] = {}
     for key, item in value.items():

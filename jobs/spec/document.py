@@ -90,7 +90,7 @@ def parse_job_document(source: str | bytes | dict, *, defaults: SpecDefaults) ->
             DOCUMENT_PATH, "is an OpenPAI job config: this accepts GPULab v1 or v2 documents only"
         )
     if version == 2:
-        return normalize_job(doc, defaults=defaults), False
+        return normalize_job(doc, defaults=defaults, storable_checked=True), False
     converted = convert_v1(doc)
     try:
         return normalize_job(converted, defaults=defaults), True

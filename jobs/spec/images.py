@@ -34,6 +34,7 @@ import re
 import socket
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 IMAGE_FORMAT = "[user:password@][registry[:port]/]name[:tag][@digest]"
 # GPULab's own image pattern, which the real gpulab-cli applies to every job it reads from the
@@ -158,6 +159,17 @@ def image_parse(text: object) -> ImageRef | str:
         return "must be a string"
     if len(text) > MAX_IMAGE_LENGTH:
         return f"must be at most {MAX_IMAGE_LENGTH} characters"
+    if "@" in text:  # credentials perhaps: parsed each time, never kept in a cache
+        return _image_parse(text)
+    return _image_parse_cached(text)
+
+
+@lru_cache(maxsize=1024)  # an array's jobs share an image, each parsed three or four times
+def _image_parse_cached(text: str) -> ImageRef | str:
+    return _image_parse(text)
+
+
+def _image_parse(text: str) -> ImageRef | str:
     whole = _parse_reference(text)
     if isinstance(whole, ImageRef):
         return whole

@@ -64,12 +64,15 @@ class SpecDefaults:
             raise ValueError("the default maxDuration must be at least 1 minute")
 
 
-def normalize_job(doc: dict, *, defaults: SpecDefaults) -> dict:
+def normalize_job(doc: dict, *, defaults: SpecDefaults, storable_checked: bool = False) -> dict:
     """Validate a v2 job document and return its canonical form; raise SpecError listing every
-    problem (paths like ``request.resources.gpus``)."""
+    problem (paths like ``request.resources.gpus``). ``storable_checked``: the caller has run
+    ``check_storable`` on this very document (parse_job_document: once per document of an
+    array is enough)."""
     if not isinstance(doc, dict):
         raise SpecError.single(DOCUMENT_PATH, f"must be a JSON object, not {describe(doc)}")
-    check_storable(doc)
+    if not storable_checked:
+        check_storable(doc)
     errs = Errors()
     # Top-level fields are named plainly: "name", "request.docker.image".
     top = read_object(doc, "", errs, fields=JOB_FIELDS, ignored=SERVER_SET_FIELDS)

@@ -108,3 +108,146 @@ def test_command_reports_bad_json_with_line(member, project, slave, tmp_path, ca
 def test_command_unknown_user(project, tmp_path):
     with pytest.raises(CommandError, match="no user 'ghost'"):
         call_command("submit_jobs", str(tmp_path / "x.json"), user="ghost", project="vision")
+
+
+# --- an array job is stored exactly as a single job -----------------------------------------
+
+RICH = {
+    "name": 'rich ✓ "quoted"',
+    "description": "with 'quotes', a \\ backslash and ünïcødé",
+    "request": {
+        "resources": {
+            "clusterId": 1,
+            "gpus": 1,
+            "cpus": 2,
+            "cpuMemoryGb": 3,
+            "gpuModel": ["Bench"],
+            "minCudaVersion": 11,
+        },
+        "docker": {
+            "image": "debian:stable",
+            "command": ["sh", "-c", 'echo "$LR"'],
+            "environment": {"LR": "0.1", "NOTE": 'ünïcødé "x"'},
+        },
+        "scheduling": {
+            "notAfter": "2099-01-02T03:04:05Z",
+            "maxSimultaneousJobs": {"bucketName": "sweep", "bucketMax": 2},
+            "restartable": True,
+        },
+        "extra": {"emailOnEnd": ["a@example.org"]},
+    },
+}
+V1 = {
+    "jobDefinition": {
+        "name": "old",
+        "clusterId": 1,
+        "dockerImage": "busybox",
+        "command": "true",
+        "resources": {"gpus": 1, "cpuCores": 1, "systemMemory": 1024},
+    }
+}
+
+
+def compare_array_with_single() -> dict:
+    """Submit the same documents alone and as one array at the same moment; every stored
+    column (but ids and uuids) and every first event must be equal, and the jobs an array
+    answers must hold what the database holds. Makes its own user, project and slave (it runs
+    on a throwaway PostgreSQL database too). Answers the compared rows' count and the vendor."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.utils import timezone
+
+    from accounts.models import Membership, Project
+    from clusters.models import Cluster, Gpu, Slave
+    from jobs.actions.services import job_submit
+
+    user = get_user_model().objects.create_user("same-row")
+    project = Project.objects.create(name="same-row", gid=7101)
+    Membership.objects.create(user=user, project=project)
+    cluster = Cluster.objects.create(id=1, comment="same-row")
+    slave = Slave.objects.create(
+        name="same-row", cluster=cluster, docker_url="unix:///x.sock", cpus_total=16,
+        memory_total_mb=64 * 1024, cuda_version="12.2", online=True, offline_reason="",
+        last_seen=timezone.now(),
+    )  # fmt: skip
+    Gpu.objects.create(slave=slave, index=0, model="Bench GPU", memory_mb=16384, declared=True)
+    now = timezone.now()
+    documents = [RICH, V1, copy.deepcopy(HELLO_WORLD)]
+    singles = [
+        job_submit(user=user, project=project, document=copy.deepcopy(d), now=now)
+        for d in documents
+    ]
+    many = job_submit_many(user=user, project=project, documents=copy.deepcopy(documents), now=now)
+
+    def stored(job):
+        row = Job.objects.filter(pk=job.pk).values().get()
+        return {k: v for k, v in row.items() if k not in ("id", "uuid")}
+
+    def raw(job):  # as the database holds it: JSON columns as their text on SQLite
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM jobs_job WHERE id = %s", [job.pk])
+            names = [c[0] for c in cursor.description]
+            values = cursor.fetchone()
+            return {n: v for n, v in zip(names, values, strict=True) if n not in ("id", "uuid")}
+
+    def events(job):
+        return list(JobEvent.objects.filter(job=job).values("time", "type", "new_state",
+                                                             "message", "stage"))  # fmt: skip
+
+    def held(job):  # what the caller got back, read like the row
+        row = {f.attname: getattr(job, f.attname) for f in Job._meta.concrete_fields}
+        return {k: v for k, v in row.items() if k not in ("id", "uuid")}
+
+    for single, item in zip(singles, many, strict=True):
+        assert stored(item) == stored(single)
+        assert raw(item) == raw(single)
+        assert events(item) == events(single)
+        assert held(item) == stored(item)
+        assert Job.objects.get(pk=item.pk).uuid == item.uuid
+    assert stored(many[0])["request"]["docker"]["environment"]["NOTE"] == 'ünïcødé "x"'
+    # Identical jobs: their equal columns are bound once (bulk_sql.rows_insert), same rows.
+    alike = job_submit_many(
+        user=user, project=project, documents=[copy.deepcopy(documents[0])] * 3, now=now
+    )
+    for item in alike:
+        assert stored(item) == stored(singles[0])
+        assert raw(item) == raw(singles[0])
+        assert events(item) == events(singles[0])
+        assert held(item) == stored(item)
+    return {"compared": len(many), "vendor": connection.vendor}
+
+
+def test_an_array_job_is_stored_as_a_single_job():
+    assert compare_array_with_single()["compared"] == 3
+
+
+@pytest.mark.postgres
+def test_an_array_job_is_stored_as_a_single_job_on_postgres(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.support.postgres import throwaway_database
+
+    root = Path(__file__).resolve().parents[2]
+    with throwaway_database("portal_array") as url:
+        env = {
+            **os.environ,
+            "PORTAL_DATABASE_URL": url,
+            "PORTAL_VAR_DIR": str(tmp_path),
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "PYTHONPATH": str(root),
+        }
+        manage = [sys.executable, str(root / "manage.py")]
+        subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=root)
+        script = (
+            "import json; from tests.jobs.test_submit_array import compare_array_with_single; "
+            "print('RESULT ' + json.dumps(compare_array_with_single()))"
+        )
+        run = subprocess.run(
+            [*manage, "shell", "-c", script], env=env, cwd=root, capture_output=True, text=True
+        )
+    assert run.returncode == 0, run.stderr[-4000:]
+    line = next(x for x in run.stdout.splitlines() if x.startswith("RESULT "))
+    assert json.loads(line.removeprefix("RESULT ")) == {"compared": 3, "vendor": "postgresql"}

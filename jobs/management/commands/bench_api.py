@@ -18,8 +18,9 @@ Modes:
   60% list, 30% get, 10% submit; reports server errors, p50/p99 per kind and overall, and on
   PostgreSQL the most connections the database saw.
 
-Array submission: ``--array-size N`` runs a phase through :func:`array_document` (a hook for the
-array submission endpoint; it answers None on a portal without one and the figure is null).
+Array submission: ``--array-size N`` adds a phase of ``POST /api/portal/jobs/array`` requests of
+N jobs each (:func:`array_document`, the list form); ``jobs_per_s`` is the jobs created per
+second. ``--array-only`` runs that phase alone (after seeding).
 """
 
 from __future__ import annotations
@@ -68,9 +69,20 @@ JOB = {
 }
 
 
+ARRAY = "/api/portal/jobs/array"
+
+
 def array_document(size: int) -> dict | None:
-    """The hook for array submission (one POST creating ``size`` jobs); None: not supported."""
-    return None
+    """The body of one array submission creating ``size`` jobs (docs/api.md, "Array
+    submissions"): the list form, every job a full document with its own name and command, the
+    costlier of the two forms to check (the sweep form is one template and ``{}`` patches)."""
+    jobs = []
+    for index in range(size):
+        job = json.loads(json.dumps(JOB))
+        job["name"] = f"bench-{index}"
+        job["request"]["docker"]["command"] = f"true {index}"
+        jobs.append(job)
+    return {"project": "bench", "jobs": jobs}
 
 
 # --- the server ---------------------------------------------------------------------------
@@ -354,6 +366,9 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=1)
         parser.add_argument("--think-ms", type=float, default=0.0, help="mixed: pause per client")
         parser.add_argument("--array-size", type=int, default=0)
+        parser.add_argument(
+            "--array-only", action="store_true", help="throughput: only the array phase"
+        )
         parser.add_argument("--pool-max", type=int, default=None, help="PORTAL_DB_POOL_MAX")
         parser.add_argument("--seed-into", default="", help=f"internal: seed and exit ({os.sep})")
 
@@ -424,6 +439,8 @@ class Command(BaseCommand):
 
     def _throughput(self, port, seeded, clients, o, pg) -> dict:
         tokens = seeded["keys"]
+        if o["array_only"]:  # A/B runs of array submission alone, without the other phases
+            return {"array": self._array(port, tokens, clients, o)}
         job_body = json.dumps(JOB)
 
         def floor(rng, token):
@@ -466,7 +483,7 @@ class Command(BaseCommand):
         body = json.dumps(document)
 
         def pick(rng, token):
-            return "array", "POST", API + "jobs", body
+            return "array", "POST", ARRAY, body
 
         result = drive(port=port, tokens=tokens, seconds=o["seconds"], pick=pick, clients=clients)
         merged = _merge([result], "array")

@@ -40,3 +40,19 @@ def test_not_an_object():
     with pytest.raises(SpecError) as caught:
         expand_array([{}], max_jobs=10)
     assert caught.value.errors[0].path == "(document)"
+
+
+def test_swept_documents_share_nothing_with_the_template_or_each_other():
+    template = {"name": "n", "request": {"docker": {"environment": {"A": "1"}}, "l": [1, [2]]}}
+    body = {"template": template, "variations": [{}, {"request": {"x": {"y": 1}}}]}
+    first, second = expand_array(body, max_jobs=10)[0]
+    first["request"]["docker"]["environment"]["A"] = "changed"
+    first["request"]["l"][1].append(3)
+    assert template == {
+        "name": "n",
+        "request": {"docker": {"environment": {"A": "1"}}, "l": [1, [2]]},
+    }
+    assert second["request"]["docker"]["environment"] == {"A": "1"}
+    assert second["request"]["l"] == [1, [2]]
+    assert second["request"]["x"] == {"y": 1}
+    assert body["variations"][1] == {"request": {"x": {"y": 1}}}
