@@ -28,7 +28,6 @@ allows it, because the slaves' Docker daemons do the pull from inside the site's
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import re
 import socket
@@ -351,14 +350,12 @@ def registry_refusal(ref: ImageRef, *, allowed: Collection[str] = ()) -> str | N
     )
 
 
-@functools.lru_cache(maxsize=4096)
 def gpulab_image(text: str) -> str:
     """The image as the GPULab API shows it to project members: redacted, and a pinned image
     without credentials written ``name:tag@digest`` (tag "latest" when none was given), the
     only form of a digest that GPULab's pattern (and so the real client) accepts; Docker reads
     it as the same image. Images that still do not match GPULab's pattern are refused at
-    submit (GPULAB_HINT). Cached: a list page shows the same few images on every row and the
-    answer depends on the text alone."""
+    submit (GPULAB_HINT)."""
     shown = redact_image(text, member=True)
     ref = parse_image(text)
     if ref is not None and ref.digest and not ref.has_credentials:
