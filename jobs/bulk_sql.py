@@ -134,6 +134,57 @@ def rows_upsert(model, *, names: list[str], rows: list[list], where: str = "") -
     )
 
 
+def rows_insert(model, *, names: list[str], rows: list[list]) -> int:
+    """Insert ``rows`` (``[value_for_names[0], ...]``, Python values) in one statement, in their
+    order (ids ascend with it), without model instances: Django's ``bulk_create`` prepares
+    every field of every instance (0.4 s for a tick's 3k job events). No ids come back.
+    """
+    if not rows:
+        return 0
+    qn = connection.ops.quote_name
+    fields = [model._meta.get_field(name) for name in names]
+    aliases = [f"c{i}" for i in range(len(fields))]
+    table = qn(model._meta.db_table)
+    columns = ", ".join(qn(f.column) for f in fields)
+    picks = ", ".join(f"v.{a}" for a in aliases)
+    return _execute_over(
+        fields,
+        aliases,
+        rows,
+        lambda source: f"INSERT INTO {table} ({columns}) SELECT {picks} FROM {source}",
+    )
+
+
+def keys_locked(model, *, keys: list, column: str, value) -> set:
+    """The primary keys among ``keys`` whose ``column`` equals ``value``, those rows locked
+    for the transaction (``SELECT ... FOR UPDATE`` on PostgreSQL, in one statement with the keys
+    as one JSON parameter; SQLite's writer lock serialises anyway, chunks of 500 keys)."""
+    if not keys:
+        return set()
+    if connection.vendor != "postgresql":
+        found = set()
+        for start in range(0, len(keys), 500):
+            found.update(
+                model._base_manager.select_for_update()
+                .filter(pk__in=keys[start : start + 500], **{column: value})
+                .values_list("pk", flat=True)
+            )
+        return found
+    qn = connection.ops.quote_name
+    pk = model._meta.pk
+    field = model._meta.get_field(column)
+    sql = (
+        f"SELECT {qn(pk.column)} FROM {qn(model._meta.db_table)} WHERE {qn(pk.column)} IN "
+        f"(SELECT k::{pk.db_type(connection)} FROM jsonb_array_elements_text(%s::jsonb) AS k) "
+        f"AND {qn(field.column)} = %s FOR UPDATE"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql, [json.dumps(keys, default=_encode), field.get_db_prep_value(value, connection)]
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
 def rows_delete(model, *, keys: list) -> int:
     """Delete the rows with these primary keys in one statement (on PostgreSQL with one
     parameter, the keys as a JSON array, rather than thousands of ``%s``)."""
