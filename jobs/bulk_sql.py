@@ -186,17 +186,18 @@ def keys_locked(model, *, keys: list, column: str, value) -> set:
         return {row[0] for row in cursor.fetchall()}
 
 
-def keys_in(model, keys: list):
-    """What ``filter(pk__in=...)`` takes for many primary keys: on PostgreSQL a subquery over
-    one JSON parameter (binding and quoting thousands of ``%s`` client-side cost more than the
-    query), elsewhere the list itself."""
-    if connection.vendor != "postgresql":
-        return list(keys)
-    pk_type = model._meta.pk.db_type(connection)
-    return RawSQL(
-        f"SELECT k::{pk_type} FROM jsonb_array_elements_text(%s::jsonb) AS k",
-        [json.dumps(list(keys), default=_encode)],
-    )
+def keys_in(model, keys: list) -> RawSQL:
+    """What ``filter(pk__in=...)`` takes for many primary keys: a subquery over one JSON
+    parameter (``jsonb_array_elements_text`` on PostgreSQL, ``json_each`` on SQLite). Binding
+    and quoting thousands of ``%s`` client-side cost more than the query; there is no
+    bound-parameter limit to chunk for; and the query runs even for no keys (a fixed number)."""
+    keys_json = json.dumps(list(keys), default=_encode)
+    if connection.vendor == "postgresql":
+        pk_type = model._meta.pk.db_type(connection)
+        return RawSQL(
+            f"SELECT k::{pk_type} FROM jsonb_array_elements_text(%s::jsonb) AS k", [keys_json]
+        )
+    return RawSQL("SELECT value FROM json_each(%s)", [keys_json])
 
 
 def rows_delete(model, *, keys: list) -> int:
