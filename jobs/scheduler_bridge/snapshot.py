@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Count, F
 
 from accounts.models import Project
@@ -190,7 +191,10 @@ JOINED_NAMES = {
 
 
 def values_with_names(queryset, fields: tuple[str, ...]) -> list[dict]:
-    """``queryset.values(*fields)``, the JOINED_NAMES among them read by id (same dicts)."""
+    """``queryset.values(*fields)``, the JOINED_NAMES among them read by id on PostgreSQL (same
+    dicts). SQLite joins them well, and the separate reads measured no faster there."""
+    if connection.vendor != "postgresql":
+        return list(queryset.values(*fields))
     joined = [(name, *JOINED_NAMES[name]) for name in fields if name in JOINED_NAMES]
     columns = {name: column for name, column, _, _ in joined}
     rows = list(queryset.values(*(columns.get(f, f) for f in fields)))
