@@ -8,7 +8,7 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, F
+from django.db.models import Count, F, Func, JSONField
 
 from accounts.models import Project
 from clusters.models import Cluster, Gpu, Slave
@@ -190,14 +190,38 @@ JOINED_NAMES = {
 }
 
 
+# JSON values the rows carry, read on PostgreSQL as one array per row: each JSON value comes
+# back as text that Django parses with its own call (five per row, 0.1 s of a 10k queue).
+PACKED_JSON = frozenset(
+    {"gpu_ids", "cpu_ids", "reservation_ids", "ignoring_reservation_ids", "gpu_models",
+     "features", "explanation__lines", "request__docker__portMappings"}
+)  # fmt: skip
+PACKED = "packed_json_values"
+
+
 def values_with_names(queryset, fields: tuple[str, ...]) -> list[dict]:
-    """``queryset.values(*fields)``, the JOINED_NAMES among them read by id on PostgreSQL (same
-    dicts). SQLite joins them well, and the separate reads measured no faster there."""
+    """``queryset.values(*fields)`` (the same dicts). On PostgreSQL the JOINED_NAMES among them
+    are read by id and the PACKED_JSON ones as one array; SQLite joins well, and the separate
+    reads measured no faster there."""
     if connection.vendor != "postgresql":
         return list(queryset.values(*fields))
     joined = [(name, *JOINED_NAMES[name]) for name in fields if name in JOINED_NAMES]
     columns = {name: column for name, column, _, _ in joined}
-    rows = list(queryset.values(*(columns.get(f, f) for f in fields)))
+    packed = [f for f in fields if f in PACKED_JSON]
+    read = [columns.get(f, f) for f in fields if f not in PACKED_JSON]
+    if packed:
+        queryset = queryset.annotate(
+            **{
+                PACKED: Func(
+                    *map(F, packed), function="jsonb_build_array", output_field=JSONField()
+                )
+            }
+        )
+        read.append(PACKED)
+    rows = list(queryset.values(*read))
+    if packed:
+        for row in rows:
+            row.update(zip(packed, row.pop(PACKED), strict=True))
     for name, column, model_of, attr in joined:
         model = model_of()
         ids = sorted({row[column] for row in rows} - {None})
