@@ -15,7 +15,7 @@ from core.errors import Conflict
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.bulk_sql import rows_update
+from jobs.bulk_sql import keys_locked, rows_insert, rows_update
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
 from jobs.states import FINISHED as ENDED
@@ -56,11 +56,19 @@ REASON_EVENT_TYPES = {
 }
 
 
-def _reason_event(job: Job, old: str, to: str, message: str, now: datetime) -> JobEvent | None:
+def _reason(old: str, to: str, message: str) -> tuple[str, str] | None:
+    """(event type, message) of the reason event for this change, if it has one."""
     kind = REASON_EVENT_TYPES.get(to)
     if kind is None or not message or (to == S.CANCELLED and old == S.CANCELLING):
         return None  # CANCELLED after CANCELLING: the reason was told when cancelling began
-    return JobEvent(job=job, time=now, type=kind, message=f"{to}: {message}"[:5000])
+    return kind, f"{to}: {message}"[:5000]
+
+
+def _reason_event(job: Job, old: str, to: str, message: str, now: datetime) -> JobEvent | None:
+    reason = _reason(old, to, message)
+    if reason is None:
+        return None
+    return JobEvent(job=job, time=now, type=reason[0], message=reason[1])
 
 
 def job_transition(
@@ -114,6 +122,9 @@ def _gang_task_ended(job: Job) -> None:
 _UNLOADED = object()
 
 
+EVENT_COLUMNS = ["job", "time", "type", "new_state", "message", "stage"]
+
+
 @dataclass(frozen=True)
 class TransitionRequest:
     job: Job
@@ -159,12 +170,7 @@ def job_transition_many(
     with transaction.atomic():
         still = set()
         for status, ids in by_status.items():
-            for chunk in range(0, len(ids), 500):
-                still.update(
-                    Job.objects.select_for_update()
-                    .filter(pk__in=ids[chunk : chunk + 500], status=status)
-                    .values_list("pk", flat=True)
-                )
+            still |= keys_locked(Job, keys=ids, column="status", value=status)
         won, changed, events, columns = [], [], [], {"status", "status_updated", "event_times"}
         for request in requests:
             job = request.job
@@ -172,9 +178,9 @@ def job_transition_many(
             won.append(ok)
             if not ok:
                 continue
-            reason = _reason_event(job, job.status, request.to, request.message, now)
+            reason = _reason(job.status, request.to, request.message)
             if reason is not None:
-                events.append(reason)
+                events.append([job.pk, now, reason[0], "", reason[1], ""])
             job.event_times = {**(job.event_times or {}), request.to: stamp, "statusUpdated": stamp}
             job.status, job.status_updated = request.to, now
             for name, value in (request.fields or {}).items():
@@ -182,13 +188,11 @@ def job_transition_many(
                 columns.add(name)
             changed.append(job)
             events.append(
-                JobEvent(
-                    job=job, time=now, type=JobEvent.Type.STATUS_CHANGE,
-                    new_state=request.to, message=request.message[:5000],
-                )
-            )  # fmt: skip
+                [job.pk, now, JobEvent.Type.STATUS_CHANGE, request.to, request.message[:5000], ""]
+            )
         _write_rows(changed, sorted(columns))
-        JobEvent.objects.bulk_create(events)  # one UNNEST insert on PostgreSQL
+        # One INSERT of rows, in this order (the history's ids ascend with it).
+        rows_insert(JobEvent, names=EVENT_COLUMNS, rows=events)
         for job in changed:
             if job.status in ENDED:
                 _gang_task_ended(job)

@@ -22,6 +22,7 @@ from . import reservations as res_rules
 from .explain import shape_reasons
 from .filters import Env
 from .gang import GangScheduler
+from .gcpause import gc_paused
 from .halts import HaltPlanner, RoomPlan, halt_info
 from .interactive import InteractiveRoom
 from .limits import Limits
@@ -48,7 +49,8 @@ def run_cycle(snapshot: Snapshot) -> CycleResult:
     """Decide what starts, halts, fails and is cancelled now, and why the rest waits."""
     if snapshot.now.tzinfo is None or snapshot.now.utcoffset() is None:
         raise ValueError("Snapshot.now must be timezone-aware")
-    return _Cycle(snapshot).run()
+    with gc_paused():
+        return _Cycle(snapshot).run()
 
 
 class _Cycle:

@@ -71,6 +71,7 @@ def _restore(saved: _Saved) -> None:
     slave.ports = saved.ports
     if slave.cls is not None:
         slave.cls.move(slave, now_free)  # back to the bucket of its restored free count
+        slave.cls.touch()
     for rr, non_entitled, committed in saved.budgets:
         rr.non_entitled_gpus = non_entitled
         rr.committed_gpus = committed

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .filters import HOST_PORTS
 from .model import HaltInfo, RunningJob
 from .shape import Shape
 from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches
@@ -134,7 +133,8 @@ class HaltPlanner:
         eligible: Eligible | None,
         max_new: int,
     ) -> tuple[RoomPlan, int] | None:
-        if not HOST_PORTS.fits(shape, slave):
+        ports = shape.host_ports  # HOST_PORTS.fits, inline: this runs per slave and plan
+        if ports and not ports.isdisjoint(slave.ports):
             return None  # a port it asks for is taken there: halting frees no port
         wanted = shape.gpu_models
         need_g = shape.gpus - len(slave.matching_free(wanted))
@@ -145,32 +145,34 @@ class HaltPlanner:
         total_g, total_c, total_m = self._totals[slave.name]
         if need_g > total_g or need_c > total_c or need_m > total_m + EPS:
             return None  # even every job of the pool would not be enough
-        leaving = self.ctx.leaving
+        leaving, claimed = self.ctx.leaving, self.claimed
+        may_halt = max_new > 0 and eligible is not None
         models = slave.gpu_models
-
-        def gpus_of(job: RunningJob) -> int:
-            if not wanted:
-                return len(job.gpu_ids)
-            return sum(1 for i in job.gpu_ids if i in models and model_matches(models[i], wanted))
-
+        # (cost, job, GPUs, CPUs, memory it frees): each size computed once per job.
         candidates = []
         for job in self.pool[slave.name]:
-            if job.id in self.claimed:
+            if job.id in claimed:
                 continue
             if job.id in leaving:
                 cost = 0
-            elif max_new > 0 and eligible is not None and eligible(job, cls):
+            elif may_halt and eligible(job, cls):
                 cost = 1
             else:
                 continue
-            candidates.append((cost, job))
+            if not wanted:
+                gpus = len(job.gpu_ids)
+            else:
+                gpus = sum(
+                    1 for i in job.gpu_ids if i in models and model_matches(models[i], wanted)
+                )
+            candidates.append((cost, job, gpus, len(job.cpu_ids), job.memory_gb))
         if not candidates:
             return None
         # Quick bound: everything together must be enough.
         if (
-            sum(gpus_of(j) for _, j in candidates) < need_g
-            or sum(len(j.cpu_ids) for _, j in candidates) < need_c
-            or sum(j.memory_gb for _, j in candidates) + EPS < need_m
+            sum(item[2] for item in candidates) < need_g
+            or sum(item[3] for item in candidates) < need_c
+            or sum(item[4] for item in candidates) + EPS < need_m
         ):
             return None
         usage_of = self.ctx.usage_of
@@ -183,14 +185,14 @@ class HaltPlanner:
                 item[1].id,
             )
         )
-        chosen = _minimal_cover(need_g, need_c, need_m, candidates, gpus_of)
+        chosen = _minimal_cover(need_g, need_c, need_m, candidates)
         if chosen is None:
             return None
-        new = tuple(j for cost, j in chosen if cost)
+        new = tuple(item[1] for item in chosen if item[0])
         if len(new) > max_new:
             return None
-        waiting = tuple(j for cost, j in chosen if not cost)
-        freed = sum(len(j.gpu_ids) for _, j in chosen)
+        waiting = tuple(item[1] for item in chosen if not item[0])
+        freed = sum(len(item[1].gpu_ids) for item in chosen)
         return RoomPlan(slave, new, waiting, shape.host_ports), freed
 
     def claim(self, plan: RoomPlan) -> None:
@@ -203,26 +205,28 @@ class HaltPlanner:
             totals[2] -= job.memory_gb
         self._free_leaving[plan.slave.name] -= len(plan.waiting_on)
         plan.slave.ports.update(plan.ports)  # later jobs of the cycle must not take them
+        if plan.slave.cls is not None:
+            plan.slave.cls.touch()
 
 
-def _minimal_cover(need_g, need_c, need_m, candidates, gpus_of):
+def _minimal_cover(need_g, need_c, need_m, candidates):
     """A small set covering the needs: greedy in preference order, pruned, or one job if better.
 
-    ``candidates`` are (cost, job) sorted by preference. Returns (cost, job) pairs or None.
+    ``candidates`` are (cost, job, GPUs, CPUs, memory) sorted by preference. Returns such
+    items or None.
     """
 
     def covers(items) -> bool:
         return (
-            sum(gpus_of(j) for _, j in items) >= need_g
-            and sum(len(j.cpu_ids) for _, j in items) >= need_c
-            and sum(j.memory_gb for _, j in items) + EPS >= need_m
+            sum(item[2] for item in items) >= need_g
+            and sum(item[3] for item in items) >= need_c
+            and sum(item[4] for item in items) + EPS >= need_m
         )
 
     chosen = []
     left_g, left_c, left_m = need_g, need_c, need_m
     for item in candidates:
-        job = item[1]
-        g, c, m = gpus_of(job), len(job.cpu_ids), job.memory_gb
+        g, c, m = item[2], item[3], item[4]
         if (left_g > 0 and g) or (left_c > 0 and c) or (left_m > EPS and m > 0):
             chosen.append(item)
             left_g, left_c, left_m = left_g - g, left_c - c, left_m - m
@@ -235,9 +239,14 @@ def _minimal_cover(need_g, need_c, need_m, candidates, gpus_of):
         rest = [other for other in chosen if other is not item]
         if covers(rest):
             chosen = rest
-    single = next((item for item in candidates if covers([item])), None)
+    # One job alone (``covers([item])`` without building a list per candidate).
+    single = next(
+        (item for item in candidates
+         if item[2] >= need_g and item[3] >= need_c and item[4] + EPS >= need_m),
+        None,
+    )  # fmt: skip
     if single is not None:
-        cost_chosen = (sum(cost for cost, _ in chosen), len(chosen))
+        cost_chosen = (sum(item[0] for item in chosen), len(chosen))
         if (single[0], 1) < cost_chosen:
             chosen = [single]
     return chosen

@@ -11,7 +11,10 @@ Cost control, since one cycle may see 10,000 queued jobs and 1,000 slaves:
   only thing that can open room for a failed shape within a cycle is the last waiting owner job
   of a private cluster being served; :meth:`Placer.invalidate` then forgets the failures;
 * slaves whose CPUs or memory are too short for a shape, or that have one of its fixed host
-  ports in use, are skipped by that shape from then on.
+  ports in use, are skipped by that shape from then on;
+* what a class offered a shape (its best member and score, or nothing) is kept until a
+  member's room or ports change (:meth:`SlaveClass.touch`): a placement changes one class, so
+  the next job of the same shape searches only that one again.
 """
 
 from __future__ import annotations
@@ -57,7 +60,10 @@ class FailureMemo:
         if not failed:
             return False
         g, c, m = shape.gpus, shape.cpus, shape.memory_gb
-        return any(g >= fg and c >= fc and m >= fm for fg, fc, fm in failed)
+        for fg, fc, fm in failed:  # a plain loop: any() over a generator costs twice as much
+            if g >= fg and c >= fc and m >= fm:
+                return True
+        return False
 
     def add(self, shape: Shape) -> None:
         self._failed.setdefault(self._rest_of(shape), []).append(
@@ -85,6 +91,9 @@ class Placer:
         self._dynamic: dict[Shape, tuple] = {}
         self._room: dict[Shape, tuple[tuple, tuple]] = {}
         self._indexed = pipeline.indexed is not None
+        # Per shape and class id: (the class's version, (-score, rank) of its best member and
+        # that member, or None twice). A placement changes one class; the others' answers stand.
+        self._found: dict[Shape, dict[int, tuple]] = {}
         # While a gang is placed tentatively (gang.py) its room is only borrowed: failures
         # and skips seen then are not remembered for the rest of the cycle.
         self.tentative = False
@@ -129,13 +138,23 @@ class Placer:
         best_key: tuple | None = None
         score = self.scoring.total
         room = self._room.get(shape) or self._room_filters(shape)
+        found = self._found.get(shape)
+        if found is None:
+            found = self._found[shape] = {}
         for cls in self.open_classes(shape):
-            hit = self._find(shape, cls, room)
-            if hit is None:
-                continue
-            slave, free, total = hit
-            key = (-score(shape, cls, free, total), slave.rank)
-            if best_key is None or key < best_key:
+            entry = found.get(cls.id)
+            if entry is not None and entry[0] == cls.version:
+                _, key, slave = entry
+            else:
+                hit = self._find(shape, cls, room)
+                if hit is None:
+                    key = slave = None
+                else:
+                    slave, free, total = hit
+                    key = (-score(shape, cls, free, total), slave.rank)
+                if not cls.single:  # a one-slave view: its slave's real class is the one touched
+                    found[cls.id] = (cls.version, key, slave)
+            if key is not None and (best_key is None or key < best_key):
                 best, best_key = slave, key
         if best is None and not self.tentative:
             self._failed.add(shape)
@@ -213,6 +232,7 @@ class Placer:
         slave.free_mem -= shape.memory_gb
         slave.ports.update(shape.host_ports)
         cls.move(slave, before)
+        cls.touch()
         ignoring = frozenset(
             rr.id
             for rr in cls.reservations

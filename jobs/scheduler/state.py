@@ -77,6 +77,7 @@ class SlaveClass:
         "buckets",
         "single",
         "_match",
+        "version",
     )
 
     def __init__(self, cid: int, rep: SlaveState, reservations: tuple) -> None:
@@ -92,6 +93,9 @@ class SlaveClass:
         self.slaves: list[SlaveRuntime] = []
         self.buckets: list[list[int]] = [[] for _ in range(self.ngpus + 1)]
         self._match: dict[tuple[str, ...], str] = {}
+        # Bumped whenever a member's free room or ports change (``touch``): what the placer
+        # found in this class for a shape holds while the version does.
+        self.version = 0
 
     @property
     def names(self) -> list[str]:
@@ -107,6 +111,10 @@ class SlaveClass:
             mode = "all" if hits and all(hits) else ("some" if any(hits) else "none")
             self._match[wanted] = mode
         return mode
+
+    def touch(self) -> None:
+        """A member's free GPUs, CPUs, memory or ports changed."""
+        self.version += 1
 
     def add(self, slave: SlaveRuntime) -> None:
         self.slaves.append(slave)

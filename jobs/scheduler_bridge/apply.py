@@ -12,7 +12,7 @@ from core.errors import Conflict
 from core.faults import crash_point
 from core.tasks import fire
 from jobs import task_names
-from jobs.bulk_sql import rows_delete, rows_upsert
+from jobs.bulk_sql import keys_in, rows_delete, rows_upsert
 from jobs.gang.launch import gang_tasks_assigned
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
@@ -188,11 +188,15 @@ def apply(result: sm.CycleResult, queued: list[dict], now: datetime) -> dict:
     for halt in result.halts:
         other_ids.update(halt.halt_info.started_job_uuids)
     # Starts need only what the transition writes; loading thousands of full rows (with their
-    # request JSON) would cost more than assigning them.
-    jobs = {
-        str(j.uuid): j
-        for j in Job.objects.filter(uuid__in=start_ids).only("id", "uuid", "status", "event_times")
-    }
+    # request JSON) would cost more than assigning them. They are queued rows of the snapshot,
+    # so they are selected by primary key, all keys as one parameter on PostgreSQL.
+    pk_of = {str(row["uuid"]): row["id"] for row in queued}
+    start_pks = sorted(pk_of[u] for u in start_ids if u in pk_of)
+    other_ids.update(u for u in start_ids if u not in pk_of)
+    starting = (
+        Job.objects.filter(pk__in=keys_in(Job, start_pks)) if start_pks else Job.objects.none()
+    )
+    jobs = {str(j.uuid): j for j in starting.only("id", "uuid", "status", "event_times")}
     jobs.update(
         (str(j.uuid), j)
         for j in Job.objects.filter(uuid__in=other_ids).select_related("slave", "owner", "project")

@@ -22,8 +22,15 @@ def check_bulk_sql() -> dict:
     from django.db import connection, transaction
 
     from accounts.models import Project
-    from jobs.bulk_sql import rows_delete, rows_update, rows_upsert
-    from jobs.models import Job, JobExplanation
+    from jobs.bulk_sql import (
+        keys_in,
+        keys_locked,
+        rows_delete,
+        rows_insert,
+        rows_update,
+        rows_upsert,
+    )
+    from jobs.models import Job, JobEvent, JobExplanation
 
     owner = User.objects.create_user("bulk-owner")
     project = Project.objects.create(name="bulk", gid=7001)
@@ -62,6 +69,18 @@ def check_bulk_sql() -> dict:
             where=("EXISTS (SELECT 1 FROM jobs_job j WHERE j.id = v.c0 AND j.status = 'QUEUED')"),
         )
         deleted = rows_delete(JobExplanation, keys=[third.pk, 999999])
+        inserted = rows_insert(
+            JobEvent,
+            names=["job", "time", "type", "new_state", "message", "stage"],
+            rows=[
+                [queued.pk, later, JobEvent.Type.INFO, "", tricky["say"] + " ✓", ""],
+                [queued.pk, base, JobEvent.Type.STATUS_CHANGE, "RUNNING", "", ""],
+            ],
+        )
+        locked = keys_locked(
+            Job, keys=[queued.pk, other.pk, third.pk, 999999], column="status", value="QUEUED"
+        )
+    events = JobEvent.objects.filter(job=queued).order_by("id")
     queued.refresh_from_db()
     other.refresh_from_db()
     return {
@@ -78,6 +97,16 @@ def check_bulk_sql() -> dict:
         "tricky": tricky,
         "later": later.isoformat(),
         "vendor": connection.vendor,
+        "inserted": inserted,
+        "events": [[e.time.isoformat(), e.type, e.new_state, e.message, e.stage] for e in events],
+        "locked": sorted(Job.objects.filter(pk__in=locked).values_list("name", flat=True)),
+        "keys_in": sorted(
+            Job.objects.filter(pk__in=keys_in(Job, [queued.pk, third.pk, 999999])).values_list(
+                "name", flat=True
+            )
+        ),
+        "keys_in_none": list(Job.objects.filter(pk__in=keys_in(Job, [])).values_list("pk")),
+        "base": base.isoformat(),
     }
 
 
@@ -92,6 +121,14 @@ def assert_bulk_sql(result: dict) -> None:
     assert result["overwritten"] == 2  # the RUNNING job's row fails the condition
     assert result["deleted"] == 1
     assert result["lines"] == {"a": ["second ✓"], "b": ["x"]}
+    assert result["inserted"] == 2
+    assert result["events"] == [  # in the order given (ids ascend with it)
+        [result["later"], "Info", "", 'a "quoted" \\ line ✓', ""],
+        [result["base"], "Status Change", "RUNNING", "", ""],
+    ]
+    assert result["locked"] == ["a", "c"]  # QUEUED ones only; an unknown key is no error
+    assert result["keys_in"] == ["a", "c"]
+    assert result["keys_in_none"] == []
 
 
 @pytest.mark.django_db
