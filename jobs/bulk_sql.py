@@ -177,27 +177,6 @@ def rows_upsert(model, *, names: list[str], rows: list[list], where: str = "") -
     )
 
 
-def rows_insert(model, *, names: list[str], rows: list[list]) -> int:
-    """Insert ``rows`` (``[value_for_names[0], ...]``, Python values) in one statement, in their
-    order (ids ascend with it), without model instances: Django's ``bulk_create`` prepares
-    every field of every instance (0.4 s for a tick's 3k job events). No ids come back.
-    """
-    if not rows:
-        return 0
-    qn = connection.ops.quote_name
-    fields = [model._meta.get_field(name) for name in names]
-    aliases = [f"c{i}" for i in range(len(fields))]
-    table = qn(model._meta.db_table)
-    columns = ", ".join(qn(f.column) for f in fields)
-    picks = ", ".join(f"v.{a}" for a in aliases)
-    return _execute_over(
-        fields,
-        aliases,
-        rows,
-        lambda source: f"INSERT INTO {table} ({columns}) SELECT {picks} FROM {source}",
-    )
-
-
 def keys_locked(model, *, keys: list, column: str, value) -> set:
     """The primary keys among ``keys`` whose ``column`` equals ``value``, those rows locked
     for the transaction (``SELECT ... FOR UPDATE`` on PostgreSQL, in one statement with the keys
@@ -272,11 +251,18 @@ def _prepared(field, value, db):
 
 
 def rows_insert(
-    model, *, shared: dict, names: list[str], rows: list[list], key: str | None = None
+    model,
+    *,
+    names: list[str],
+    rows: list[list],
+    shared: dict | None = None,
+    key: str | None = None,
 ) -> list | None:
-    """Insert many new rows: the columns ``names`` per row, ``shared`` (name -> value) the same
-    in every row, every other column its field's default. Answers the primary keys in the
-    order of ``rows`` when ``key`` (a unique column among ``names``) is given, else None.
+    """Insert many new rows, in the order of ``rows`` (ids ascend with it): the columns
+    ``names`` per row, ``shared`` (name -> value) the same in every row, every other column its
+    field's default. Answers the primary keys in the order of ``rows`` when ``key`` (a unique
+    column among ``names``) is given, else None. Used by array submissions (jobs and their
+    first events) and by every bulk transition (a tick's job events).
 
     Django's ``bulk_create`` prepares every value of every object through its SQL compiler
     (about 50 columns per job: three quarters of an array submission's time). Here a shared
@@ -287,6 +273,7 @@ def rows_insert(
     """
     if not rows:
         return [] if key else None
+    shared = shared or {}
     db = connections[DEFAULT_DB_ALIAS]
     qn = db.ops.quote_name
     meta = model._meta
