@@ -15,6 +15,7 @@ Logs written before this existed have no such file: all their lines show as stdo
 """
 
 import fcntl
+import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -85,43 +86,66 @@ def stamp_ns(stamp: bytes) -> int:
     return seconds * NS + int((fraction + "000000000")[:9])
 
 
-def new_entries(data: bytes, last_ns: int, taken_at_last: int) -> tuple[bytes, int, int]:
-    """The text of timestamped entries not taken yet, and the new (last_ns, taken_at_last).
+# Docker stamps an entry when its stream's copier reads it, but copies stdout and stderr apart:
+# an entry can reach the log after a later-stamped entry of the other stream (seen: "err-3"
+# filed after "line-3" although stamped before it). A follower asking only for what came after
+# the last time it took would lose it. So each read asks again for the last LATE_NS and takes
+# the entries it has not taken yet, known by (time, stream, text).
+LATE_NS = 2 * NS
 
-    ``since`` is inclusive and entries may share a timestamp: entries before ``last_ns`` are
-    old, and of those at exactly ``last_ns`` the first ``taken_at_last`` were taken already.
-    """
-    out = bytearray()
-    seen_at_last = 0
-    for line in data.split(b"\n")[:-1]:
-        stamp, _, text = line.partition(b" ")
-        moment = stamp_ns(stamp)
-        if moment < last_ns:
-            continue
-        if moment == last_ns:
-            seen_at_last += 1
-            if seen_at_last <= taken_at_last:
-                continue
-            taken_at_last += 1
-        else:
-            last_ns, taken_at_last, seen_at_last = moment, 1, 1
-        out += text + b"\n"
-    return bytes(out), last_ns, taken_at_last
+
+def log_cursor(state: dict | None = None) -> dict:
+    """Where a follower stands: the latest time taken and the entries taken within LATE_NS of
+    it (key -> how many times: entries may repeat)."""
+    state = state or {}
+    return {"last_ns": int(state.get("last_ns", 0)), "taken": dict(state.get("taken") or {})}
+
+
+def _entry_key(moment: int, stream: int, text: bytes) -> str:
+    return f"{moment} {stream} {hashlib.blake2b(text, digest_size=8).hexdigest()}"
+
+
+def log_since(cursor: dict) -> float | None:
+    """Docker's ``since`` (seconds) for the next read: LATE_NS before the latest entry taken,
+    and 1 ms more, since a float of ~1.7e9 s resolves only ~0.2 us."""
+    last = cursor["last_ns"]
+    return (last - LATE_NS) / NS - 0.001 if last else None
 
 
 def new_frames(
-    frames: list[tuple[int, bytes]], last_ns: int, taken_at_last: int
-) -> tuple[bytes, list[tuple[int, int]], int, int]:
-    """``new_entries`` over timestamped frames: the new text, the ranges of it from stderr,
-    and the new (last_ns, taken_at_last)."""
+    frames: list[tuple[int, bytes]], cursor: dict
+) -> tuple[bytes, list[tuple[int, int]]]:
+    """The text of the timestamped frames' entries not taken yet, and the ranges of it from
+    stderr; ``cursor`` (``log_cursor``) is updated."""
     out = bytearray()
     ranges = []
+    floor = cursor["last_ns"] - LATE_NS
+    taken = cursor["taken"]
+    seen: dict[str, int] = {}
     for stream, payload in frames:
-        text, last_ns, taken_at_last = new_entries(payload, last_ns, taken_at_last)
-        if stream == 2 and text:
-            ranges.append((len(out), len(out) + len(text)))
-        out += text
-    return bytes(out), ranges, last_ns, taken_at_last
+        start = len(out)
+        for line in payload.split(b"\n")[:-1]:
+            stamp, _, text = line.partition(b" ")
+            moment = stamp_ns(stamp)
+            if moment <= floor:
+                continue  # before the window asked for again: taken (or passed) long ago
+            key = _entry_key(moment, stream, text)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] <= taken.get(key, 0):
+                continue
+            taken[key] = taken.get(key, 0) + 1
+            cursor["last_ns"] = max(cursor["last_ns"], moment)
+            out += text + b"\n"
+        if stream == 2 and len(out) > start:
+            ranges.append((start, len(out)))
+    floor = cursor["last_ns"] - LATE_NS
+    cursor["taken"] = {k: n for k, n in taken.items() if int(k.split(" ", 1)[0]) > floor}
+    return bytes(out), ranges
+
+
+def new_entries(data: bytes, cursor: dict) -> bytes:
+    """``new_frames`` of one stdout payload."""
+    return new_frames([(1, data)], cursor)[0]
 
 
 def _spool_refresh(job: Job) -> None:
@@ -134,17 +158,17 @@ def _spool_refresh(job: Job) -> None:
             # The job ended while we waited: the archive replaces the spool we just reopened.
             path.unlink(missing_ok=True)
             return
-        state = json.loads(state_path.read_text()) if state_path.exists() else {}
-        last_ns, taken = state.get("last_ns", 0), state.get("taken_at_last", 0)
+        # A spool state from before LATE_NS (no "taken") re-takes at most its last LATE_NS
+        # once; the archive, written when the job ends, is whole either way.
+        cursor = log_cursor(json.loads(state_path.read_text()) if state_path.exists() else None)
         try:
             with engine_for(job.slave) as engine:
-                # A float of ~1.7e9 s resolves only ~0.2 us: ask from 1 ms earlier, so rounding
-                # never skips an entry; new_entries drops the ones taken already.
-                since = (last_ns / NS - 0.001) if last_ns else None
-                frames = engine.log_frames(job.container_id, since=since, timestamps=True)
+                frames = engine.log_frames(
+                    job.container_id, since=log_since(cursor), timestamps=True
+                )
         except RuntimeFailure:
             return  # the slave is unreachable now: serve what the spool has
-        text, ranges, last_ns, taken = new_frames(frames, last_ns, taken)
+        text, ranges = new_frames(frames, cursor)
         if text:
             start = spool.seek(0, os.SEEK_END)
             if ranges:
@@ -155,9 +179,7 @@ def _spool_refresh(job: Job) -> None:
                     marks.write(_ranges_text(ranges, start))
             spool.write(text)
             spool.flush()
-            write_private(
-                state_path, json.dumps({"last_ns": last_ns, "taken_at_last": taken}).encode()
-            )
+            write_private(state_path, json.dumps(cursor).encode())
 
 
 def _read_from(path: Path, start: int) -> tuple[bytes, int]:

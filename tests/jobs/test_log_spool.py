@@ -1,6 +1,6 @@
 """Following a live log: only entries not taken yet are appended (pure part)."""
 
-from jobs.runtime.logs import new_entries, stamp_ns
+from jobs.runtime.logs import LATE_NS, NS, log_cursor, log_since, new_entries, new_frames, stamp_ns
 
 LOG = (
     b"2026-11-21T22:15:44.338364694Z a\n"
@@ -16,22 +16,51 @@ def test_stamp_ns_reads_nanoseconds_and_short_fractions():
 
 
 def test_first_read_takes_everything():
-    text, last, taken = new_entries(LOG, 0, 0)
-    assert text == b"a\nb\nc \r progress\n"
-    assert (last, taken) == (stamp_ns(b"2026-11-21T22:15:45.34Z"), 1)
+    cursor = log_cursor()
+    assert log_since(cursor) is None
+    assert new_entries(LOG, cursor) == b"a\nb\nc \r progress\n"
+    assert cursor["last_ns"] == stamp_ns(b"2026-11-21T22:15:45.34Z")
+    assert log_since(cursor) < (cursor["last_ns"] - LATE_NS) / NS
 
 
-def test_repeated_boundary_entries_are_not_taken_twice():
+def test_repeated_entries_are_not_taken_twice():
+    cursor = log_cursor()
     first = LOG.split(b"\n")[0] + b"\n"  # only "a" was logged when we first read
-    text, last, taken = new_entries(first, 0, 0)
-    assert text == b"a\n" and taken == 1
-    # The next read (since is inclusive) returns "a" again, then "b" with the same time.
-    text, last, taken = new_entries(LOG, last, taken)
-    assert text == b"b\nc \r progress\n"
-    text, _, _ = new_entries(LOG, last, taken)
-    assert text == b""
+    assert new_entries(first, cursor) == b"a\n"
+    # The next read asks again for the last seconds: "a" again, then "b" with the same time.
+    assert new_entries(LOG, cursor) == b"b\nc \r progress\n"
+    assert new_entries(LOG, cursor) == b""
 
 
-def test_entries_before_the_last_one_are_ignored():
-    last = stamp_ns(b"2026-11-21T22:15:45.34Z")
-    assert new_entries(LOG, last, 1) == (b"", last, 1)
+def test_the_same_text_twice_at_one_time_is_two_entries():
+    twice = b"2026-11-21T22:15:44Z x\n2026-11-21T22:15:44Z x\n"
+    cursor = log_cursor()
+    assert new_entries(twice[: len(twice) // 2], cursor) == b"x\n"
+    assert new_entries(twice, cursor) == b"x\n"
+    assert new_entries(twice, cursor) == b""
+
+
+def test_an_entry_filed_after_a_later_stamped_one_is_not_lost():
+    # stderr's "err-3" is stamped before stdout's "line-3" but reached the log after it.
+    cursor = log_cursor()
+    early = [(1, b"2026-11-21T22:15:44.200Z line-3\n")]
+    text, ranges = new_frames(early, cursor)
+    assert text == b"line-3\n" and ranges == []
+    late = [
+        (1, b"2026-11-21T22:15:44.200Z line-3\n"),
+        (2, b"2026-11-21T22:15:44.100Z err-3\n"),
+        (1, b"2026-11-21T22:15:44.600Z line-4\n"),
+    ]
+    text, ranges = new_frames(late, cursor)
+    assert text == b"err-3\nline-4\n" and ranges == [(0, 6)]
+    assert new_frames(late, cursor) == (b"", [])
+
+
+def test_entries_before_the_window_are_not_taken_again_and_old_keys_are_dropped():
+    cursor = log_cursor()
+    new_entries(LOG, cursor)
+    later = b"2026-11-21T22:16:00Z d\n"
+    assert new_entries(LOG + later, cursor) == b"d\n"
+    assert list(cursor["taken"]) == [
+        k for k in cursor["taken"] if k.startswith(str(cursor["last_ns"]))
+    ]
