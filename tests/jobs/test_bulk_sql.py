@@ -2,18 +2,11 @@
 travel as one JSON document): datetimes to the microsecond, nested JSON with quotes and
 non-ASCII text, NULLs, foreign keys, and only the rows its condition lets through."""
 
-import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from tests.support.postgres import throwaway_database
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.postgres import run_on_throwaway_database
 
 
 def check_bulk_sql() -> dict:
@@ -138,25 +131,8 @@ def test_bulk_sql_on_the_test_database():
 
 @pytest.mark.postgres
 def test_bulk_sql_on_postgres(tmp_path):
-    with throwaway_database("portal_bulk") as url:
-        env = {
-            **os.environ,
-            "PORTAL_DATABASE_URL": url,
-            "PORTAL_VAR_DIR": str(tmp_path),
-            "DJANGO_SETTINGS_MODULE": "portal.settings",
-            "PYTHONPATH": str(ROOT),
-        }
-        manage = [sys.executable, str(ROOT / "manage.py")]
-        subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
-        script = (
-            "import json; from tests.jobs.test_bulk_sql import check_bulk_sql; "
-            "print('RESULT ' + json.dumps(check_bulk_sql()))"
-        )
-        run = subprocess.run(
-            [*manage, "shell", "-c", script], env=env, cwd=ROOT, capture_output=True, text=True
-        )
-    assert run.returncode == 0, run.stderr
-    line = next(x for x in run.stdout.splitlines() if x.startswith("RESULT "))
-    result = json.loads(line.removeprefix("RESULT "))
+    result = run_on_throwaway_database(
+        "portal_bulk", tmp_path, "tests.jobs.test_bulk_sql", "check_bulk_sql"
+    )
     assert result["vendor"] == "postgresql"
     assert_bulk_sql(result)

@@ -223,31 +223,9 @@ def test_an_array_job_is_stored_as_a_single_job():
 
 @pytest.mark.postgres
 def test_an_array_job_is_stored_as_a_single_job_on_postgres(tmp_path):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from tests.support.postgres import run_on_throwaway_database
 
-    from tests.support.postgres import throwaway_database
-
-    root = Path(__file__).resolve().parents[2]
-    with throwaway_database("portal_array") as url:
-        env = {
-            **os.environ,
-            "PORTAL_DATABASE_URL": url,
-            "PORTAL_VAR_DIR": str(tmp_path),
-            "DJANGO_SETTINGS_MODULE": "portal.settings",
-            "PYTHONPATH": str(root),
-        }
-        manage = [sys.executable, str(root / "manage.py")]
-        subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=root)
-        script = (
-            "import json; from tests.jobs.test_submit_array import compare_array_with_single; "
-            "print('RESULT ' + json.dumps(compare_array_with_single()))"
-        )
-        run = subprocess.run(
-            [*manage, "shell", "-c", script], env=env, cwd=root, capture_output=True, text=True
-        )
-    assert run.returncode == 0, run.stderr[-4000:]
-    line = next(x for x in run.stdout.splitlines() if x.startswith("RESULT "))
-    assert json.loads(line.removeprefix("RESULT ")) == {"compared": 3, "vendor": "postgresql"}
+    result = run_on_throwaway_database(
+        "portal_array", tmp_path, "tests.jobs.test_submit_array", "compare_array_with_single"
+    )
+    assert result == {"compared": 3, "vendor": "postgresql"}

@@ -4,9 +4,13 @@ Each database has a unique name and is dropped afterwards (also with connections
 so tests and concurrent test runs never share one.
 """
 
+import json
 import os
+import subprocess
+import sys
 import uuid
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 from tests.support.services import require
@@ -43,3 +47,32 @@ def throwaway_database(prefix: str):
     finally:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_on_throwaway_database(prefix: str, var_dir, module: str, function: str):
+    """Migrate a fresh database, call ``module.function()`` in a ``manage.py shell`` on it and
+    answer what it returned (JSON): the code runs with the portal's own PostgreSQL settings,
+    not the test run's database."""
+    with throwaway_database(prefix) as url:
+        env = {
+            **os.environ,
+            "PORTAL_DATABASE_URL": url,
+            "PORTAL_VAR_DIR": str(var_dir),
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "PYTHONPATH": str(ROOT),
+        }
+        manage = [sys.executable, str(ROOT / "manage.py")]
+        subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
+        script = (
+            f"import json; from {module} import {function}; "
+            f"print('RESULT ' + json.dumps({function}()))"
+        )
+        run = subprocess.run(
+            [*manage, "shell", "-c", script], env=env, cwd=ROOT, capture_output=True, text=True
+        )
+    assert run.returncode == 0, run.stderr[-4000:]
+    line = next(x for x in run.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
