@@ -163,3 +163,26 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"API token {self.prefix}… of {self.user}"
+
+
+def grantee_constraints(target: str, prefix: str) -> list:
+    """The rules of a read-only share of ``target`` (a job, an app) with a user or a project:
+    exactly one grantee, and one share per target and grantee. Names: ``<prefix>_one_grantee``,
+    ``<prefix>_unique_user``, ``<prefix>_unique_project``."""
+    return [
+        models.CheckConstraint(
+            condition=models.Q(grantee_user__isnull=False, grantee_project__isnull=True)
+            | models.Q(grantee_user__isnull=True, grantee_project__isnull=False),
+            name=f"{prefix}_one_grantee",
+        ),
+        models.UniqueConstraint(
+            fields=[target, "grantee_user"],
+            condition=models.Q(grantee_user__isnull=False),
+            name=f"{prefix}_unique_user",
+        ),
+        models.UniqueConstraint(
+            fields=[target, "grantee_project"],
+            condition=models.Q(grantee_project__isnull=False),
+            name=f"{prefix}_unique_project",
+        ),
+    ]

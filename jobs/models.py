@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from accounts.models import grantee_constraints
 from jobs.states import HOLDS_RESOURCES, JobStatus
 
 
@@ -413,25 +414,7 @@ class JobShare(models.Model):
 
     class Meta:
         ordering = ["created", "id"]
-        constraints = [
-            models.CheckConstraint(
-                condition=(
-                    models.Q(grantee_user__isnull=False, grantee_project__isnull=True)
-                    | models.Q(grantee_user__isnull=True, grantee_project__isnull=False)
-                ),
-                name="job_share_one_grantee",
-            ),
-            models.UniqueConstraint(
-                fields=["job", "grantee_user"],
-                condition=models.Q(grantee_user__isnull=False),
-                name="job_share_unique_user",
-            ),
-            models.UniqueConstraint(
-                fields=["job", "grantee_project"],
-                condition=models.Q(grantee_project__isnull=False),
-                name="job_share_unique_project",
-            ),
-        ]
+        constraints = grantee_constraints("job", "job_share")
         indexes = [
             models.Index(fields=["grantee_user", "job"], name="job_share_by_user"),
             models.Index(fields=["grantee_project", "job"], name="job_share_by_project"),

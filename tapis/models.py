@@ -9,6 +9,8 @@ app is a new version.
 from django.conf import settings
 from django.db import models
 
+from accounts.models import grantee_constraints
+
 
 class App(models.Model):
     class Visibility(models.TextChoices):
@@ -83,23 +85,7 @@ class AppShare(models.Model):
 
     class Meta:
         ordering = ["created", "id"]
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(grantee_user__isnull=False, grantee_project__isnull=True)
-                | models.Q(grantee_user__isnull=True, grantee_project__isnull=False),
-                name="tapis_appshare_one_grantee",
-            ),
-            models.UniqueConstraint(
-                fields=["app", "grantee_user"],
-                condition=models.Q(grantee_user__isnull=False),
-                name="tapis_appshare_unique_user",
-            ),
-            models.UniqueConstraint(
-                fields=["app", "grantee_project"],
-                condition=models.Q(grantee_project__isnull=False),
-                name="tapis_appshare_unique_project",
-            ),
-        ]
+        constraints = grantee_constraints("app", "tapis_appshare")
 
     def __str__(self) -> str:
         return f"{self.app} -> {self.grantee_user or self.grantee_project}"

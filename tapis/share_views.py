@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from django.contrib import messages
+from functools import partial
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from core.errors import ServiceError
-from jobs.actions.shares import share_grantee_from_form
+from jobs.web.share_forms import share_add_from_form, share_revoke_from_form
 from tapis.models import App, AppShare
 from tapis.selectors import app_get_visible
 from tapis.shares import app_share_create, app_share_revoke
@@ -27,15 +27,9 @@ def _app(user, app_id: str, version: str) -> App:
 @require_POST
 def app_share_add(request, app_id: str, version: str):
     app = _app(request.user, app_id, version)
-    try:
-        grantee_user, grantee_project, label = share_grantee_from_form(request.POST)
-        app_share_create(
-            app=app, user=request.user, grantee_user=grantee_user, grantee_project=grantee_project
-        )
-    except ServiceError as error:
-        messages.error(request, f"Share failed: {error}")
-    else:
-        messages.success(request, f"App shared read-only with {label}.")
+    share_add_from_form(
+        request, what="App", create=partial(app_share_create, app=app, user=request.user)
+    )
     return redirect("apps:detail", app_id=app.app_id, version=app.version)
 
 
@@ -44,12 +38,5 @@ def app_share_add(request, app_id: str, version: str):
 def app_share_remove(request, app_id: str, version: str, share_id: int):
     app = _app(request.user, app_id, version)
     share = AppShare.objects.filter(app=app, pk=share_id).select_related("app").first()
-    try:
-        if share is None:
-            raise ServiceError("no such share")
-        app_share_revoke(share=share, user=request.user)
-    except ServiceError as error:
-        messages.error(request, f"Revoke failed: {error}")
-    else:
-        messages.success(request, "Share revoked.")
+    share_revoke_from_form(request, share, revoke=partial(app_share_revoke, user=request.user))
     return redirect("apps:detail", app_id=app.app_id, version=app.version)

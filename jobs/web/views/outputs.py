@@ -2,7 +2,8 @@
 _job_shares.html, _job_deliveries.html), with their download and share/revoke routes. Rules live in
 ``jobs.runtime.outputs`` and ``jobs.actions.shares``; these views only call them."""
 
-from django.contrib import messages
+from functools import partial
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect
@@ -13,7 +14,6 @@ from jobs.actions.shares import (
     job_share_create,
     job_share_revoke,
     job_shares_list,
-    share_grantee_from_form,
 )
 from jobs.lifecycle.subscriptions import (
     SIGNATURE_HEADER,
@@ -23,6 +23,7 @@ from jobs.lifecycle.subscriptions import (
 from jobs.models import Job, JobShare
 from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.selectors import job_sees_full
+from jobs.web.share_forms import share_add_from_form, share_revoke_from_form
 from jobs.web.views.common import visible_job
 
 OUTPUT_ROWS = 200
@@ -79,15 +80,9 @@ def job_output_download(request, uuid):
 @require_POST
 def job_share_add(request, uuid):
     job = visible_job(request.user, uuid, related=("owner", "project"))
-    try:
-        grantee_user, grantee_project, label = share_grantee_from_form(request.POST)
-        job_share_create(
-            job=job, user=request.user, grantee_user=grantee_user, grantee_project=grantee_project
-        )
-    except ServiceError as error:
-        messages.error(request, f"Share failed: {error}")
-    else:
-        messages.success(request, f"Job shared read-only with {label}.")
+    share_add_from_form(
+        request, what="Job", create=partial(job_share_create, job=job, user=request.user)
+    )
     return redirect("jobs:detail", uuid=job.uuid)
 
 
@@ -96,12 +91,5 @@ def job_share_add(request, uuid):
 def job_share_remove(request, uuid, share_id):
     job = visible_job(request.user, uuid, related=("owner", "project"))
     share = JobShare.objects.filter(job=job, pk=share_id).select_related("job").first()
-    try:
-        if share is None:
-            raise ServiceError("no such share")
-        job_share_revoke(share=share, user=request.user)
-    except ServiceError as error:
-        messages.error(request, f"Revoke failed: {error}")
-    else:
-        messages.success(request, "Share revoked.")
+    share_revoke_from_form(request, share, revoke=partial(job_share_revoke, user=request.user))
     return redirect("jobs:detail", uuid=job.uuid)
