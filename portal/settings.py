@@ -122,6 +122,9 @@ MIDDLEWARE.append("core.dbbusy.DatabaseBusyMiddleware")
 PORTAL_BENCH_FLOOR = env_bool("PORTAL_BENCH_FLOOR", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# ModelBackend with a user's permissions read in one query (accounts/backends.py).
+AUTHENTICATION_BACKENDS = ["accounts.backends.PortalModelBackend"]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},

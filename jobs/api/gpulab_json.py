@@ -8,18 +8,22 @@ module emits exactly GPULab's keys and nothing portal-specific. What a viewer se
 additionally see hosts and ids hidden (GPULab's own rules).
 
 Queries: none for a job loaded with ``select_related("owner", "project", "slave")`` except
-``slave.gpus`` for a started job (prefetch ``slave__gpus`` in lists to make it zero).
+``slave.gpus`` for a started job. Lists read plain values (``gpulab_list_queryset`` and
+``listed_jobs``): one query for the page and one for its slaves' GPUs.
 """
 
 from __future__ import annotations
 
 import copy
+from collections import namedtuple
 
 from django.conf import settings
 
 from accounts.emails import HIDDEN_EMAIL, email_for_gpulab
-from accounts.models import user_urn
+from accounts.models import Project, user_urn
+from clusters.models import Gpu
 from core.timefmt import utc_z
+from jobs.models import Job
 from jobs.selectors import job_sees_full
 from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
 from jobs.spec.v2 import EXTRA_FIELDS
@@ -81,17 +85,19 @@ PORT_MAPPING_KEYS = ("containerPort", "hostPort", "hostIp")
 _NOT_STARTED = {JobStatus.ONHOLD, JobStatus.QUEUED, JobStatus.ASSIGNED}
 
 
-# The columns ``job_to_gpulab`` reads. A list loads only these: a job row has 17 JSON columns
-# and a 50-job page otherwise decoded 850 JSON values (most never shown) and built whole user
-# and slave rows (password hash and TLS key included) for every job.
-# tests/jobs/test_api_list_columns.py holds the list's items equal to single-job reads.
-LIST_COLUMNS = (
+# The columns ``job_to_gpulab`` reads. A list loads only these, as plain values: a job row has
+# 17 JSON columns (a 50-job page otherwise decoded 850 JSON values, most never shown), and
+# Django's deferred-model path built five instances per listed job (job, owner, project, slave,
+# explanation: 5 ms of a page's 17 ms of CPU), with whole user and slave rows (password hash,
+# TLS key) behind them. tests/api/test_list_matches_reads.py holds the list's items equal to
+# single-job reads.
+_JOB_COLUMNS = (
+    "pk",
     "uuid",
     "name",
     "description",
     "deployment_environment",
     "request",
-    "owner_id",
     "project_id",
     "status",
     "status_updated",
@@ -110,6 +116,9 @@ LIST_COLUMNS = (
     "tally_increment",
     "initial_job_uuid",
     "restart_count",
+    "shared_with_viewer",  # job_list_visible_to's annotation: job_sees_full reads it
+)
+_RELATED_COLUMNS = (
     "owner__username",
     "owner__email",
     "project__name",
@@ -119,16 +128,79 @@ LIST_COLUMNS = (
     "slave__cluster_id",
     "explanation__lines",
 )
+LIST_COLUMNS = _JOB_COLUMNS + _RELATED_COLUMNS
+_SLAVE_ID = _JOB_COLUMNS.index("slave_id")
+
+
+class ListedJob:
+    """One listed job: the attributes ``job_to_gpulab`` reads, from ``LIST_COLUMNS`` values.
+    The model's own rules (``initial_uuid``, a project's ``urn``) are borrowed, not copied."""
+
+    __slots__ = (*_JOB_COLUMNS, "owner", "project", "slave", "queued_explanations")
+    initial_uuid = Job.initial_uuid
+
+
+class _ListedOwner:
+    __slots__ = ("username", "email")
+
+
+class _ListedProject:
+    __slots__ = ("name",)
+    urn = Project.urn
+
+
+class _ListedSlave:
+    __slots__ = ("name", "host", "instance_id", "cluster_id", "gpus")
+
+
+_ListedGpu = namedtuple("_ListedGpu", ("index", "memory_mb"))
+
+
+class _SlaveGpus(tuple):
+    """A listed slave's GPUs (index, memory_mb), read the way the model's ``slave.gpus.all()``
+    is."""
+
+    def all(self):
+        return self
 
 
 def gpulab_list_queryset(queryset):
-    """``queryset`` loading what ``job_to_gpulab`` shows and nothing else (no query per job)."""
-    return (
-        queryset.select_related(None)
-        .select_related("owner", "project", "slave", "explanation")
-        .prefetch_related("slave__gpus")
-        .only(*LIST_COLUMNS)
-    )
+    """``queryset`` as tuples of ``LIST_COLUMNS``: give a page of them to ``listed_jobs``."""
+    return queryset.select_related(None).prefetch_related(None).values_list(*LIST_COLUMNS)
+
+
+def listed_jobs(rows) -> list[ListedJob]:
+    """``gpulab_list_queryset`` tuples as ``ListedJob`` objects, the GPUs of their slaves read in
+    one query (only when a listed job has started: state.resources.gpuMemoryGb)."""
+    width = len(_JOB_COLUMNS)
+    slave_ids = {row[_SLAVE_ID] for row in rows} - {None}
+    gpus_of: dict[int, list] = {slave_id: [] for slave_id in slave_ids}
+    if slave_ids:
+        for slave_id, index, memory_mb in Gpu.objects.filter(slave_id__in=slave_ids).values_list(
+            "slave_id", "index", "memory_mb"
+        ):
+            gpus_of[slave_id].append(_ListedGpu(index, memory_mb))
+    slaves: dict[int, _ListedSlave] = {}
+    jobs = []
+    for row in rows:
+        job = ListedJob()
+        for name, value in zip(_JOB_COLUMNS, row, strict=False):
+            setattr(job, name, value)
+        username, email, project_name, *slave_values, lines = row[width:]
+        job.owner = owner = _ListedOwner()
+        owner.username, owner.email = username, email
+        job.project = project = _ListedProject()
+        project.name = project_name
+        job.queued_explanations = lines
+        job.slave = None
+        if job.slave_id is not None:
+            job.slave = slaves.get(job.slave_id)
+            if job.slave is None:
+                job.slave = slaves[job.slave_id] = slave = _ListedSlave()
+                slave.name, slave.host, slave.instance_id, slave.cluster_id = slave_values
+                slave.gpus = _SlaveGpus(gpus_of[job.slave_id])
+        jobs.append(job)
+    return jobs
 
 
 def job_sanitised_name(job) -> str:

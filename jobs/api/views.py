@@ -35,7 +35,7 @@ from core.errors import NotAllowed
 from jobs.actions import services
 from jobs.actions.registry import ACTION_BY_API_STATUS
 from jobs.api.filters import job_filter_from_query, sort_jobs
-from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab
+from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab, listed_jobs
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
     ConvertedJobSerializer,
@@ -157,7 +157,7 @@ class JobListView(PortalAPIView):
             # job_list_visible_to lists every job to every logged-in user (sanitised or not)
             count=lambda: job_filter.count(queryset, of_every_job=True),
         )
-        items = [job_to_gpulab(job, viewer=request.user) for job in rows]
+        items = [job_to_gpulab(job, viewer=request.user) for job in listed_jobs(rows)]
         return Response({"items": items, **paging})
 
     @extend_schema(
