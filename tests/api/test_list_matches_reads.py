@@ -66,3 +66,17 @@ def test_total_counts_what_the_filter_selects(member_client, submit, slave, outs
     assert body["total"] == len(body["items"])
     if query == "":
         assert body["total"] == Job.objects.exclude(status="DELETED").count() == len(jobs) - 1
+
+
+def test_a_changed_json_column_is_listed_as_changed(member_client, submit, slave):
+    """Listed JSON values are remembered by their stored text (gpulab_json._stored_json): a
+    job whose JSON columns change is listed with the new values, never the remembered ones."""
+    job = put_state(submit(), "RUNNING", slave=slave, gpu_ids=[0])
+    first = member_client.get(API + "jobs?page_size=50").json()["items"][0]
+    assert first["state"]["resources"]["gpuIds"] == [0]
+    request = dict(job.request, docker={**job.request["docker"], "command": ["echo", "again"]})
+    Job.objects.filter(pk=job.pk).update(gpu_ids=[1], request=request)
+    listed = member_client.get(API + "jobs?page_size=50").json()["items"][0]
+    assert listed["state"]["resources"]["gpuIds"] == [1]
+    assert listed["request"]["docker"]["command"] == ["echo", "again"]
+    assert listed == member_client.get(f"{API}jobs/{job.uuid}").json()
