@@ -135,7 +135,7 @@ LIST_COLUMNS = _JOB_COLUMNS + _RELATED_COLUMNS
 _SLAVE_ID = _JOB_COLUMNS.index("slave_id")
 # Read as their stored text and decoded by ``_stored_json`` (JSONFields without a decoder).
 _JSON_COLUMNS = (
-    "request",
+    "request",  # kept as text: job_to_gpulab shows it through _request_of_stored_text
     "event_times",
     "gpu_ids",
     "cpu_ids",
@@ -144,7 +144,9 @@ _JSON_COLUMNS = (
     "ignoring_reservation_ids",
     "explanation__lines",
 )
-_JSON_AT = tuple(LIST_COLUMNS.index(name) for name in _JSON_COLUMNS)
+_JSON_AT = tuple(LIST_COLUMNS.index(name) for name in _JSON_COLUMNS if name != "request")
+# ListedJob's attribute for each job column ("request" holds the stored text).
+_ATTRIBUTES = tuple("request_text" if name == "request" else name for name in _JOB_COLUMNS)
 _JSON_FIELD = JSONField()  # the decoding every one of them has (no custom decoder)
 
 
@@ -161,8 +163,12 @@ class ListedJob:
     """One listed job: the attributes ``job_to_gpulab`` reads, from ``LIST_COLUMNS`` values.
     The model's own rules (``initial_uuid``, a project's ``urn``) are borrowed, not copied."""
 
-    __slots__ = (*_JOB_COLUMNS, "owner", "project", "slave", "queued_explanations")
+    __slots__ = (*_ATTRIBUTES, "owner", "project", "slave", "queued_explanations")
     initial_uuid = Job.initial_uuid
+
+    @property
+    def request(self):
+        return _stored_json(self.request_text) if self.request_text is not None else None
 
 
 class _ListedOwner:
@@ -226,7 +232,7 @@ def listed_jobs(rows) -> list[ListedJob]:
             if row[at] is not None:
                 row[at] = _stored_json(row[at])
         job = ListedJob()
-        for name, value in zip(_JOB_COLUMNS, row, strict=False):
+        for name, value in zip(_ATTRIBUTES, row, strict=False):
             setattr(job, name, value)
         username, email, project_name, *slave_values, lines = row[width:]
         job.owner = owner = _ListedOwner()
@@ -263,7 +269,7 @@ def job_to_gpulab(job, *, viewer) -> dict:
         "name": job.name if full else job_sanitised_name(job),
         "description": job.description if full else None,
         "deploymentEnvironment": job.deployment_environment,
-        "request": _request(job.request or {}, full=full),
+        "request": _request_shown(job, full=full),
         "owner": _owner(job, full=full),
         "state": _state(job, full=full, logged_in=logged_in),
         "restartInfo": {"initialJobUuid": job.initial_uuid, "restartCount": job.restart_count},
@@ -271,6 +277,21 @@ def job_to_gpulab(job, *, viewer) -> dict:
 
 
 # --- request ------------------------------------------------------------------------------
+
+
+def _request_shown(job, *, full: bool) -> dict:
+    text = getattr(job, "request_text", None)  # a ListedJob's stored request
+    if text is not None:
+        return _request_of_stored_text(text, full)
+    return _request(job.request or {}, full=full)
+
+
+@functools.lru_cache(maxsize=4096)
+def _request_of_stored_text(text: str, full: bool) -> dict:
+    """The shown request of a stored request text, remembered like ``_stored_json``: a pure
+    function of the two, and building it was a tenth of a loaded web worker's CPU. Answers
+    share the value: nothing changes an answer after it is built."""
+    return _request(_stored_json(text) or {}, full=full)
 
 
 def _pick(source: dict, keys, defaults: dict | None = None) -> dict:
