@@ -18,6 +18,7 @@ from jobs.scheduler_bridge.lease import (
 from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
 from jobs.scheduler_bridge.ticks import tick_started, wakeup_store
 from jobs.scheduler_bridge.usage import usage_accrue
+from jobs.state_counts import job_state_counts_compact
 
 
 def tick_once(now: datetime | None = None) -> dict:
@@ -62,5 +63,7 @@ def tick(now: datetime | None = None) -> list[dict] | None:
                 lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began)
                 raise
             if not lease_release_or_continue(holder=holder, seconds=time.perf_counter() - began):
+                # A list's total sums these rows: a few per state, however busy the site.
+                job_state_counts_compact()
                 return summaries
             now = None  # a follow-up tick looks at the world as it is now
