@@ -8,7 +8,10 @@ def project_ids_of(user) -> set[int]:
         return set()
     cached = getattr(user, "_portal_project_ids", None)
     if cached is None:
-        cached = set(Membership.objects.filter(user=user).values_list("project_id", flat=True))
+        # No order: Membership's default one joined the project and user tables to every
+        # request's first query.
+        memberships = Membership.objects.filter(user=user).order_by()
+        cached = set(memberships.values_list("project_id", flat=True))
         user._portal_project_ids = cached
     return cached
 

@@ -220,9 +220,8 @@ def listed_jobs(rows) -> list[ListedJob]:
     slave_ids = {row[_SLAVE_ID] for row in rows} - {None}
     gpus_of: dict[int, list] = {slave_id: [] for slave_id in slave_ids}
     if slave_ids:
-        for slave_id, index, memory_mb in Gpu.objects.filter(slave_id__in=slave_ids).values_list(
-            "slave_id", "index", "memory_mb"
-        ):
+        gpus = Gpu.objects.filter(slave_id__in=slave_ids).order_by()  # no join for the order
+        for slave_id, index, memory_mb in gpus.values_list("slave_id", "index", "memory_mb"):
             gpus_of[slave_id].append(_ListedGpu(index, memory_mb))
     slaves: dict[int, _ListedSlave] = {}
     jobs = []
