@@ -282,10 +282,11 @@ def _jobs_create(
 ) -> list[Job]:
     """Write checked jobs with their first event in one transaction, then ask for one tick.
 
-    One job is a ``save``; many are a few INSERT statements (``jobs.bulk_sql.rows_insert``,
-    not ``bulk_create``, whose per-value preparing was most of an array request): the columns
-    every job of the request shares are prepared and bound once, the rest per job. Both paths
-    store the same row (tests/jobs/test_submit_array.py compares them column by column)."""
+    One job or many, the rows are a few INSERT statements (``jobs.bulk_sql.rows_insert``, not
+    ``save`` or ``bulk_create``, whose per-value preparing was most of a submission): the
+    columns every job of the request shares are prepared and bound once, the rest per job. The
+    rows are those Django's ``save`` writes (tests/jobs/test_submit_array.py compares them
+    column by column)."""
     status = S.ONHOLD if hold else S.QUEUED
     stamp = utc_z(now)
     times = {"created": stamp, "statusUpdated": stamp, status: stamp}
@@ -316,21 +317,18 @@ def _jobs_create(
         for item in items
     ]
     with transaction.atomic():
-        if len(jobs) == 1:
-            jobs[0].save(force_insert=True)
-        else:
-            names = list(rows[0])
-            pks = rows_insert(
-                Job,
-                shared={**shared, "event_times": times},
-                names=names,
-                rows=[[row[name] for name in names] for row in rows],
-                key="uuid",
-            )
-            for job, pk in zip(jobs, pks, strict=True):
-                job.pk = pk
-                job._state.adding = False
-                job._state.db = DEFAULT_DB_ALIAS
+        names = list(rows[0])
+        pks = rows_insert(
+            Job,
+            shared={**shared, "event_times": times},
+            names=names,
+            rows=[[row[name] for name in names] for row in rows],
+            key="uuid",
+        )
+        for job, pk in zip(jobs, pks, strict=True):
+            job.pk = pk
+            job._state.adding = False
+            job._state.db = DEFAULT_DB_ALIAS
         JobPullSecret.objects.bulk_create(
             JobPullSecret(job=job, image=item.pull_image)
             for job, item in zip(jobs, items, strict=True)
