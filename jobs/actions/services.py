@@ -308,9 +308,13 @@ def _jobs_create(
         }
         for item in items
     ]
-    if "uuid" not in shared:  # chosen here rather than by the field's default: rows_insert's key
-        for row in rows:
-            row["uuid"] = uuid.uuid4()
+    # Each row's own uuid, chosen here rather than by the field's default: rows_insert's key.
+    # A caller may name it (a Tapis job keeps the uuid it answered with): one job, one uuid.
+    chosen = shared.pop("uuid", None)
+    if chosen is not None and len(rows) != 1:
+        raise ValueError("a chosen uuid names exactly one job")
+    for row in rows:
+        row["uuid"] = chosen or uuid.uuid4()
     jobs = _new_jobs(shared={**shared, "event_times": times}, rows=rows)
     messages = [
         "submitted" + (" (converted from a v1 jobDefinition)" if item.was_v1 else "")

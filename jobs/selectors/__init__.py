@@ -20,9 +20,10 @@ def job_list_visible_to(user) -> QuerySet[Job]:
     """Every job a logged-in user may list (others' projects sanitised when shown)."""
     if isinstance(user, AnonymousUser) or not user.is_authenticated:
         return Job.objects.none()
-    return Job.objects.select_related(
-        "owner", "project", "slave", "slave__cluster", "explanation"
-    ).annotate(shared_with_viewer=Exists(shares_received_by(user).filter(job=OuterRef("pk"))))
+    # Not slave__cluster: pages and answers show the slave's cluster_id, not its row.
+    return Job.objects.select_related("owner", "project", "slave", "explanation").annotate(
+        shared_with_viewer=Exists(shares_received_by(user).filter(job=OuterRef("pk")))
+    )
 
 
 def shares_received_by(user) -> QuerySet[JobShare]:
