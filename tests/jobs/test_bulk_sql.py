@@ -131,8 +131,5 @@ def test_bulk_sql_on_the_test_database():
 
 @pytest.mark.postgres
 def test_bulk_sql_on_postgres(tmp_path):
-    result = run_on_throwaway_database(
-        "portal_bulk", tmp_path, "tests.jobs.test_bulk_sql", "check_bulk_sql"
-    )
-    assert result["vendor"] == "postgresql"
+    result = run_on_throwaway_database(tmp_path, check_bulk_sql)
     assert_bulk_sql(result)

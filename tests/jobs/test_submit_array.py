@@ -232,7 +232,5 @@ def test_an_array_job_is_stored_as_a_single_job():
 def test_an_array_job_is_stored_as_a_single_job_on_postgres(tmp_path):
     from tests.support.postgres import run_on_throwaway_database
 
-    result = run_on_throwaway_database(
-        "portal_array", tmp_path, "tests.jobs.test_submit_array", "compare_array_with_single"
-    )
+    result = run_on_throwaway_database(tmp_path, compare_array_with_single)
     assert result == {"compared": 3, "vendor": "postgresql"}

@@ -52,11 +52,12 @@ def throwaway_database(prefix: str):
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_on_throwaway_database(prefix: str, var_dir, module: str, function: str):
-    """Migrate a fresh database, call ``module.function()`` in a ``manage.py shell`` on it and
-    answer what it returned (JSON): the code runs with the portal's own PostgreSQL settings,
-    not the test run's database."""
-    with throwaway_database(prefix) as url:
+def run_on_throwaway_database(var_dir, check):
+    """Migrate a fresh database, call ``check()`` (a module-level function) in a ``manage.py
+    shell`` on it and answer what it returned (JSON): the code runs with the portal's own
+    PostgreSQL settings, not the test run's database (the shell makes sure of that)."""
+    module, function = check.__module__, check.__name__
+    with throwaway_database(f"portal_{function}"[:40]) as url:
         env = {
             **os.environ,
             "PORTAL_DATABASE_URL": url,
@@ -67,7 +68,9 @@ def run_on_throwaway_database(prefix: str, var_dir, module: str, function: str):
         manage = [sys.executable, str(ROOT / "manage.py")]
         subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
         script = (
-            f"import json; from {module} import {function}; "
+            "import json; from django.db import connection; "
+            f"from {module} import {function}; "
+            "assert connection.vendor == 'postgresql', connection.vendor; "
             f"print('RESULT ' + json.dumps({function}()))"
         )
         run = subprocess.run(
