@@ -7,6 +7,8 @@ answer is the same set of ``"app_label.codename"`` strings, cached on the user o
 Django caches it.
 """
 
+import functools
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Group, Permission
@@ -14,6 +16,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 
 
+@functools.cache  # the same text for the site's one database, asked on most requests
 def _permissions_sql() -> str:
     """The user's own permissions and their groups' (the user's id twice)."""
     q = connection.ops.quote_name

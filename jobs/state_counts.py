@@ -10,9 +10,8 @@ same transactions that write the jobs.
 from django.db import connection, transaction
 
 from jobs.models import Job
-from jobs.states import JobStatus
+from jobs.states import EVERY_STATE
 
-_EVERY_STATE = frozenset(s.value for s in JobStatus)
 DELTAS = "jobs_jobstatecount"
 
 
@@ -31,7 +30,7 @@ def job_count_in_states(statuses) -> int:
         params = wanted
     else:
         table = connection.ops.quote_name(Job._meta.db_table)
-        left_out = sorted(_EVERY_STATE - set(wanted))
+        left_out = sorted(EVERY_STATE - set(wanted))
         if not left_out:
             sql, params = f"SELECT COUNT(*) FROM {table}", []
         else:

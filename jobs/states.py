@@ -43,6 +43,7 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     S.DELETED: frozenset(),
 }
 
+EVERY_STATE = frozenset(s.value for s in S)
 PENDING = frozenset({S.ONHOLD, S.QUEUED})
 RUNNING = frozenset({S.STARTING, S.RUNNING, S.MUSTHALT, S.HALTING})
 FINISHED = frozenset({S.FINISHED, S.FAILED, S.CANCELLED, S.HALTED})

@@ -27,7 +27,7 @@ from django.db.models import QuerySet
 from core.api.common import parse_bool
 from core.api_errors import BadRequest
 from jobs.selectors.filters import JobFilter
-from jobs.states import DELETED, GROUPS, JobStatus
+from jobs.states import DELETED, EVERY_STATE, GROUPS
 
 # sort key -> model field
 SORT_FIELDS = {
@@ -87,7 +87,7 @@ def _urn_names(values: list[str], name: str, kind: str) -> list[str]:
 def _statuses(params) -> set[str]:
     allowed = comma_list(params, "allowed_states")
     if allowed is not None:
-        known = {s.value for s in JobStatus}
+        known = EVERY_STATE
         result = set()
         for value in allowed:
             state = value.upper()
@@ -101,7 +101,7 @@ def _statuses(params) -> set[str]:
     chosen = {group for group, value in given.items() if value}
     if chosen:
         return set().union(*(GROUPS[group] for group in chosen))
-    result = {s.value for s in JobStatus} - set(DELETED)
+    result = set(EVERY_STATE - DELETED)
     for group, value in given.items():
         if value is False:
             result -= set(GROUPS[group])

@@ -214,8 +214,8 @@ def _as_text(name: str) -> ExpressionWrapper:
 
 
 def listed_jobs(rows) -> list[ListedJob]:
-    """``gpulab_list_queryset`` tuples as ``ListedJob`` objects, the GPUs of their slaves read in
-    one query (only when a listed job has started: state.resources.gpuMemoryGb)."""
+    """``gpulab_list_queryset`` tuples as ``ListedJob`` objects, the GPUs of their slaves
+    (state.resources.gpuMemoryGb) read in one query when any listed job has a slave."""
     width = len(_JOB_COLUMNS)
     slave_ids = {row[_SLAVE_ID] for row in rows} - {None}
     gpus_of: dict[int, list] = {slave_id: [] for slave_id in slave_ids}

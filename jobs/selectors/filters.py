@@ -22,9 +22,9 @@ from accounts.selectors import project_ids_of
 from jobs.models import Job, UserUsage
 from jobs.selectors import shares_received_by
 from jobs.state_counts import job_count_in_states
-from jobs.states import DELETED, RUNNING, JobStatus
+from jobs.states import DELETED, EVERY_STATE, RUNNING, JobStatus
 
-EVERY_STATE_BUT_DELETED = frozenset(s.value for s in JobStatus) - DELETED
+EVERY_STATE_BUT_DELETED = EVERY_STATE - DELETED
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class JobFilter:
                 pk__in=shares_received_by(viewer).values("job_id")
             )
 
-        left_out = {s.value for s in JobStatus} - self.statuses
+        left_out = EVERY_STATE - self.statuses
         if len(left_out) < len(self.statuses):
             # Name the few states left out (by default only DELETED): "status NOT IN (...)" lets
             # the database walk the created index in list order and stop after one page, where
