@@ -48,7 +48,9 @@ class Job(models.Model):
     max_duration_s = models.PositiveIntegerField()
     not_before = models.DateTimeField(null=True, blank=True)
     not_after = models.DateTimeField(null=True, blank=True)
-    bucket_name = models.CharField(max_length=200, blank=True, db_index=True)
+    # No index of its own: bucket counts read the jobs holding resources through the status
+    # index, and every index is one more write per submitted job.
+    bucket_name = models.CharField(max_length=200, blank=True)
     bucket_max = models.PositiveIntegerField(null=True, blank=True)
     reservation_ids = models.JSONField(default=list, blank=True)
 
@@ -57,7 +59,7 @@ class Job(models.Model):
     status = models.CharField(max_length=16, choices=JobStatus.choices)
     status_updated = models.DateTimeField()
     event_times = models.JSONField(default=dict, blank=True)
-    created = models.DateTimeField(db_index=True)
+    created = models.DateTimeField()  # indexed by job_list_order (created, id) below
     end_reason = models.CharField(max_length=1000, blank=True)
 
     # Assignment and run.

@@ -22,7 +22,6 @@ import re
 import uuid
 
 from django.conf import settings
-from django.db.models import QuerySet
 
 from core.api.common import parse_bool
 from core.api_errors import BadRequest
@@ -163,10 +162,11 @@ def job_filter_from_query(params) -> JobFilter:
     )
 
 
-def sort_jobs(queryset: QuerySet, params) -> QuerySet:
+def sort_order(params) -> tuple[str, ...]:
+    """The ``order_by`` fields ``sort`` names (newest first without one)."""
     fields = comma_list(params, "sort")
     if fields is None:
-        return queryset.order_by(*DEFAULT_SORT)
+        return tuple(DEFAULT_SORT)
     order = []
     for field in fields:
         descending = field.startswith("-")
@@ -176,4 +176,4 @@ def sort_jobs(queryset: QuerySet, params) -> QuerySet:
                 "sort", f"cannot sort by {key!r} (allowed: {', '.join(sorted(SORT_FIELDS))})"
             )
         order.append(("-" if descending else "") + SORT_FIELDS[key])
-    return queryset.order_by(*order, "-id")
+    return (*order, "-id")

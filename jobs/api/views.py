@@ -34,8 +34,9 @@ from core.api_errors import BadRequest
 from core.errors import NotAllowed
 from jobs.actions import services
 from jobs.actions.registry import ACTION_BY_API_STATUS
-from jobs.api.filters import job_filter_from_query, sort_jobs
-from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab, listed_jobs
+from jobs.api.filters import job_filter_from_query, sort_order
+from jobs.api.gpulab_json import job_to_gpulab, listed_jobs
+from jobs.api.list_page import GpulabListPage
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
     ConvertedJobSerializer,
@@ -150,12 +151,12 @@ class JobListView(PortalAPIView):
     def get(self, request):
         params = request.query_params
         job_filter = job_filter_from_query(params)
-        queryset = job_filter.apply(job_list_visible_to(request.user), viewer=request.user)
+        page = GpulabListPage(viewer=request.user, job_filter=job_filter, order=sort_order(params))
         rows, paging = paginate(
-            gpulab_list_queryset(sort_jobs(queryset, params)),
+            page,
             params,
             # job_list_visible_to lists every job to every logged-in user (sanitised or not)
-            count=lambda: job_filter.count(queryset, of_every_job=True),
+            count=lambda: job_filter.count(page.filtered, of_every_job=True),
         )
         items = [job_to_gpulab(job, viewer=request.user) for job in listed_jobs(rows)]
         return Response({"items": items, **paging})

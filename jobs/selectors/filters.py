@@ -12,6 +12,7 @@ ids) match every listed job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
@@ -65,13 +66,25 @@ class JobFilter:
         """Nothing but ``statuses`` (and the order) differs from the defaults."""
         return self == JobFilter(statuses=self.statuses, sort=self.sort)
 
-    def count(self, filtered: QuerySet, *, of_every_job: bool) -> int:
-        """How many jobs ``filtered`` (``apply`` of this filter) holds. ``of_every_job``: it was
-        applied to every job (the API's list: every logged-in user lists every job); a filter
-        by state only is then answered without counting jobs (jobs.state_counts)."""
+    def count(self, filtered: Callable[[], QuerySet], *, of_every_job: bool) -> int:
+        """How many jobs ``filtered()`` (``apply`` of this filter) holds. ``of_every_job``: it
+        was applied to every job (the API's list: every logged-in user lists every job); a
+        filter by state only is then answered without counting jobs (jobs.state_counts), and
+        without building the query."""
         if not (of_every_job and self.narrows_by_state_only):
-            return filtered.count()
+            return filtered().count()
         return job_count_in_states(self.statuses)
+
+    def viewer_key(self, viewer) -> tuple:
+        """What ``apply`` over ``job_list_visible_to(viewer)`` reads of ``viewer``: with this
+        filter, viewers of one key get the same query (``jobs.api.gpulab_json`` keeps its
+        SQL by it). The permission is asked only by the filters that read it."""
+        reads_permission = self.filters_hidden_fields or bool(self.name_contains)
+        return (
+            viewer.pk,
+            frozenset(project_ids_of(viewer)),
+            may_view_all_jobs(viewer) if reads_permission else None,
+        )
 
     def apply(self, queryset: QuerySet, *, viewer) -> QuerySet:
         """``queryset`` narrowed to the jobs this filter selects for ``viewer`` (unordered)."""

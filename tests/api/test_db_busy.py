@@ -73,6 +73,6 @@ def test_pool_timeout_on_the_api_is_503(member_client, monkeypatch):
         # What Django raises when the psycopg pool had no connection in time.
         raise OperationalError("couldn't get a connection after 10.00 sec") from PoolTimeout()
 
-    monkeypatch.setattr("jobs.api.views.job_list_visible_to", exhausted)
+    monkeypatch.setattr("jobs.api.views.paginate", exhausted)
     response = member_client.get(API + "jobs")
     assert response.status_code == 503 and response["Retry-After"] == "2"
