@@ -38,8 +38,23 @@ class CompiledRows:
         self._lock = threading.Lock()
         self.misses = 0  # how often a query was built (tests read it)
 
-    def rows(self, key: Hashable, build: Callable[[], QuerySet], *, using=DEFAULT_DB_ALIAS):
-        """The rows (tuples) of the values_list queryset ``build()`` makes for ``key``."""
+    def rows(
+        self,
+        key: Hashable,
+        build: Callable[[], QuerySet],
+        *,
+        window: slice | None = None,
+        using=DEFAULT_DB_ALIAS,
+    ):
+        """The rows (tuples) of the values_list queryset ``build()`` makes for ``key``, or of
+        ``build()[window]``: the slice is added as Django adds it (``LIMIT``/``OFFSET`` at the
+        end of the kept SQL), so every page of one list is one kept query."""
+        if window is not None:
+            start, stop = window.start or 0, window.stop
+            if window.step or start < 0 or stop is None or stop < 0:
+                raise ValueError("a window is a slice start:stop of non-negative bounds")
+            if stop <= start:
+                return []  # Django answers an empty slice without asking
         connection = connections[using]
         # The vendor too: a test process may reach two databases under one alias.
         full_key = (using, connection.vendor, key)
@@ -56,8 +71,11 @@ class CompiledRows:
                     self._entries.popitem(last=False)
         if entry.sql is None:
             return []
+        sql = entry.sql
+        if window is not None:
+            sql = f"{sql} {connection.ops.limit_offset_sql(start, stop)}"
         with connection.cursor() as cursor:
-            cursor.execute(entry.sql, entry.params)
+            cursor.execute(sql, entry.params)
             rows = cursor.fetchall()
         if entry.converters:
             rows = [tuple(row) for row in entry.compiler.apply_converters(rows, entry.converters)]
@@ -66,8 +84,10 @@ class CompiledRows:
     @staticmethod
     def _compile(queryset: QuerySet, using: str) -> _Compiled:
         query = queryset.query
-        if not query.values_select or query.extra_select:
-            raise TypeError("CompiledRows reads values_list querysets without extra()")
+        if not query.values_select or query.extra_select or query.combinator:
+            raise TypeError("CompiledRows reads plain values_list querysets (no extra, union)")
+        if query.is_sliced or query.select_for_update:
+            raise TypeError("CompiledRows slices by its window, and never locks")
         compiler = query.get_compiler(using=using)
         try:
             sql, params = compiler.as_sql()
@@ -81,3 +101,4 @@ class CompiledRows:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self.misses = 0

@@ -4,8 +4,9 @@ A researcher's ``gpulab-cli jobs`` or an open job table asks for the same page a
 again; building its queryset (visibility, filter, order, the list's columns) and compiling it
 cost 2.1 of the page's 9 ms of CPU on PostgreSQL. ``core.compiled_sql`` keeps the SQL by a key
 naming all it was built from: what ``JobFilter.apply`` reads of the viewer
-(``JobFilter.viewer_key``), the filter itself, the order and the slice. A membership change
-gives a new key; the jobs, states and shares are read by the kept SQL at every call.
+(``JobFilter.viewer_key``), the filter itself and the order; each page is that SQL with its
+``LIMIT``/``OFFSET``. A membership change gives a new key; the jobs, states and shares are read
+by the kept SQL at every call.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from jobs.api.gpulab_json import gpulab_list_queryset
 from jobs.selectors import job_list_visible_to
 from jobs.selectors.filters import JobFilter
 
-# A few hundred keys: every (user, filter, page) that is being polled by a process.
+# A few hundred keys: every (viewer, filter, order) a process is asked for.
 _PAGES = CompiledRows(maxsize=512)
 
 
@@ -34,13 +35,9 @@ class GpulabListPage:
         return self.job_filter.apply(job_list_visible_to(self.viewer), viewer=self.viewer)
 
     def __getitem__(self, window: slice) -> list[tuple]:
-        key = (
-            self.job_filter.viewer_key(self.viewer),
-            self.job_filter,
-            self.order,
-            window.start,
-            window.stop,
-        )
+        key = (self.job_filter.viewer_key(self.viewer), self.job_filter, self.order)
         return _PAGES.rows(
-            key, lambda: gpulab_list_queryset(self.filtered().order_by(*self.order))[window]
+            key,
+            lambda: gpulab_list_queryset(self.filtered().order_by(*self.order)),
+            window=window,
         )

@@ -48,6 +48,7 @@ def test_each_page_filter_and_order_is_its_own_question(member_client, submit):
         submit(_doc(name))
     pages = [_names(member_client.get(API + f"jobs?page_size=1&page={page}")) for page in (1, 2, 3)]
     assert pages == [["c"], ["b"], ["a"]]
+    assert list_page._PAGES.misses == 1  # every page of one list is one kept query
     assert _names(member_client.get(API + "jobs?page_size=3&sort=name")) == ["a", "b", "c"]
     assert _names(member_client.get(API + "jobs?page_size=3&sort=-name")) == ["c", "b", "a"]
     assert _names(member_client.get(API + "jobs?page_size=3&user_name=nobody")) == []
@@ -148,13 +149,23 @@ def check_rows_as_django_reads_them() -> dict:
     )
 
     def build():
-        return Job.objects.filter(project=project).order_by("id").values_list(*columns)[:2]
+        return Job.objects.filter(project=project).order_by("id").values_list(*columns)
 
     kept = CompiledRows(maxsize=4)
-    first, again = kept.rows("k", build), kept.rows("k", build)
+    first, again = (kept.rows("k", build, window=slice(0, 2)) for _ in range(2))
+    misses = kept.misses
+    everything = Job.objects.filter(project=project).order_by("id").values_list(*columns)
+    windows = [(0, 1), (1, 3), (0, 50), (2, 2), (3, 9), (100, 150)]
+    paged = {
+        f"{start}:{stop}": kept.rows("all", lambda: everything, window=slice(start, stop))
+        == list(everything[start:stop])
+        for start, stop in windows
+    }
     return {
-        "same": first == list(build()) == again,
-        "misses": kept.misses,
+        "same": first == list(build()[:2]) == again,
+        "misses": misses,
+        "paged": paged,
+        "paged_misses": kept.misses - 1,
         "rows": len(first),
         "types": [type(value).__name__ for value in first[0]],
     }
@@ -162,6 +173,7 @@ def check_rows_as_django_reads_them() -> dict:
 
 def _assert_read_as_django(result: dict) -> None:
     assert result["same"] and result["misses"] == 1 and result["rows"] == 2, result
+    assert all(result["paged"].values()) and result["paged_misses"] == 1, result
     assert result["types"][:3] == ["UUID", "datetime", "bool"], result
 
 
