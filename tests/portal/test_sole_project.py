@@ -1,0 +1,44 @@
+"""``sole_project_of`` (a submit that names no project) keeps its SQL per user: the answer must
+follow the user's memberships as they change, and equal the ORM's own."""
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+
+from accounts import selectors
+from accounts.models import Membership, Project
+from accounts.selectors import projects_of, sole_project_of
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_answer_follows_the_memberships(make_user):
+    user = make_user("carol")
+    assert sole_project_of(user) == (None, 0)
+    first = Project.objects.create(name="first", gid=6201, description="one")
+    Membership.objects.create(user=user, project=first)
+    user = type(user).objects.get(pk=user.pk)  # a new request's user (no cached ids)
+    sole, count = sole_project_of(user)
+    assert count == 1 and sole == first
+    assert [sole.name, sole.description, sole.gid, sole.created] == [
+        first.name, first.description, first.gid, first.created
+    ]  # fmt: skip
+    assert sole._state.adding is False and sole._state.db == "default"
+    assert user._portal_project_ids == {first.pk}
+    second = Project.objects.create(name="second", gid=6202)
+    Membership.objects.create(user=user, project=second)
+    assert sole_project_of(type(user).objects.get(pk=user.pk)) == (None, 2)
+    assert list(projects_of(user)) == [first, second]
+
+
+def test_one_query_kept_per_user(make_user, project):
+    selectors._SOLE_PROJECT_SQL.clear()
+    users = [make_user(name) for name in ("dan", "erin")]
+    for user in users:
+        Membership.objects.create(user=user, project=project)
+    for _ in range(3):
+        assert [sole_project_of(user) for user in users] == [(project, 1)] * 2
+    assert selectors._SOLE_PROJECT_SQL.misses == 2
+
+
+def test_nobody_has_a_project():
+    assert sole_project_of(AnonymousUser()) == (None, 0)
