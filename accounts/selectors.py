@@ -5,6 +5,8 @@ from django.db import DEFAULT_DB_ALIAS
 from accounts.models import Membership, Project
 from core.compiled_sql import CompiledRows
 
+_PROJECT_IDS_SQL = CompiledRows(maxsize=1024)
+
 
 def project_ids_of(user) -> set[int]:
     if not user or not user.is_authenticated:
@@ -12,9 +14,12 @@ def project_ids_of(user) -> set[int]:
     cached = getattr(user, "_portal_project_ids", None)
     if cached is None:
         # No order: Membership's default one joined the project and user tables to every
-        # request's first query.
-        memberships = Membership.objects.filter(user=user).order_by()
-        cached = set(memberships.values_list("project_id", flat=True))
+        # request's first query. Its SQL is kept per user: most API requests ask it.
+        rows = _PROJECT_IDS_SQL.rows(
+            user.pk,
+            lambda: Membership.objects.filter(user=user).order_by().values_list("project_id"),
+        )
+        cached = {project_id for (project_id,) in rows}
         user._portal_project_ids = cached
     return cached
 

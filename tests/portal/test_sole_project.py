@@ -6,7 +6,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from accounts import selectors
 from accounts.models import Membership, Project
-from accounts.selectors import projects_of, sole_project_of
+from accounts.selectors import project_ids_of, projects_of, sole_project_of
 
 pytestmark = pytest.mark.django_db
 
@@ -42,3 +42,15 @@ def test_one_query_kept_per_user(make_user, project):
 
 def test_nobody_has_a_project():
     assert sole_project_of(AnonymousUser()) == (None, 0)
+
+
+def test_project_ids_follow_the_memberships(make_user, project, other_project):
+    user = make_user("frank")
+    fresh = lambda: type(user).objects.get(pk=user.pk)  # noqa: E731  (a new request's user)
+    assert project_ids_of(fresh()) == set()
+    Membership.objects.create(user=user, project=project)
+    assert project_ids_of(fresh()) == {project.pk}
+    Membership.objects.create(user=user, project=other_project)
+    assert project_ids_of(fresh()) == {project.pk, other_project.pk}
+    Membership.objects.filter(user=user, project=project).delete()
+    assert project_ids_of(fresh()) == {other_project.pk}
