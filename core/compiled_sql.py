@@ -13,14 +13,17 @@ states) is read at every call; only the text of the question is kept.
 
 from __future__ import annotations
 
+import secrets
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from django.core.exceptions import EmptyResultSet
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import QuerySet
+from django.db.models.query import get_related_populators
 
 
 @dataclass(frozen=True)
@@ -102,3 +105,127 @@ class CompiledRows:
         with self._lock:
             self._entries.clear()
             self.misses = 0
+
+
+@dataclass(frozen=True)
+class _CompiledModels:
+    sql: str
+    params: tuple
+    bound_at: int  # the position of the bound value in params
+    compiler: object
+    converters: dict
+    model: type
+    init_list: list
+    fields: slice
+    populators: list
+    annotations: dict
+
+
+class CompiledModels:
+    """Model instances, as ``QuerySet`` iteration makes them (``select_related`` rows and
+    annotations included), of a query whose SQL Django compiles once per key, with one value
+    bound at each call: the API token of every request, the job of every job read.
+
+    ``build(marker)`` makes the queryset with ``marker`` where the value goes (one exact
+    lookup on ``field``); the compiled parameter that is the marker is replaced by the value,
+    prepared for the database as Django prepares it for that lookup."""
+
+    def __init__(self, *, maxsize: int):
+        self.maxsize = maxsize
+        self._entries: OrderedDict[Hashable, _CompiledModels] = OrderedDict()
+        self._lock = threading.Lock()
+        self.misses = 0
+
+    def models(
+        self,
+        key: Hashable,
+        build: Callable[[object], QuerySet],
+        *,
+        field,
+        value,
+        using=DEFAULT_DB_ALIAS,
+    ) -> list:
+        connection = connections[using]
+        full_key = (using, connection.vendor, key)
+        with self._lock:
+            entry = self._entries.get(full_key)
+            if entry is not None:
+                self._entries.move_to_end(full_key)
+        if entry is None:
+            entry = self._compile(build, field, using)
+            with self._lock:
+                self.misses += 1
+                self._entries[full_key] = entry
+                while len(self._entries) > self.maxsize:
+                    self._entries.popitem(last=False)
+        params = list(entry.params)
+        params[entry.bound_at] = _prepared(field, value, connection)
+        with connection.cursor() as cursor:
+            cursor.execute(entry.sql, params)
+            rows = cursor.fetchall()
+        if entry.converters:
+            rows = entry.compiler.apply_converters(rows, entry.converters)
+        # What django.db.models.query.ModelIterable does with each row.
+        instances = []
+        for row in rows:
+            instance = entry.model.from_db(using, entry.init_list, row[entry.fields])
+            for populator in entry.populators:
+                populator.populate(row, instance)
+            for name, position in entry.annotations.items():
+                setattr(instance, name, row[position])
+            instances.append(instance)
+        return instances
+
+    @staticmethod
+    def _compile(build, field, using: str) -> _CompiledModels:
+        connection = connections[using]
+        marker = _marker_for(field)
+        queryset = build(marker)
+        query = queryset.query
+        if (
+            queryset._fields is not None
+            or queryset._prefetch_related_lookups
+            or queryset._known_related_objects
+            or query.combinator
+            or query.extra_select
+            or query.select_for_update
+        ):
+            raise TypeError("CompiledModels reads plain model querysets (select_related is fine)")
+        compiler = query.get_compiler(using=using)
+        sql, params = compiler.as_sql()  # an empty query (EmptyResultSet) is the caller's bug
+        wanted = _prepared(field, marker, connection)
+        at = [i for i, param in enumerate(params) if param == wanted]
+        if len(at) != 1:
+            raise TypeError(f"the bound value must be the query's parameter once, not {len(at)}")
+        select, klass_info = compiler.select, compiler.klass_info
+        model_fields = klass_info["select_fields"]
+        fields = slice(model_fields[0], model_fields[-1] + 1)
+        columns = [column for column, _, _ in select[: compiler.col_count]]
+        return _CompiledModels(
+            sql=sql,
+            params=tuple(params),
+            bound_at=at[0],
+            compiler=compiler,
+            converters=compiler.get_converters(columns),
+            model=klass_info["model"],
+            init_list=[column.target.attname for column, _, _ in select[fields]],
+            fields=fields,
+            populators=get_related_populators(klass_info, select, using),
+            annotations=dict(compiler.annotation_col_map or {}),
+        )
+
+
+def _marker_for(field):
+    """A value of ``field``'s type that no real row holds and no constant equals."""
+    if isinstance(field, models.UUIDField):
+        return uuid.uuid4()
+    if isinstance(field, models.CharField | models.TextField):
+        return f"compiled-sql-marker-{uuid.uuid4().hex}"
+    if isinstance(field, models.IntegerField | models.AutoField):
+        return -(secrets.randbits(52) + 1)
+    raise TypeError(f"no marker for {type(field).__name__}")
+
+
+def _prepared(field, value, connection):
+    # What an exact lookup binds: the field's prep value, then its value for this database.
+    return field.get_db_prep_value(field.get_prep_value(value), connection, prepared=True)

@@ -53,7 +53,7 @@ from jobs.models import Job
 from jobs.runtime.logs import job_log_range
 from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.scheduler_bridge.estimates import start_estimate_json
-from jobs.selectors import job_list_visible_to, job_sees_full, sole_project_of
+from jobs.selectors import job_sees_full, job_visible_to, sole_project_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
 from jobs.submit import idempotency
@@ -67,13 +67,10 @@ _RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d{1,18})\s*-\s*(\d{0,18})\s*$", re.IG
 
 def get_visible_job(request, job_id: str) -> Job:
     """The job with that uuid if the caller may see it (full or sanitised); 404 otherwise."""
-    job_uuid = parse_uuid_or_404(job_id)
-    try:
-        # get(), not first(): the uuid is unique, and first() would order by the list order
-        # (compiling the ORDER BY cost more than running the query).
-        return job_list_visible_to(request.user).get(uuid=job_uuid)
-    except Job.DoesNotExist:
-        raise Http404("no such job") from None
+    job = job_visible_to(request.user, parse_uuid_or_404(job_id))
+    if job is None:
+        raise Http404("no such job")
+    return job
 
 
 def _require_full_view(user, job: Job) -> None:

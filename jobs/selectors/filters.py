@@ -21,7 +21,7 @@ from django.db.models.functions import Cast, Coalesce
 from accounts.permissions import may_view_all_jobs
 from accounts.selectors import project_ids_of
 from jobs.models import Job, UserUsage
-from jobs.selectors import shares_received_by
+from jobs.selectors import shares_received_by, visibility_key
 from jobs.state_counts import job_count_in_states
 from jobs.states import DELETED, EVERY_STATE, RUNNING, JobStatus
 
@@ -81,8 +81,7 @@ class JobFilter:
         SQL by it). The permission is asked only by the filters that read it."""
         reads_permission = self.filters_hidden_fields or bool(self.name_contains)
         return (
-            viewer.pk,
-            frozenset(project_ids_of(viewer)),
+            *visibility_key(viewer),
             may_view_all_jobs(viewer) if reads_permission else None,
         )
 
