@@ -12,7 +12,9 @@ columns that alone took about a second, one ``json.dumps`` takes milliseconds (m
 10k-queue tick).
 """
 
+import functools
 import json
+from dataclasses import dataclass
 from datetime import date, datetime, time
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
@@ -275,7 +277,6 @@ def rows_insert(
         return [] if key else None
     shared = shared or {}
     db = connections[DEFAULT_DB_ALIAS]
-    qn = db.ops.quote_name
     meta = model._meta
     keys = [row[names.index(key)] for row in rows] if key is not None else None
     # A column that holds one value in every row (an array's jobs mostly ask for the same
@@ -290,33 +291,21 @@ def rows_insert(
         kept = [i for i in range(len(names)) if i not in same]
         names = [names[i] for i in kept]
         rows = [[row[i] for i in kept] for row in rows]
-    fields = [meta.get_field(name) for name in names]
-    if any(isinstance(f, models.JSONField) and f.encoder for f in fields):
-        # The PostgreSQL recordset carries JSON values as they are, with json's own encoder.
-        raise ValueError("rows_insert: a JSON column with its own encoder is not supported")
-    given = {f.attname for f in fields} | {meta.get_field(n).attname for n in shared}
-    constants = {meta.get_field(n): v for n, v in shared.items()}
-    for field in meta.concrete_fields:
-        if field.attname in given or field is meta.auto_field:
-            continue
-        default = field.get_default()
-        if field.unique and default is not None:  # one value in every row breaks the constraint
-            raise ValueError(f"rows_insert: give {field.name}, a unique column, per row")
-        constants[field] = default
-    constant_fields = list(constants)
-    columns = ", ".join(qn(f.column) for f in [*fields, *constant_fields])
+    plan = _insert_plan(model, tuple(names), tuple(shared), key, db.vendor)
+    fields, aliases, picks, table, columns, returning = (
+        plan.fields, plan.aliases, plan.picks, plan.table, plan.columns, plan.returning
+    )  # fmt: skip
+    constant_params = [
+        _prepared(f, value, db)
+        for f, value in zip(plan.shared_fields, shared.values(), strict=True)
+    ]
+    constant_params += [
+        _prepared(f, f.get_default(), db) if fixed is _FRESH else fixed
+        for f, fixed in plan.defaults
+    ]
     pg = db.vendor == "postgresql"
-    constant_sql = ", ".join(
-        f"CAST(%s AS {f.db_type(db)})" if pg else "%s" for f in constant_fields
-    )
-    constant_params = [_prepared(f, v, db) for f, v in constants.items()]
-    aliases = [f"c{i}" for i in range(len(fields))]
-    picks = ", ".join([*(f"v.{a}" for a in aliases), *([constant_sql] if constant_sql else [])])
-    table = qn(meta.db_table)
-    returning = ""
     if key is not None:
         key_field = meta.get_field(key)
-        returning = f" RETURNING {qn(meta.pk.column)}, {qn(key_field.column)}"
     returned: list = []
     with db.cursor() as cursor:
         if pg:
@@ -351,6 +340,66 @@ def rows_insert(
         return None
     by_key = {key_field.to_python(k): pk for pk, k in returned}
     return [by_key[key_field.to_python(k)] for k in keys]
+
+
+_FRESH = object()  # a default made anew for each statement (a callable's)
+# Callable defaults whose value is the same at every call: prepared once with the plan.
+_SAME_EVERY_CALL = (list, dict, tuple, str, int)
+
+
+@dataclass(frozen=True)
+class _InsertPlan:
+    fields: list  # the per-row columns, in row order
+    shared_fields: list  # the fields of ``shared``, in its order
+    defaults: list  # (field, prepared default or _FRESH) of every other column
+    aliases: list
+    picks: str
+    table: str
+    columns: str
+    returning: str
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_plan(model, names: tuple, shared: tuple, key: str | None, vendor: str) -> _InsertPlan:
+    """What an insert of these columns states besides its values, made once per shape: a
+    single submission's insert prepared ~40 defaults and rebuilt its SQL text every time."""
+    db = connections[DEFAULT_DB_ALIAS]
+    qn = db.ops.quote_name
+    meta = model._meta
+    fields = [meta.get_field(name) for name in names]
+    if any(isinstance(f, models.JSONField) and f.encoder for f in fields):
+        # The PostgreSQL recordset carries JSON values as they are, with json's own encoder.
+        raise ValueError("rows_insert: a JSON column with its own encoder is not supported")
+    shared_fields = [meta.get_field(n) for n in shared]
+    given = {f.attname for f in [*fields, *shared_fields]}
+    defaults = []
+    for field in meta.concrete_fields:
+        if field.attname in given or field is meta.auto_field:
+            continue
+        default = field.get_default()
+        if field.unique and default is not None:  # one value in every row breaks the constraint
+            raise ValueError(f"rows_insert: give {field.name}, a unique column, per row")
+        fresh = callable(field.default) and field.default not in _SAME_EVERY_CALL
+        defaults.append((field, _FRESH if fresh else _prepared(field, default, db)))
+    constant_fields = [*shared_fields, *(field for field, _ in defaults)]
+    pg = vendor == "postgresql"
+    constant_sql = ", ".join(
+        f"CAST(%s AS {f.db_type(db)})" if pg else "%s" for f in constant_fields
+    )
+    aliases = [f"c{i}" for i in range(len(fields))]
+    returning = ""
+    if key is not None:
+        returning = f" RETURNING {qn(meta.pk.column)}, {qn(meta.get_field(key).column)}"
+    return _InsertPlan(
+        fields=fields,
+        shared_fields=shared_fields,
+        defaults=defaults,
+        aliases=aliases,
+        picks=", ".join([*(f"v.{a}" for a in aliases), *([constant_sql] if constant_sql else [])]),
+        table=qn(meta.db_table),
+        columns=", ".join(qn(f.column) for f in [*fields, *constant_fields]),
+        returning=returning,
+    )
 
 
 def _one_value(field, values: list) -> bool:
