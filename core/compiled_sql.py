@@ -1,14 +1,16 @@
-"""Rows of value querysets whose SQL Django builds and compiles once per process and key.
+"""Querysets whose SQL Django builds and compiles once per process and key.
 
 Building a queryset of a dozen filters, joins and annotations and compiling it cost a GPULab
 list page 2.1 of its 9 ms of CPU on PostgreSQL, more than running it; a user polling the same
-page of the same list asks for the same SQL again and again. ``CompiledRows`` keeps the SQL,
-its parameters and Django's value converters by a key the caller gives, and on a hit only runs
-it, reading the rows exactly as Django's ``ValuesListIterable`` would.
+list, or reading job after job, asks the same question again and again. Here the SQL, its
+parameters and Django's value converters are kept by a key the caller gives; a hit only runs
+it. ``CompiledRows`` reads rows as Django's ``ValuesListIterable`` does (a slice added as
+Django adds it); ``CompiledModels`` binds one value per call (a token digest, a job uuid) and
+builds instances as Django's ``ModelIterable`` does.
 
-The key must name everything the query is built from (the viewer, the filter, the order, the
-slice): the kept SQL carries its parameters. What the database answers (new jobs, shares,
-states) is read at every call; only the text of the question is kept.
+The key must name everything the query is built from (the viewer, the filter, the order): the
+kept SQL carries its parameters. What the database answers (new jobs, shares, states) is read
+at every call; only the text of the question is kept.
 """
 
 from __future__ import annotations
@@ -34,12 +36,39 @@ class _Compiled:
     converters: dict
 
 
-class CompiledRows:
+class _KeptSql:
+    """The compiled queries of one kind, by key, the least recently used forgotten first."""
+
     def __init__(self, *, maxsize: int):
         self.maxsize = maxsize
-        self._entries: OrderedDict[Hashable, _Compiled] = OrderedDict()
+        self._entries: OrderedDict[Hashable, object] = OrderedDict()
         self._lock = threading.Lock()
         self.misses = 0  # how often a query was built (tests read it)
+
+    def _entry(self, key: Hashable, using: str, compile_: Callable[[], object]):
+        # The vendor too: a test process may reach two databases under one alias.
+        full_key = (using, connections[using].vendor, key)
+        with self._lock:
+            entry = self._entries.get(full_key)
+            if entry is not None:
+                self._entries.move_to_end(full_key)
+                return entry
+        entry = compile_()
+        with self._lock:
+            self.misses += 1
+            self._entries[full_key] = entry
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return entry
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.misses = 0
+
+
+class CompiledRows(_KeptSql):
+    """Rows of values_list querysets, their SQL kept by the caller's key."""
 
     def rows(
         self,
@@ -59,19 +88,7 @@ class CompiledRows:
             if stop <= start:
                 return []  # Django answers an empty slice without asking
         connection = connections[using]
-        # The vendor too: a test process may reach two databases under one alias.
-        full_key = (using, connection.vendor, key)
-        with self._lock:
-            entry = self._entries.get(full_key)
-            if entry is not None:
-                self._entries.move_to_end(full_key)
-        if entry is None:
-            entry = self._compile(build(), using)
-            with self._lock:
-                self.misses += 1
-                self._entries[full_key] = entry
-                while len(self._entries) > self.maxsize:
-                    self._entries.popitem(last=False)
+        entry = self._entry(key, using, lambda: self._compile(build(), using))
         if entry.sql is None:
             return []
         sql = entry.sql
@@ -101,11 +118,6 @@ class CompiledRows:
             raise TypeError("CompiledRows does not read composite primary keys")
         return _Compiled(sql, tuple(params), compiler, compiler.get_converters(fields))
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self.misses = 0
-
 
 @dataclass(frozen=True)
 class _CompiledModels:
@@ -121,7 +133,7 @@ class _CompiledModels:
     annotations: dict
 
 
-class CompiledModels:
+class CompiledModels(_KeptSql):
     """Model instances, as ``QuerySet`` iteration makes them (``select_related`` rows and
     annotations included), of a query whose SQL Django compiles once per key, with one value
     bound at each call: the API token of every request, the job of every job read.
@@ -129,12 +141,6 @@ class CompiledModels:
     ``build(marker)`` makes the queryset with ``marker`` where the value goes (one exact
     lookup on ``field``); the compiled parameter that is the marker is replaced by the value,
     prepared for the database as Django prepares it for that lookup."""
-
-    def __init__(self, *, maxsize: int):
-        self.maxsize = maxsize
-        self._entries: OrderedDict[Hashable, _CompiledModels] = OrderedDict()
-        self._lock = threading.Lock()
-        self.misses = 0
 
     def models(
         self,
@@ -146,18 +152,7 @@ class CompiledModels:
         using=DEFAULT_DB_ALIAS,
     ) -> list:
         connection = connections[using]
-        full_key = (using, connection.vendor, key)
-        with self._lock:
-            entry = self._entries.get(full_key)
-            if entry is not None:
-                self._entries.move_to_end(full_key)
-        if entry is None:
-            entry = self._compile(build, field, using)
-            with self._lock:
-                self.misses += 1
-                self._entries[full_key] = entry
-                while len(self._entries) > self.maxsize:
-                    self._entries.popitem(last=False)
+        entry = self._entry(key, using, lambda: self._compile(build, field, using))
         params = list(entry.params)
         params[entry.bound_at] = _prepared(field, value, connection)
         with connection.cursor() as cursor:
