@@ -32,8 +32,7 @@ from django.db.models.query import get_related_populators
 class _Compiled:
     sql: str | None  # None: Django found the query can match nothing (EmptyResultSet)
     params: tuple
-    compiler: object
-    converters: dict
+    converters: list
 
 
 class _KeptSql:
@@ -98,7 +97,7 @@ class CompiledRows(_KeptSql):
             cursor.execute(sql, entry.params)
             rows = cursor.fetchall()
         if entry.converters:
-            rows = [tuple(row) for row in entry.compiler.apply_converters(rows, entry.converters)]
+            rows = [tuple(row) for row in _converted(rows, entry.converters, connection)]
         return rows
 
     @staticmethod
@@ -112,11 +111,11 @@ class CompiledRows(_KeptSql):
         try:
             sql, params = compiler.as_sql()
         except EmptyResultSet:  # as Django's execute_sql: no rows, no question asked
-            return _Compiled(None, (), compiler, {})
+            return _Compiled(None, (), [])
         fields = [column for column, _, _ in compiler.select[: compiler.col_count]]
         if compiler.has_composite_fields(fields):
             raise TypeError("CompiledRows does not read composite primary keys")
-        return _Compiled(sql, tuple(params), compiler, compiler.get_converters(fields))
+        return _Compiled(sql, tuple(params), list(compiler.get_converters(fields).items()))
 
 
 @dataclass(frozen=True)
@@ -124,8 +123,7 @@ class _CompiledModels:
     sql: str
     params: tuple
     bound_at: int  # the position of the bound value in params
-    compiler: object
-    converters: dict
+    converters: list
     model: type
     init_list: list
     fields: slice
@@ -159,7 +157,7 @@ class CompiledModels(_KeptSql):
             cursor.execute(entry.sql, params)
             rows = cursor.fetchall()
         if entry.converters:
-            rows = entry.compiler.apply_converters(rows, entry.converters)
+            rows = _converted(rows, entry.converters, connection)
         # What django.db.models.query.ModelIterable does with each row.
         instances = []
         for row in rows:
@@ -200,14 +198,25 @@ class CompiledModels(_KeptSql):
             sql=sql,
             params=tuple(params),
             bound_at=at[0],
-            compiler=compiler,
-            converters=compiler.get_converters(columns),
+            converters=list(compiler.get_converters(columns).items()),
             model=klass_info["model"],
             init_list=[column.target.attname for column, _, _ in select[fields]],
             fields=fields,
             populators=get_related_populators(klass_info, select, using),
             annotations=dict(compiler.annotation_col_map or {}),
         )
+
+
+def _converted(rows, converters: list, connection):
+    """Django's ``SQLCompiler.apply_converters``, without keeping the compiler (and its query:
+    60-70 KB an entry) for it."""
+    for row in map(list, rows):
+        for position, (functions, expression) in converters:
+            value = row[position]
+            for function in functions:
+                value = function(value, expression, connection)
+            row[position] = value
+        yield row
 
 
 def _marker_for(field):

@@ -18,8 +18,8 @@ from jobs.api.gpulab_json import gpulab_list_queryset
 from jobs.selectors import job_list_visible_to
 from jobs.selectors.filters import JobFilter
 
-# A few hundred keys: every (viewer, filter, order) a process is asked for.
-_PAGES = CompiledRows(maxsize=512)
+# Every (viewer, filter, order) a process is asked for, up to 256 (about 17 KB each).
+_PAGES = CompiledRows(maxsize=256)
 
 
 class GpulabListPage:

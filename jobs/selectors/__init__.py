@@ -34,8 +34,8 @@ def visibility_key(user) -> tuple:
 
 
 # Every API read of a job (GET, log, actions) asks it; building and compiling its joins and
-# shares subquery cost more than running it. A few viewers per process, each one entry.
-_VISIBLE_JOB_SQL = CompiledModels(maxsize=1024)
+# shares subquery cost more than running it. One entry per viewer, up to 256 (about 27 KB each).
+_VISIBLE_JOB_SQL = CompiledModels(maxsize=256)
 _UUID = Job._meta.get_field("uuid")
 
 
