@@ -6,9 +6,7 @@ SQLite and PostgreSQL, and never a stale share or another viewer's flag."""
 import uuid
 from datetime import UTC, datetime
 
-import pytest
-
-from tests.support.postgres import run_on_throwaway_database
+from tests.support.postgres import ON_BOTH_DATABASES, run_check_on
 
 
 def check_job_visible_to() -> dict:
@@ -108,13 +106,6 @@ def _assert_same(result: dict) -> None:
     assert "parameter once" in (result["unbound"] or "")
 
 
-@pytest.mark.django_db
-def test_job_visible_to_reads_what_the_orm_reads():
-    result = check_job_visible_to()
-    assert result["vendor"] == "sqlite"
-    _assert_same(result)
-
-
-@pytest.mark.postgres
-def test_job_visible_to_reads_what_the_orm_reads_on_postgres(tmp_path):
-    _assert_same(run_on_throwaway_database(tmp_path, check_job_visible_to))
+@ON_BOTH_DATABASES
+def test_job_visible_to_reads_what_the_orm_reads(database, tmp_path):
+    _assert_same(run_check_on(database, check_job_visible_to, tmp_path))

@@ -14,7 +14,7 @@ from jobs.api import list_page
 from jobs.models import Job
 from tests.api.conftest import API, put_state
 from tests.conftest import HELLO_WORLD
-from tests.support.postgres import run_on_throwaway_database
+from tests.support.postgres import ON_BOTH_DATABASES, run_check_on
 
 pytestmark = pytest.mark.django_db
 
@@ -177,10 +177,6 @@ def _assert_read_as_django(result: dict) -> None:
     assert result["types"][:3] == ["UUID", "datetime", "bool"], result
 
 
-def test_rows_are_read_as_django_reads_them():
-    _assert_read_as_django(check_rows_as_django_reads_them())
-
-
-@pytest.mark.postgres
-def test_rows_are_read_as_django_reads_them_on_postgres(tmp_path):
-    _assert_read_as_django(run_on_throwaway_database(tmp_path, check_rows_as_django_reads_them))
+@ON_BOTH_DATABASES
+def test_rows_are_read_as_django_reads_them(database, tmp_path):
+    _assert_read_as_django(run_check_on(database, check_rows_as_django_reads_them, tmp_path))

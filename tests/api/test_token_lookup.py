@@ -3,9 +3,7 @@
 
 from datetime import UTC, datetime
 
-import pytest
-
-from tests.support.postgres import run_on_throwaway_database
+from tests.support.postgres import ON_BOTH_DATABASES, run_check_on
 
 
 def check_token_lookup() -> dict:
@@ -53,14 +51,6 @@ def _assert(result):
     assert result["last_login"] is True
 
 
-@pytest.mark.django_db
-def test_token_lookup_on_sqlite():
-    result = check_token_lookup()
-    assert result["vendor"] == "sqlite"
-    _assert(result)
-
-
-@pytest.mark.postgres
-def test_token_lookup_on_postgres(tmp_path):
-    result = run_on_throwaway_database(tmp_path, check_token_lookup)
-    _assert(result)
+@ON_BOTH_DATABASES
+def test_token_lookup(database, tmp_path):
+    _assert(run_check_on(database, check_token_lookup, tmp_path))

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
+import pytest
+
 from tests.support.services import require
 
 
@@ -79,3 +81,23 @@ def run_on_throwaway_database(var_dir, check):
     assert run.returncode == 0, run.stderr[-4000:]
     line = next(x for x in run.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
+
+
+# A check that must hold on both databases: this test's SQLite one, and a fresh PostgreSQL one.
+ON_BOTH_DATABASES = pytest.mark.parametrize(
+    "database",
+    [
+        pytest.param("sqlite", marks=pytest.mark.django_db),
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+    ],
+)
+
+
+def run_check_on(database: str, check, var_dir):
+    """``check()`` (a module-level function answering JSON) on ``database``."""
+    if database == "postgresql":
+        return run_on_throwaway_database(var_dir, check)
+    from django.db import connection
+
+    assert connection.vendor == "sqlite", connection.vendor
+    return check()
