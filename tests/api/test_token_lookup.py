@@ -1,5 +1,6 @@
-"""accounts.tokens.token_with_user (the token query compiled once per process, core.compiled_sql) answers what
-``ApiToken.objects.select_related("user").get(digest=...)`` answers, on SQLite and PostgreSQL."""
+"""accounts.tokens.token_with_user (the token query compiled once per process, by
+core.compiled_sql) answers what ``ApiToken.objects.select_related("user").get(digest=...)``
+answers, on SQLite and PostgreSQL."""
 
 from datetime import UTC, datetime
 
