@@ -15,7 +15,6 @@ at every call; only the text of the question is kept.
 
 from __future__ import annotations
 
-import secrets
 import threading
 import uuid
 from collections import OrderedDict
@@ -225,8 +224,6 @@ def _marker_for(field):
         return uuid.uuid4()
     if isinstance(field, models.CharField | models.TextField):
         return f"compiled-sql-marker-{uuid.uuid4().hex}"
-    if isinstance(field, models.IntegerField | models.AutoField):
-        return -(secrets.randbits(52) + 1)
     raise TypeError(f"no marker for {type(field).__name__}")
 
 

@@ -292,9 +292,7 @@ def rows_insert(
         names = [names[i] for i in kept]
         rows = [[row[i] for i in kept] for row in rows]
     plan = _insert_plan(model, tuple(names), tuple(shared), key, db.vendor)
-    fields, aliases, picks, table, columns, returning = (
-        plan.fields, plan.aliases, plan.picks, plan.table, plan.columns, plan.returning
-    )  # fmt: skip
+    fields = plan.fields
     constant_params = [
         _prepared(f, value, db)
         for f, value in zip(plan.shared_fields, shared.values(), strict=True)
@@ -309,13 +307,10 @@ def rows_insert(
     returned: list = []
     with db.cursor() as cursor:
         if pg:
-            source, document = _recordset(fields, aliases, [
+            source, document = _recordset(fields, plan.aliases, [
                 [_model_key(v) for v in row] for row in rows
             ])  # fmt: skip
-            cursor.execute(
-                f"INSERT INTO {table} ({columns}) SELECT {picks} FROM {source}{returning}",
-                [*constant_params, document],
-            )
+            cursor.execute(f"{plan.head}{source}{plan.returning}", [*constant_params, document])
             if key is not None:
                 returned = cursor.fetchall()
         else:
@@ -328,12 +323,9 @@ def rows_insert(
                     for row in chunk
                     for f, value in zip(fields, row, strict=True)
                 ]
-                source = _values_source(aliases, one, len(chunk))
+                source = _values_source(plan.aliases, one, len(chunk))
                 # The shared values stand before the row source in the statement: bound first.
-                cursor.execute(
-                    f"INSERT INTO {table} ({columns}) SELECT {picks} FROM {source}{returning}",
-                    [*constant_params, *params],
-                )
+                cursor.execute(f"{plan.head}{source}{plan.returning}", [*constant_params, *params])
                 if key is not None:
                     returned.extend(cursor.fetchall())
     if key is None:
@@ -352,10 +344,8 @@ class _InsertPlan:
     fields: list  # the per-row columns, in row order
     shared_fields: list  # the fields of ``shared``, in its order
     defaults: list  # (field, prepared default or _FRESH) of every other column
-    aliases: list
-    picks: str
-    table: str
-    columns: str
+    aliases: list  # the row source's column names
+    head: str  # the statement up to its row source: INSERT INTO t (...) SELECT ... FROM
     returning: str
 
 
@@ -390,14 +380,14 @@ def _insert_plan(model, names: tuple, shared: tuple, key: str | None, vendor: st
     returning = ""
     if key is not None:
         returning = f" RETURNING {qn(meta.pk.column)}, {qn(meta.get_field(key).column)}"
+    picks = ", ".join([*(f"v.{a}" for a in aliases), *([constant_sql] if constant_sql else [])])
+    columns = ", ".join(qn(f.column) for f in [*fields, *constant_fields])
     return _InsertPlan(
         fields=fields,
         shared_fields=shared_fields,
         defaults=defaults,
         aliases=aliases,
-        picks=", ".join([*(f"v.{a}" for a in aliases), *([constant_sql] if constant_sql else [])]),
-        table=qn(meta.db_table),
-        columns=", ".join(qn(f.column) for f in [*fields, *constant_fields]),
+        head=f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT {picks} FROM ",
         returning=returning,
     )
 

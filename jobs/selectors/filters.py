@@ -77,7 +77,7 @@ class JobFilter:
 
     def viewer_key(self, viewer) -> tuple:
         """What ``apply`` over ``job_list_visible_to(viewer)`` reads of ``viewer``: with this
-        filter, viewers of one key get the same query (``jobs.api.gpulab_json`` keeps its
+        filter, viewers of one key get the same query (``jobs.api.list_page`` keeps its
         SQL by it). The permission is asked only by the filters that read it."""
         reads_permission = self.filters_hidden_fields or bool(self.name_contains)
         return (
