@@ -72,6 +72,11 @@ def _preparer(field, db, *, json_as_is: bool):
     return lambda v: v if v is None or type(v) is kind else slow(v)
 
 
+def _preparers(fields: list, db) -> list:
+    """``_preparer`` of each field for SQLite-style binding (JSON columns as Django's text)."""
+    return [_preparer(f, db, json_as_is=False) for f in fields]
+
+
 def _recordset(fields: list, aliases: list[str], rows: list[list]) -> tuple[str, str]:
     """``jsonb_to_recordset(%s::jsonb) AS v (c0 bigint, ...)`` and its one parameter: all rows
     as one JSON document (one ``json.dumps``; the server types each column)."""
@@ -110,7 +115,7 @@ def _execute_over(fields: list, aliases: list[str], rows: list[list], sql_for) -
             cursor.execute(sql_for(source), [document])
             return cursor.rowcount
         db = connections[DEFAULT_DB_ALIAS]
-        preparers = [_preparer(f, db, json_as_is=False) for f in fields]
+        preparers = _preparers(fields, db)
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
         per = max(1, MAX_PARAMS // len(fields))
         touched = 0
@@ -294,8 +299,8 @@ def rows_insert(
     plan = _insert_plan(model, tuple(names), tuple(shared), key, db.vendor)
     fields = plan.fields
     constant_params = [
-        _prepared(f, value, db)
-        for f, value in zip(plan.shared_fields, shared.values(), strict=True)
+        prepare(_model_key(value))
+        for prepare, value in zip(_preparers(plan.shared_fields, db), shared.values(), strict=True)
     ]
     constant_params += [
         _prepared(f, f.get_default(), db) if fixed is _FRESH else fixed
@@ -314,14 +319,15 @@ def rows_insert(
             if key is not None:
                 returned = cursor.fetchall()
         else:
+            preparers = _preparers(fields, db)
             one = "(" + ", ".join(["%s"] * len(fields)) + ")"
             per = max(1, (MAX_PARAMS - len(constant_params)) // len(fields))
             for start in range(0, len(rows), per):
                 chunk = rows[start : start + per]
                 params = [
-                    _prepared(f, value, db)
+                    prepare(_model_key(value))
                     for row in chunk
-                    for f, value in zip(fields, row, strict=True)
+                    for prepare, value in zip(preparers, row, strict=True)
                 ]
                 source = _values_source(plan.aliases, one, len(chunk))
                 # The shared values stand before the row source in the statement: bound first.
