@@ -5,6 +5,7 @@ Every task is named by its dotted path (stored in django-q2's queue: don't renam
 process right after commit (``inline``), or only record it (``record``, for unit tests).
 """
 
+import json
 import logging
 from importlib import import_module
 
@@ -58,7 +59,20 @@ def fire(dotted_path: str, *args, group: str | None = None) -> None:
     The path is resolved now, in every mode: a misspelt task fails the caller (and the fast
     tests, which only record tasks) instead of a worker later."""
     resolve(dotted_path)
-    transaction.on_commit(lambda: _dispatch(dotted_path, args, group))
+    plain = plain_args(args)
+    transaction.on_commit(lambda: _dispatch(dotted_path, plain, group))
+
+
+def plain_args(args: tuple) -> tuple:
+    """``args`` as plain JSON values (an enum becomes its value, a tuple a list).
+
+    Whatever waits in the queue is read back by another process, perhaps another release:
+    only plain data can be read there. (An enum stored by its repr once made every periodic
+    schedule of a site fail.) Anything JSON cannot carry is the caller's bug: TypeError now."""
+    try:
+        return tuple(json.loads(json.dumps(list(args), allow_nan=False)))
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"task arguments must be plain JSON values: {error}") from None
 
 
 def _dispatch(dotted_path: str, args: tuple, group: str | None) -> None:

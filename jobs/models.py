@@ -447,10 +447,23 @@ class JobDelivery(models.Model):
     error = models.CharField(max_length=1000, blank=True)
     # Seconds until the next attempt, when one is scheduled after this failed one.
     retry_in_s = models.PositiveIntegerField(null=True, blank=True)
+    # When the next attempt is due; cleared by whoever claims it (compare-and-swap), so each
+    # retry is sent once. The watcher's timer sends what is due (deliveries_retry_due).
+    retry_at = models.DateTimeField(null=True, blank=True)
+    # Which target of which subscription of the job's request this delivery goes to.
+    subscription_index = models.PositiveSmallIntegerField(default=0)
+    target_index = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["time", "id"]
-        indexes = [models.Index(fields=["job", "time"], name="job_delivery_by_job")]
+        indexes = [
+            models.Index(fields=["job", "time"], name="job_delivery_by_job"),
+            models.Index(
+                fields=["retry_at"],
+                name="job_delivery_retry_due",
+                condition=models.Q(retry_at__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         result = "ok" if self.ok else (self.error or f"HTTP {self.status_code}")

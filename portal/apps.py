@@ -2,10 +2,10 @@ from pathlib import Path
 
 from django.apps import AppConfig
 from django.db.backends.signals import connection_created
-from django.db.models.signals import post_migrate
+from django.db.models.signals import post_migrate, pre_save
 
 from core.installation import make_private
-from portal.schedules import schedules_ensure
+from portal.schedules import schedule_refuse_unreadable, schedules_ensure
 
 
 class PortalConfig(AppConfig):
@@ -17,6 +17,9 @@ class PortalConfig(AppConfig):
         # `migrate` (which any deployment runs, and qcluster needs) makes sure of it.
         post_migrate.connect(_schedules_after_migrate, sender=self)
         connection_created.connect(_sqlite_file_private)
+        from django_q.models import Schedule
+
+        pre_save.connect(schedule_refuse_unreadable, sender=Schedule)
 
 
 def _schedules_after_migrate(sender, using="default", **kwargs):

@@ -4,11 +4,16 @@ Made (or updated) after every ``migrate`` (portal/apps.py), so a deployment that
 ``migrate``, ``qcluster`` and ``watch_slaves`` has them too; run_portal makes sure as well.
 """
 
+import ast
+import logging
+
 from django.conf import settings
 from django.db import connections
 
 from core.tasks import task_timeout
 from jobs import task_names
+
+log = logging.getLogger(__name__)
 
 PERIODIC = {
     # name: (task path, minutes)
@@ -41,3 +46,61 @@ def schedules_ensure(*, using: str = "default") -> None:
         Schedule.objects.using(using).update_or_create(
             name=name, defaults={**defaults, "repeats": -1}
         )
+
+
+def _readable(text: str | None) -> bool:
+    """Whether django-q2's scheduler can read a schedule's args or kwargs (it uses
+    ``ast.literal_eval``, falling back for kwargs to ``f(...)`` keyword syntax)."""
+    if not text:
+        return True
+    try:
+        ast.literal_eval(text)
+        return True
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+        for keyword in getattr(call, "keywords", []):
+            ast.literal_eval(keyword.value)
+        return isinstance(call, ast.Call) and not call.args
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def schedule_unreadable_reason(schedule) -> str | None:
+    """Why django-q2 could not run ``schedule`` (None: it can)."""
+    if not _readable(schedule.args):
+        return f"args {schedule.args[:200]!r} are not plain literals"
+    if not _readable(schedule.kwargs):
+        return f"kwargs {schedule.kwargs[:200]!r} are not plain literals"
+    return None
+
+
+def schedules_set_aside_unreadable(*, using: str = "default") -> int:
+    """Stop every schedule django-q2 could not read, with a logged reason; returns how many.
+
+    django-q2 reads all due schedules in one transaction: one it cannot parse rolls back the
+    whole pass, every 30 s, and no periodic task of the site runs again. Such a row is kept
+    (an admin may want to read it) but set to ``repeats=0``, which the scheduler skips, and
+    renamed to say why. The q cluster runs this at start and then every minute."""
+    from django_q.models import Schedule
+
+    if Schedule._meta.db_table not in connections[using].introspection.table_names():
+        return 0
+    set_aside = 0
+    for schedule in Schedule.objects.using(using).exclude(repeats=0):
+        reason = schedule_unreadable_reason(schedule)
+        if reason is None:
+            continue
+        log.error("schedule %s (%s) set aside: %s", schedule.pk, schedule.func, reason)
+        name = f"UNREADABLE, set aside: {schedule.name or schedule.func}"[:100]
+        Schedule.objects.using(using).filter(pk=schedule.pk).update(repeats=0, name=name)
+        set_aside += 1
+    return set_aside
+
+
+def schedule_refuse_unreadable(sender, instance, **kwargs) -> None:
+    """pre_save of django-q2's Schedule: nothing the scheduler cannot read is ever stored."""
+    reason = schedule_unreadable_reason(instance)
+    if reason is not None:
+        raise ValueError(f"schedule {instance.name or instance.func!r}: {reason}")

@@ -44,6 +44,9 @@ if env_bool("PORTAL_HTTPS", False):
     SECURE_HSTS_SECONDS = env_int("PORTAL_HSTS_SECONDS", 0)
 
 INSTALLED_APPS = [
+    # Before django_q: portal's `qcluster` command (a stop deadline, unreadable schedules set
+    # aside) replaces django-q2's; Django takes a command from the first app that has it.
+    "portal",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -59,7 +62,6 @@ INSTALLED_APPS = [
     "crispy_bootstrap5",
     "core",
     "accounts",
-    "portal",
     "clusters",
     "reservations",
     "jobs",
@@ -256,6 +258,9 @@ PORTAL_ESTIMATE_TTL_S = env_int("PORTAL_ESTIMATE_TTL_S", 60)
 # A tick lease whose holder has not renewed it for this long (the holder beats every fifth of
 # it) belongs to a killed worker and is taken over.
 PORTAL_TICK_LEASE_S = env_int("PORTAL_TICK_LEASE_S", 15)
+# Seconds a process (the q cluster, run_portal) may take to stop gracefully after SIGTERM;
+# then its children still running are killed (portal/stopping.py). Below the units' 20 s.
+PORTAL_STOP_DEADLINE_S = env_int("PORTAL_STOP_DEADLINE_S", 12)
 
 # --- Runtime --------------------------------------------------------------------------------
 PORTAL_HALT_GRACE_S = env_int("PORTAL_HALT_GRACE_S", 15)

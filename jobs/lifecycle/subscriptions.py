@@ -13,8 +13,11 @@ on each matching status change, deliver to e-mail or to a signed webhook, with r
   the very address that was checked (TLS still verifies the host name), so a name that
   resolves differently a moment later (DNS rebinding) cannot lead it elsewhere.
 - A failed attempt (connection error, timeout, non-2xx answer, mail error) is retried after
-  each of PORTAL_WEBHOOK_RETRY_DELAYS_S (10 s, 60 s, 300 s: django-q2 one-off schedules); an
-  allow-list refusal is final. Every attempt is a ``JobDelivery`` row (status code, error,
+  each of PORTAL_WEBHOOK_RETRY_DELAYS_S (10 s, 60 s, 300 s); an allow-list refusal is final.
+  The failed attempt's row keeps when the next is due (``retry_at``); the watcher's timer
+  (``deliveries_retry_loop``) claims each due row by compare-and-swap and fires the next
+  attempt, within a second of its time. (Not django-q2 schedules: its scheduler looks only
+  every 30 s, and one unreadable schedule rolls back every schedule of the site.) Every attempt is a ``JobDelivery`` row (status code, error,
   attempt, time, when the next one follows), visible to whoever reads the job in full.
 """
 
@@ -33,6 +36,7 @@ import certifi
 import urllib3
 from django.conf import settings
 from django.core.mail import send_mail
+from django.db import connections
 from django.utils import timezone
 
 from accounts.permissions import may_view_all_jobs
@@ -227,47 +231,75 @@ def subscription_deliver(
     retry_in = None
     if error and not final and attempt <= len(delays):
         retry_in = int(delays[attempt - 1])
+    now = timezone.now()
+    queued_retry = retry_in is not None and settings.PORTAL_TASK_MODE == "queue"
     delivery = JobDelivery.objects.create(
         job=job,
         delivery_id=delivery_id,
-        event=event,
+        event=str(event),
         method=method,
         address=address[:2000],
         attempt=attempt,
-        time=timezone.now(),
+        time=now,
         ok=not error,
         status_code=status_code,
         error=error[:1000],
         retry_in_s=retry_in,
+        retry_at=now + timedelta(seconds=retry_in) if queued_retry else None,
+        subscription_index=s_index,
+        target_index=t_index,
     )
     if error:
         log.info(
             "delivery %s of job %s attempt %d failed: %s", delivery_id, job.uuid, attempt, error
         )
-    if retry_in is not None:
-        _retry_later(retry_in, (job_id, event, s_index, t_index, delivery_id, attempt + 1))
+    if retry_in is not None and not queued_retry:
+        # Inline mode (development, tests) retries at once; record mode records it.
+        tasks.fire(DELIVER_TASK, job_id, str(event), s_index, t_index, delivery_id, attempt + 1)
     return delivery
 
 
-def _retry_later(delay_s: int, args: tuple) -> None:
-    """The next attempt in ``delay_s`` seconds: a one-off django-q2 schedule (queue mode);
-    inline mode (development, tests) runs it at once; record mode records it."""
-    mode = settings.PORTAL_TASK_MODE
-    if mode == "record":
-        tasks.recorded.append((DELIVER_TASK, args))
-    elif mode == "inline":
-        tasks.resolve(DELIVER_TASK)(*args)
-    else:
-        from django_q.models import Schedule
+def deliveries_retry_due(*, now=None, limit: int = 100) -> int:
+    """Fire the next attempt of every failed delivery whose retry is due; returns how many.
 
-        Schedule.objects.create(
-            func=DELIVER_TASK,
-            args=repr(args),
-            schedule_type=Schedule.ONCE,
-            repeats=-1,  # django-q2 deletes a ONCE schedule with negative repeats after it ran
-            next_run=timezone.now() + timedelta(seconds=delay_s),
-            name=f"delivery {args[4]} attempt {args[5]}",
+    Each row is claimed by clearing its ``retry_at`` where it is still set, so two timers (or
+    a timer restarted mid-pass) never send one retry twice."""
+    now = now or timezone.now()
+    due = JobDelivery.objects.filter(retry_at__lte=now).order_by("retry_at")[:limit]
+    fired = 0
+    for row in due.values(
+        "pk", "job_id", "event", "subscription_index", "target_index", "delivery_id", "attempt"
+    ):
+        if not JobDelivery.objects.filter(pk=row["pk"], retry_at__isnull=False).update(
+            retry_at=None
+        ):
+            continue  # another timer claimed it
+        tasks.fire(
+            DELIVER_TASK,
+            row["job_id"],
+            row["event"],
+            row["subscription_index"],
+            row["target_index"],
+            str(row["delivery_id"]),
+            row["attempt"] + 1,
         )
+        fired += 1
+    return fired
+
+
+RETRY_POLL_S = 1.0
+
+
+def deliveries_retry_loop(stop) -> None:
+    """The watcher's delivery timer: until ``stop`` is set, send each retry when it is due."""
+    while not stop.is_set():
+        try:
+            deliveries_retry_due()
+        except Exception:  # the database may be briefly unreachable: try again shortly
+            log.exception("delivery retry timer")
+        finally:
+            connections.close_all()  # give the connection back while this thread sleeps
+        stop.wait(RETRY_POLL_S)
 
 
 # --- reading -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
 from core.tasks import fire
 from jobs import task_names
+from jobs.lifecycle.subscriptions import deliveries_retry_loop
 from jobs.models import Job
 from jobs.runtime import services as runtime_services
 from jobs.runtime.container_spec import LABEL_JOB, slave_labels
@@ -44,9 +45,16 @@ def handle_event(event: dict) -> None:
         # stream, resumed from this event, would raise again forever.
         return
     close_old_connections()
-    job_id = (
-        Job.objects.filter(uuid=job_uuid, status__in=ON_SLAVE).values_list("pk", flat=True).first()
-    )
+    try:
+        job_id = (
+            Job.objects.filter(uuid=job_uuid, status__in=ON_SLAVE)
+            .values_list("pk", flat=True)
+            .first()
+        )
+    finally:
+        # This thread now waits for the next event, maybe for hours: give the connection back
+        # (the process's pool, PORTAL_DB_POOL_MAX, is shared by every slave's thread).
+        connections.close_all()
     if job_id is None:
         return
     if settings.PORTAL_TASK_MODE == "queue":
@@ -107,10 +115,18 @@ def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = Non
     threading.Thread(target=wakeup_loop, args=(stop,), name="wakeup", daemon=True).start()
     # Resource samples of running jobs (charts, idle-GPU review): same reason.
     threading.Thread(target=metrics_sampler_loop, args=(stop,), name="metrics", daemon=True).start()
+    # Retries of failed webhook and e-mail deliveries, each sent when it is due.
+    threading.Thread(
+        target=deliveries_retry_loop, args=(stop,), name="deliveries", daemon=True
+    ).start()
     watches: dict[tuple[str, str], SlaveWatch] = {}
     while not stop.is_set():
         close_old_connections()
-        for slave in Slave.objects.all():
+        try:
+            slaves = list(Slave.objects.all())
+        finally:
+            connections.close_all()  # not held through the wait below
+        for slave in slaves:
             key = (slave.name, slave.docker_url)
             if key not in watches or not watches[key].is_alive():
                 watches[key] = SlaveWatch(slave, stop)

@@ -11,7 +11,7 @@ the wakeup timer at the end of this module.
 import logging
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection, connections, transaction
 from django.utils import timezone
 
 from core.tasks import fire
@@ -115,5 +115,7 @@ def wakeup_loop(stop) -> None:
         except Exception:  # the database may be briefly unreachable: try again shortly
             log.exception("wakeup timer")
             wait = WAKEUP_POLL_S
+        finally:
+            connections.close_all()  # not held while this thread sleeps (a small shared pool)
         # Re-read at least every poll: a tick may have stored an earlier moment meanwhile.
         stop.wait(min(max(wait, 0.0), WAKEUP_POLL_S))

@@ -3,7 +3,6 @@ submit), signed deliveries to a local HTTP receiver in a thread, retries with ba
 failing receiver, the allow-list again at delivery (after DNS resolution), e-mail targets, and
 who sees the deliveries and the webhook secret."""
 
-import ast
 import copy
 import hashlib
 import hmac
@@ -18,6 +17,7 @@ from django.core import mail
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from core import tasks
 from jobs.actions.services import job_submit
 from jobs.actions.shares import job_share_create
 from jobs.lifecycle.subscriptions import SIGNATURE_HEADER, job_webhook_secret, subscription_deliver
@@ -267,8 +267,14 @@ def test_a_failing_receiver_is_retried_with_backoff(submit, receiver, inline, sl
     ]
 
 
-def test_a_retry_is_a_one_off_schedule_after_the_delay(submit, receiver, settings):
+def test_a_retry_is_due_after_the_delay_and_sent_once(
+    submit, receiver, settings, django_capture_on_commit_callbacks
+):
+    """Queue mode: the failed attempt's row says when the next is due; the timer fires it
+    then, once, as plain arguments (no django-q2 schedule: those are read every 30 s only)."""
     from django_q.models import Schedule
+
+    from jobs.lifecycle.subscriptions import deliveries_retry_due
 
     receiver.status = 503
     settings.PORTAL_TASK_MODE = "queue"
@@ -279,11 +285,17 @@ def test_a_retry_is_a_one_off_schedule_after_the_delay(submit, receiver, setting
         job_id=job.pk, event="QUEUED", s_index=0, t_index=0, delivery_id=DELIVERY, attempt=2
     )
     assert delivery.retry_in_s == 60 and not delivery.ok
-    (schedule,) = Schedule.objects.filter(func="jobs.tasks.job_deliver")
-    assert schedule.schedule_type == Schedule.ONCE and schedule.repeats == -1  # then deleted
-    assert ast.literal_eval(schedule.args) == (job.pk, "QUEUED", 0, 0, DELIVERY, 3)
-    wait = schedule.next_run - before
+    assert not Schedule.objects.filter(func="jobs.tasks.job_deliver").exists()
+    wait = delivery.retry_at - before
     assert timedelta(seconds=59) < wait < timedelta(seconds=62)
+    settings.PORTAL_TASK_MODE = "record"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deliveries_retry_due(now=delivery.retry_at - timedelta(seconds=1)) == 0
+        assert deliveries_retry_due(now=delivery.retry_at) == 1
+        assert deliveries_retry_due(now=delivery.retry_at + timedelta(seconds=5)) == 0  # claimed
+    (fired,) = [args for path, args in tasks.recorded if path == "jobs.tasks.job_deliver"]
+    assert fired == (job.pk, "QUEUED", 0, 0, DELIVERY, 3)
+    assert all(type(value) in (int, str) for value in fired)  # plain values, no enum
 
 
 def test_an_unreachable_receiver_is_retried_too(submit, inline, settings, slave):

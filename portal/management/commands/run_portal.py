@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
@@ -34,7 +35,12 @@ class Command(BaseCommand):
             "watcher": [*manage, "watch_slaves"],
             "ssh": [*manage, "ssh_gateway"],  # SSH into running jobs (docs/ssh.md)
         }
-        children = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+        # Each child in its own process group, as systemd gives each unit its own: the stop
+        # below can then kill a child's whole tree (a q cluster's workers too), never leaving
+        # orphans. Ctrl-C reaches this process only; it stops the children itself.
+        children = {
+            name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in commands.items()
+        }
         self.stdout.write(f"GPU Portal on http://{options['addr']}/ (Ctrl-C stops everything)")
         stopping = False
 
@@ -52,12 +58,26 @@ class Command(BaseCommand):
                         stopping = True
                 time.sleep(0.5)
         finally:
-            for child in children.values():
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
-            deadline = time.time() + 15
-            for child in children.values():
-                try:
-                    child.wait(timeout=max(0.1, deadline - time.time()))
-                except subprocess.TimeoutExpired:
-                    os.kill(child.pid, signal.SIGKILL)
+            children_stop(children.values(), grace_s=settings.PORTAL_STOP_DEADLINE_S + 3)
+
+
+def children_stop(children, *, grace_s: float) -> None:
+    """SIGTERM each child (its main process, as systemd's KillMode=mixed does), wait up to
+    ``grace_s`` for all, then SIGKILL the process group of any still running, and of every
+    child in any case: a child that exited may have left processes of its own."""
+    children = list(children)
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for child in children:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        child.wait()
