@@ -9,10 +9,7 @@ to install it the test skips, and fails under PORTAL_REQUIRE_CLI=1 (CI).
 """
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,11 +20,8 @@ from accounts.tokens import api_token_rotate
 from clusters.runtime import memory
 from tapis.api.auth import tapis_token_wrap
 from tapis.services import app_create
-from tests.cli.cli_support import ROOT, unavailable
+from tests.support.clients import tapipy_python
 from tests.support.runtime import TEST_IMAGE, add_slave
-
-TAPIPY_VERSION = "25.4.0"
-TAPIPY_VENV = Path(os.environ.get("PORTAL_TAPIPY_VENV_DIR", ROOT / "var" / "test-tapipy-venv"))
 
 SCRIPT = r"""
 import json, sys
@@ -63,30 +57,6 @@ except Exception as exc:  # a finished job cannot be cancelled: Tapis answers 40
     out["cancel_error"] = type(exc).__name__
 print(json.dumps(out))
 """
-
-
-def tapipy_python() -> Path:
-    python = TAPIPY_VENV / "bin" / "python"
-    marker = TAPIPY_VENV / ".installed"
-    if python.exists() and marker.exists():
-        return python
-    shutil.rmtree(TAPIPY_VENV, ignore_errors=True)
-    TAPIPY_VENV.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(TAPIPY_VENV)], check=True, timeout=300)
-        pip = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", f"tapipy=={TAPIPY_VERSION}"],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    except (subprocess.SubprocessError, OSError) as error:
-        unavailable(f"cannot create a virtual environment for tapipy: {error}")
-    if pip.returncode != 0:
-        tail = (pip.stderr or pip.stdout).strip().splitlines()[-3:]
-        unavailable(f"cannot install tapipy=={TAPIPY_VERSION} (no network?): {' | '.join(tail)}")
-    marker.write_text(f"tapipy=={TAPIPY_VERSION}\n")
-    return python
 
 
 @pytest.fixture
