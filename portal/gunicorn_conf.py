@@ -16,6 +16,12 @@ workers = env_int("PORTAL_WEB_WORKERS", 2)
 worker_class = "gthread"
 threads = env_int("PORTAL_WEB_THREADS", 4)
 timeout = env_int("PORTAL_WEB_TIMEOUT_S", 60)
+# How long an idle keep-alive connection stays open. nginx keeps idle connections to the portal
+# for reuse and must always be the side that closes one: its upstream `keepalive_timeout`
+# (60 s in deploy/nginx/gpuportal.conf.template) stays below this. With gunicorn's default of
+# 2 s, gunicorn closed them under nginx, and a request sent on one at that moment failed: nginx
+# retries a GET on a fresh connection but never a POST, so a submit got the front end's 503.
+keepalive = env_int("PORTAL_WEB_KEEPALIVE_S", 75)
 graceful_timeout = 10
 # One access line per request on stdout (journald under systemd); errors on stderr.
 accesslog = "-"

@@ -68,6 +68,7 @@ class Portal:
                 "PORTAL_LOG_ARCHIVE_DIR",
                 "PORTAL_STORAGE_BASE",
                 "DJANGO_SETTINGS_MODULE",
+                "PORTAL_WEB_KEEPALIVE_S",  # tests of the front end run the shipped value
             }
         }
         self.env.update(
@@ -85,10 +86,10 @@ class Portal:
         self.watcher: subprocess.Popen | None = None
         self.gateway: subprocess.Popen | None = None
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str], *, manage: bool = True) -> subprocess.Popen:
         with open(self.var_dir / f"{name}.log", "w") as log:
             return subprocess.Popen(
-                [sys.executable, "manage.py", *args],
+                [sys.executable, *(["manage.py"] if manage else []), *args],
                 cwd=ROOT,
                 env=self.env,
                 stdout=log,
@@ -126,10 +127,18 @@ class Portal:
         assert done.returncode == 0, f"portal_setup {args}: {done.stdout}\n{done.stderr}"
         return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def start(self, *, watcher: bool = False, gateway: bool = False):
-        self.server = self._spawn(
-            "runserver", ["runserver", f"127.0.0.1:{self.port}", "--noreload"]
-        )
+    def start(self, *, watcher: bool = False, gateway: bool = False, gunicorn: bool = False):
+        if gunicorn:  # the production web process, shipped settings (log: still runserver.log)
+            self.server = self._spawn(
+                "runserver",
+                ["-m", "gunicorn", "-c", "python:portal.gunicorn_conf"]
+                + ["--bind", f"127.0.0.1:{self.port}"],
+                manage=False,
+            )
+        else:
+            self.server = self._spawn(
+                "runserver", ["runserver", f"127.0.0.1:{self.port}", "--noreload"]
+            )
         if watcher:  # Docker events -> finish tasks (run inline in the watcher process)
             self.watcher = self._spawn("watcher", ["watch_slaves"])
         if gateway:  # SSH into running jobs
@@ -224,10 +233,16 @@ class Portal:
 
 @contextmanager
 def running_portal(
-    name: str, *, docker_url: str | None = None, watcher: bool = False, gateway: bool = False
+    name: str,
+    *,
+    docker_url: str | None = None,
+    watcher: bool = False,
+    gateway: bool = False,
+    gunicorn: bool = False,
 ):
     """Migrate, add the test data (users alice/bob, projects vision/speech, cluster 1 with slave
-    gpu1), start runserver and the TLS front end; stop both and remove everything afterwards.
+    gpu1), start runserver (gunicorn with portal/gunicorn_conf.py if asked) and the TLS front
+    end; stop both and remove everything afterwards.
 
     The var dir is a mkdtemp of its own, not pytest's tmp_path: pytest deletes old basetemp
     directories when other pytest sessions of the same user start, which would pull the
@@ -238,7 +253,7 @@ def running_portal(
     try:
         live.manage("migrate", "--noinput")
         live.setup("setup", *(["--docker-url", docker_url] if docker_url else []))
-        live.start(watcher=watcher, gateway=gateway)
+        live.start(watcher=watcher, gateway=gateway, gunicorn=gunicorn)
         started = live.frontend("start")
         assert started.returncode == 0, f"{started.stdout}\n{started.stderr}"
         assert live.server_ca.exists()
