@@ -1,5 +1,5 @@
 # The two commands of the README, plus developer helpers.
-.PHONY: run test lint format engines bench
+.PHONY: run test lint format engines bench soak
 
 run:
 	./scripts/run.sh
@@ -18,3 +18,10 @@ engines:
 
 bench:
 	.venv/bin/python manage.py bench_scheduler --queued 10000 --slaves 1000 --gpus-per-slave 8
+
+# The production soak (scripts/soak.py): the deployment of deploy/systemd and deploy/nginx on
+# PostgreSQL, both brokers, three engines, driven by the real clients while processes are
+# killed. Needs what .ci/run starts (engines, PostgreSQL, Redis, nginx).
+soak:
+	./scripts/setup-venv.sh
+	.venv/bin/python scripts/soak.py

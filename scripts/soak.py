@@ -763,6 +763,7 @@ def wait_for_web(soak: Soak, timeout: float = 60) -> None:
 
 
 def soak_one(broker: str, seconds: float, keep: bool) -> dict:
+    Receiver.attempts, Receiver.accepted = Counter(), set()  # this run's deliveries only
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     work = Path(tempfile.mkdtemp(prefix=f"gpuportal-soak-{broker}-"))
