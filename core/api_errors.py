@@ -18,7 +18,6 @@ error handlers (portal/error_pages.py) give every path under /api/ the same JSON
 import logging
 from http import HTTPStatus
 
-from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
@@ -27,6 +26,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
 from core import dbbusy
+from core.body_limits import too_large_message
 from core.errors import JSON_PATH, FieldErrors, ServiceError
 
 security_log = logging.getLogger("django.security.DisallowedHost")
@@ -46,10 +46,6 @@ class BadRequest(exceptions.APIException):
 class PayloadTooLarge(exceptions.APIException):
     status_code = 413
     default_detail = "request body too large"
-
-
-def too_large_message() -> str:
-    return f"request body too large (at most {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes)"
 
 
 def _flatten(detail, prefix: str = "") -> list[str]:
@@ -97,7 +93,9 @@ def exception_handler(exc, context):
     if isinstance(exc, ServiceError):
         return Response({"error": str(exc)}, status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
-        return Response({"error": too_large_message()}, status=413)
+        request = context.get("request")
+        path = request.path_info if request is not None else None
+        return Response({"error": too_large_message(path)}, status=413)
     if isinstance(exc, BadRequest):
         body = {"error": str(exc.detail)}
         if exc.errors:

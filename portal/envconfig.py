@@ -17,11 +17,32 @@ def env_int(name: str, default: int) -> int:
     return int(value) if value not in (None, "") else default
 
 
+def env_count(name: str, default: int) -> int:
+    """A bound (at least 1); anything else stops the start-up with its name."""
+    value = env_int(name, default)
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, not {value}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     if value is None:
         return default
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_bytes_by_prefix(name: str) -> dict[str, int]:
+    """A comma list of ``/path/prefix=bytes`` entries as {prefix: bytes}; a malformed entry
+    stops the start-up with its name."""
+    limits = {}
+    for item in env_list(name, []):
+        prefix, _, size = item.rpartition("=")
+        prefix = prefix.strip()
+        if not prefix.startswith("/") or not size.strip().isdigit():
+            raise ValueError(f"{name}: {item!r} is not /path/prefix=bytes")
+        limits[prefix] = int(size)
+    return limits
 
 
 def database_from_url(

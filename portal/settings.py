@@ -10,7 +10,14 @@ import socket
 from pathlib import Path
 
 from core import installation
-from portal.envconfig import database_from_url, env_bool, env_int, env_list
+from portal.envconfig import (
+    database_from_url,
+    env_bool,
+    env_bytes_by_prefix,
+    env_count,
+    env_int,
+    env_list,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("PORTAL_VAR_DIR", BASE_DIR / "var"))
@@ -71,6 +78,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: under /api/ every error is JSON, even a bad Host header or a debug page.
     "core.api_errors.ApiJsonErrorsMiddleware",
+    # A body above its path's limit gets 413 before anything reads it (core/body_limits.py).
+    "core.body_limits.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files from the web process itself (compressed, cached forever when hashed).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -157,8 +166,13 @@ LOGOUT_REDIRECT_URL = "login"
 CRISPY_ALLOWED_TEMPLATE_PACKS = "bootstrap5"
 CRISPY_TEMPLATE_PACK = "bootstrap5"
 
-# Request bodies above this are refused with 413 (API) / 400 (forms) before they are parsed.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("PORTAL_MAX_BODY_BYTES", 1024 * 1024)
+# Request bodies above this are refused with 413 (JSON under /api/) before they are read.
+PORTAL_MAX_BODY_BYTES = env_int("PORTAL_MAX_BODY_BYTES", 1024 * 1024)
+# "/prefix=bytes,...": another limit for the paths below a prefix (the longest prefix wins),
+# e.g. "/api/portal/jobs/array=4194304" (core/body_limits.py).
+PORTAL_MAX_BODY_BYTES_BY_PATH = env_bytes_by_prefix("PORTAL_MAX_BODY_BYTES_BY_PATH")
+# Django's own check: the largest of them (core.body_limits holds each path to its own).
+DATA_UPLOAD_MAX_MEMORY_SIZE = max([PORTAL_MAX_BODY_BYTES, *PORTAL_MAX_BODY_BYTES_BY_PATH.values()])
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -239,6 +253,14 @@ PORTAL_DEFAULT_MIN_DURATION = os.environ.get("PORTAL_DEFAULT_MIN_DURATION", "1 w
 PORTAL_DEFAULT_MAX_DURATION = os.environ.get("PORTAL_DEFAULT_MAX_DURATION", "2 weeks")
 # Most jobs one array submission (POST /api/portal/jobs/array, manage.py submit_jobs) may carry.
 PORTAL_ARRAY_MAX_JOBS = env_int("PORTAL_ARRAY_MAX_JOBS", 1000)
+# Bounds on what one job request may carry, checked at submit before anything is expanded or
+# written (jobs/spec/limits.py; docs/configuration.md "Request bounds").
+PORTAL_MAX_PORTS_PER_JOB = env_count("PORTAL_MAX_PORTS_PER_JOB", 64)
+PORTAL_MAX_PORTS_PER_GANG = env_count("PORTAL_MAX_PORTS_PER_GANG", 1024)
+PORTAL_MAX_GANG_TASKS = env_count("PORTAL_MAX_GANG_TASKS", 256)
+PORTAL_MAX_COMMAND_CHARS = env_count("PORTAL_MAX_COMMAND_CHARS", 32768)
+PORTAL_MAX_COMMAND_WORDS = env_count("PORTAL_MAX_COMMAND_WORDS", 4096)
+PORTAL_MAX_EMAIL_RECIPIENTS = env_count("PORTAL_MAX_EMAIL_RECIPIENTS", 20)
 
 # --- Scheduler -------------------------------------------------------------------------------
 PORTAL_USAGE_HALF_LIFE_S = env_int("PORTAL_USAGE_HALF_LIFE_S", 7 * 86400)

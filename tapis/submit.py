@@ -292,6 +292,7 @@ SUBSCRIBE_FIELDS = {
     "ttlminutes",
 }
 NOTIFICATIONS_PATH = "request.notifications.subscriptions"
+COMMAND_PATH = "request.docker.command"
 
 
 def tapis_subscriptions(items: list, errs: _Errors) -> list[dict]:
@@ -324,15 +325,17 @@ def tapis_subscriptions(items: list, errs: _Errors) -> list[dict]:
 
 
 def _tapis_paths(exc: SpecError) -> SpecError:
-    """The generated document's subscription errors under the request's own field name."""
-    return SpecError(
-        [
-            FieldError("subscriptions" + e.path[len(NOTIFICATIONS_PATH) :], e.message)
-            if e.path.startswith(NOTIFICATIONS_PATH)
-            else e
-            for e in exc.errors
-        ]
-    )
+    """The generated document's subscription errors under the request's own field name, and
+    its command's (the site's bounds on length and words) under the arguments."""
+    return SpecError([_tapis_path(e) for e in exc.errors])
+
+
+def _tapis_path(e: FieldError) -> FieldError:
+    if e.path.startswith(NOTIFICATIONS_PATH):
+        return FieldError("subscriptions" + e.path[len(NOTIFICATIONS_PATH) :], e.message)
+    if e.path == COMMAND_PATH:
+        return FieldError("parameterSet.appArgs", f"with the app's command, {e.message}")
+    return e
 
 
 def _project(user, value, errs: _Errors) -> Project | None:

@@ -148,6 +148,31 @@ def slave(cluster):
     return slave
 
 
+@pytest.fixture
+def second_slave(slave):
+    """Another slave like ``slave`` in its cluster ("gpu2"): a gang of two 4-GPU tasks, which
+    one slave could never hold at once (refused at submit), fits the two."""
+    from clusters.models import Gpu, Slave
+
+    other = Slave.objects.create(
+        name="gpu2",
+        cluster=slave.cluster,
+        docker_url="unix:///nonexistent-gpu2.sock",
+        host="gpu2.example.org",
+        cpus_total=16,
+        memory_total_mb=64 * 1024,
+        cuda_version="12.2",
+        online=True,
+        offline_reason="",
+        last_seen=timezone.now(),
+    )
+    for index in range(4):
+        Gpu.objects.create(
+            slave=other, index=index, model="Tesla V100-PCIE-32GB", memory_mb=32768, declared=True
+        )
+    return other
+
+
 HELLO_WORLD = {
     "name": "HelloWorld",
     "description": "Hello world!",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -13,7 +12,8 @@ from rest_framework.views import APIView
 
 from core.api.renderers import PortalJSONRenderer
 from core.api.text import PlainTextRenderer, RawBodyParser
-from core.api_errors import BadRequest, PayloadTooLarge, too_large_message
+from core.api_errors import BadRequest, PayloadTooLarge
+from core.body_limits import body_limit, declared_length, too_large_message
 from core.jsontext import load_json
 
 TRUE_WORDS = {"true", "1", "yes", "on"}
@@ -44,24 +44,21 @@ class PortalAPIView(APIView):
 
 
 def read_body(request) -> bytes:
-    """The raw request body, refused with 413 above DATA_UPLOAD_MAX_MEMORY_SIZE.
+    """The raw request body, refused with 413 above its path's limit (core/body_limits.py).
 
     DRF's own parsers read the stream directly and skip Django's size check; reading
     ``request.body`` keeps it (Django raises RequestDataTooBig, which becomes 413).
     """
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    if limit is not None and declared > limit:
-        raise PayloadTooLarge(too_large_message())
+    path = request.path_info
+    limit = body_limit(path)
+    if limit is not None and declared_length(request) > limit:
+        raise PayloadTooLarge(too_large_message(path))
     try:
         body = request.body
     except RequestDataTooBig:
-        raise PayloadTooLarge(too_large_message()) from None
+        raise PayloadTooLarge(too_large_message(path)) from None
     if limit is not None and len(body) > limit:
-        raise PayloadTooLarge(too_large_message())
+        raise PayloadTooLarge(too_large_message(path))
     return body
 
 

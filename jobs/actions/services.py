@@ -25,7 +25,14 @@ from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.scheduler_bridge.ticks import tick_request
 from jobs.selectors import job_can_act, project_ids_of
-from jobs.spec import FieldError, SpecDefaults, SpecError, parse_image, parse_job_document
+from jobs.spec import (
+    FieldError,
+    RequestLimits,
+    SpecDefaults,
+    SpecError,
+    parse_image,
+    parse_job_document,
+)
 from jobs.spec.document import is_openpai_document
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import DOCUMENT_PATH, JSON_PATH
@@ -49,6 +56,14 @@ def spec_defaults() -> SpecDefaults:
         max_duration=settings.PORTAL_DEFAULT_MAX_DURATION,
         allowed_private_registries=tuple(settings.PORTAL_ALLOWED_PRIVATE_REGISTRIES),
         webhook_allowed_hosts=tuple(settings.PORTAL_WEBHOOK_ALLOWED_HOSTS),
+        limits=RequestLimits(
+            ports_per_job=settings.PORTAL_MAX_PORTS_PER_JOB,
+            ports_per_gang=settings.PORTAL_MAX_PORTS_PER_GANG,
+            gang_tasks=settings.PORTAL_MAX_GANG_TASKS,
+            command_chars=settings.PORTAL_MAX_COMMAND_CHARS,
+            command_words=settings.PORTAL_MAX_COMMAND_WORDS,
+            email_recipients=settings.PORTAL_MAX_EMAIL_RECIPIENTS,
+        ),
     )
 
 
@@ -162,7 +177,7 @@ def _openpai_submit(*, user, project: Project, document, hold: bool, now: dateti
     """An OpenPAI config (docs/openpai.md): one task is submitted as a v2 job that keeps the
     config; several tasks (or a retry policy) as a gang whose tasks are submitted together
     (jobs/gang/), the answer being the first task. Errors name the OpenPAI fields."""
-    mapped = openpai_tasks(user=user, document=document, defaults=spec_defaults())
+    mapped = openpai_tasks(user=user, document=document, defaults=spec_defaults(), project=project)
     try:
         with transaction.atomic():  # the job(s) and the config, or nothing
             if not mapped.gang:

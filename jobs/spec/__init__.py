@@ -2,8 +2,9 @@
 image references; OpenPAI job configs (openpai.py: validation and expansion into tasks).
 
 Pure Python (standard library only, no Django; the rule on text no database can store comes
-from core.text_guard, itself standard library only) so that the API, the web forms, the
-scheduler and the launcher can share it and it can be tested anywhere.
+from core.text_guard, itself standard library only; SSH public keys are parsed by the
+``cryptography`` package, a dependency of the portal everywhere it runs) so that the API, the
+web forms, the scheduler and the launcher can share it and it can be tested anywhere.
 """
 
 from .document import (
@@ -17,6 +18,7 @@ from .durations import format_duration, parse_duration
 from .errors import FieldError, SpecError
 from .images import ImageRef, parse_image, redact_image
 from .jsontext import load_json
+from .limits import RequestLimits
 from .openpai import OPENPAI, expand_tasks, normalize_openpai
 from .v1 import convert_v1, v1_error_path
 from .v2 import SpecDefaults, duration_seconds, normalize_job, tmpfs_gb
@@ -26,6 +28,7 @@ __all__ = [
     "FieldError",
     "ImageRef",
     "ParsedDocument",
+    "RequestLimits",
     "SpecDefaults",
     "SpecError",
     "convert_v1",

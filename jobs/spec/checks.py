@@ -8,7 +8,9 @@ Input conventions, shared by all of GPULab's schema objects:
 - keys are camelCase, and the snake_case spelling of each key is accepted too (GPULab's schema
   validates "by name" as well as "by alias"); giving both spellings of one key is an error;
 - JSON null means "not given" (the real client drops nulls, stored jobs carry them);
-- integers are "lax" like GPULab's: 2, 2.0 and "2" are 2; 1.5, "2.5", true are not integers.
+- numbers must be JSON numbers: 2 and 2.0 are the integer 2; "2", 1.5, "2.5" and true are not
+  integers (GPULab's server also takes "2", but its client always sends numbers: it validates the
+  job file with its own schema and sends that schema's JSON).
 """
 
 from __future__ import annotations
@@ -139,15 +141,16 @@ def unknown_key_message(key: str, known: Sequence[str]) -> str:
     return "unknown key"
 
 
-def coerce_int(value: object) -> int | None:
-    """GPULab's lax integers: int, integral float, or a decimal string; never a bool."""
+def coerce_int(value: object, *, text_ok: bool = False) -> int | None:
+    """An integer from a JSON number (an int, or a float with no fraction); never a bool. With
+    ``text_ok`` a decimal string too (v1's clusterId, documented as a string or a number)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, float):
         return int(value) if value.is_integer() else None
-    if isinstance(value, str) and _INT_TEXT_RE.fullmatch(value):
+    if text_ok and isinstance(value, str) and _INT_TEXT_RE.fullmatch(value):
         return int(value)
     return None
 

@@ -69,7 +69,9 @@ def parse_any_document(source: str | bytes | dict, *, defaults: SpecDefaults) ->
     doc = source if isinstance(source, dict) else load_json(source)
     check_storable(doc)
     if detect_version(doc) == OPENPAI:
-        config = normalize_openpai(doc, allowed_registries=defaults.allowed_private_registries)
+        config = normalize_openpai(
+            doc, allowed_registries=defaults.allowed_private_registries, limits=defaults.limits
+        )
         return ParsedDocument(OPENPAI, config)
     canonical, was_v1 = parse_job_document(doc, defaults=defaults)
     return ParsedDocument("gpulab", canonical, was_v1)

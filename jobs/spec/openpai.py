@@ -15,7 +15,10 @@ Pure Python, standard library only, like the rest of jobs/spec.
 
 Choices where OpenPAI is silent (each documented in docs/openpai.md):
 - keys exactly as OpenPAI spells them (no snake_case second spelling, unlike GPULab's);
-- integers follow the portal's lax rule (2, 2.0 and "2" are 2), capped at 2^31-1;
+- numbers must be JSON numbers (2 and 2.0 are 2; "2" is refused), integers capped at 2^31-1;
+- the site's bounds (limits.py) apply before anything is expanded: tasks of the job (every
+  role's ``taskNumber`` together), ports of a task (a role's ``portNumber``s together) and of
+  the job (every task's), the characters of a role's ``command``;
 - ``minFailedTaskCount``/``minSucceededTaskCount`` are null (the seed's meaning: never fail /
   succeed when all tasks completed) or 1..taskNumber: a larger count could never be reached;
 - ``portNumber`` >= 1; a fixed range (``beginAt`` > 0) must end at or below 65535 and must not
@@ -46,6 +49,7 @@ from .checks import (
 )
 from .errors import SpecError
 from .jsontext import DOCUMENT_PATH, check_storable
+from .limits import DEFAULT_LIMITS, SITE_LIMIT, RequestLimits
 from .v2_docker import ENV_NAME_HINT, ENV_NAME_RE, reserved_env_reason
 from .v2_docker import _image as _check_image
 
@@ -121,10 +125,15 @@ def _read_exact(value: object, path: str, errs: Errors, *, fields: tuple[str, ..
     return read_object(value, path, errs, fields=fields)
 
 
-def normalize_openpai(doc: object, *, allowed_registries: Collection[str] = ()) -> dict:
+def normalize_openpai(
+    doc: object,
+    *,
+    allowed_registries: Collection[str] = (),
+    limits: RequestLimits = DEFAULT_LIMITS,
+) -> dict:
     """Validate an OpenPAI job config and return its canonical form; raise SpecError listing
     every problem, each with its path. ``allowed_registries``: the site's private registries
-    (as for GPULab images)."""
+    (as for GPULab images); ``limits``: the site's bounds on tasks, ports and commands."""
     if not isinstance(doc, dict):
         raise SpecError.single(DOCUMENT_PATH, f"must be a JSON object, not {describe(doc)}")
     check_storable(doc)
@@ -150,7 +159,7 @@ def normalize_openpai(doc: object, *, allowed_registries: Collection[str] = ()) 
     virtual_cluster = read_str(top, "virtualCluster", errs, min_length=1, max_length=255)
     gpu_type = read_str(top, "gpuType", errs, min_length=2, max_length=GPU_TYPE_MAX_LENGTH)
     retry_count = read_int(top, "retryCount", errs, minimum=0)
-    roles = _task_roles(top, errs)
+    roles = _task_roles(top, errs, limits)
     job_envs = _job_envs(top.get("jobEnvs"), top.path_of("jobEnvs"), errs)
     extras = top.get("extras")
     if extras is None:
@@ -202,7 +211,7 @@ def _storage_field(top, name: str, errs: Errors) -> str | None:
     return value
 
 
-def _task_roles(top, errs: Errors) -> list[dict]:
+def _task_roles(top, errs: Errors, limits: RequestLimits) -> list[dict]:
     value = top.get("taskRoles")
     path = top.path_of("taskRoles")
     if value is None:
@@ -217,7 +226,7 @@ def _task_roles(top, errs: Errors) -> list[dict]:
     roles = []
     seen: dict[str, int] = {}
     for position, item in enumerate(value):
-        role = _task_role(item, index(path, position), errs)
+        role = _task_role(item, index(path, position), errs, limits)
         if role is None:
             continue
         name = role["name"]
@@ -230,10 +239,37 @@ def _task_roles(top, errs: Errors) -> list[dict]:
             else:
                 seen[name] = position
         roles.append(role)
+    _check_job_totals(roles, path, errs, limits)
     return roles
 
 
-def _task_role(item: object, path: str, errs: Errors) -> dict | None:
+def _check_job_totals(roles: list[dict], path: str, errs: Errors, limits: RequestLimits) -> None:
+    """Tasks and ports of the whole job within the site's bounds (each role's own were checked
+    with the role)."""
+    numbers = [role["taskNumber"] for role in roles]
+    if None in numbers or any(n > limits.gang_tasks for n in numbers):
+        return  # named at the role already
+    tasks = sum(numbers)
+    if tasks > limits.gang_tasks:
+        errs.add(
+            path,
+            f"must have at most {limits.gang_tasks} tasks in all ({SITE_LIMIT}), not {tasks}",
+        )
+        return
+    ports = sum(role["taskNumber"] * _ports_per_task(role) for role in roles)
+    if ports > limits.ports_per_gang:
+        errs.add(
+            path,
+            f"must open at most {limits.ports_per_gang} ports in all tasks together "
+            f"({SITE_LIMIT}), not {ports}",
+        )
+
+
+def _ports_per_task(role: dict) -> int:
+    return sum(item["portNumber"] or 0 for item in role["portList"])
+
+
+def _task_role(item: object, path: str, errs: Errors, limits: RequestLimits) -> dict | None:
     f = _read_exact(item, path, errs, fields=ROLE_FIELDS)
     if f is None:
         return None
@@ -247,6 +283,11 @@ def _task_role(item: object, path: str, errs: Errors) -> dict | None:
         pattern_message="must match ^[A-Za-z0-9._~]+$",
     )
     task_number = read_int(f, "taskNumber", errs, required=True, minimum=1)
+    if task_number is not None and task_number > limits.gang_tasks:
+        errs.add(
+            f.path_of("taskNumber"),
+            f"must be <= {limits.gang_tasks} (the most tasks of one job: {SITE_LIMIT})",
+        )
     cpu_number = read_int(f, "cpuNumber", errs, required=True, minimum=1)
     memory_mb = read_int(f, "memoryMB", errs, required=True, minimum=MIN_MEMORY_MB)
     shm_mb = read_int(f, "shmMB", errs, minimum=1)
@@ -264,6 +305,12 @@ def _task_role(item: object, path: str, errs: Errors) -> dict | None:
     elif not command.strip():
         errs.add(f.path_of("command"), "must not be empty")
         command = None
+    elif len(command) > limits.command_chars:
+        errs.add(
+            f.path_of("command"),
+            f"must be at most {limits.command_chars} characters ({SITE_LIMIT}), not {len(command)}",
+        )
+        command = None
     counts = {}
     for key in ("minFailedTaskCount", "minSucceededTaskCount"):
         # null: the seed's "not set" meaning (never fail / succeed when all tasks completed).
@@ -277,17 +324,20 @@ def _task_role(item: object, path: str, errs: Errors) -> dict | None:
         "memoryMB": memory_mb,
         "shmMB": shm_mb,
         "gpuNumber": gpu_number,
-        "portList": _port_list(f.get("portList"), f.path_of("portList"), errs),
+        "portList": _port_list(f.get("portList"), f.path_of("portList"), errs, limits),
         "command": command,
         **counts,
     }
 
 
-def _port_list(value: object, path: str, errs: Errors) -> list[dict]:
+def _port_list(value: object, path: str, errs: Errors, limits: RequestLimits) -> list[dict]:
     if value is None:
         return []
     if not isinstance(value, list):
         errs.add(path, f"must be a list, not {describe(value)}")
+        return []
+    if len(value) > limits.ports_per_job:  # every item opens a port at least: count first
+        errs.add(path, _too_many_ports(len(value), limits.ports_per_job, at_least=True))
         return []
     ports = []
     labels: dict[str, int] = {}
@@ -331,7 +381,16 @@ def _port_list(value: object, path: str, errs: Errors) -> list[dict]:
                         break
                 fixed.append((begin_at, last, position))
         ports.append({"label": label, "beginAt": begin_at, "portNumber": number})
+    total = sum(item["portNumber"] or 0 for item in ports)
+    if total > limits.ports_per_job:
+        errs.add(path, _too_many_ports(total, limits.ports_per_job))
+        return []
     return ports
+
+
+def _too_many_ports(count: int, limit: int, *, at_least: bool = False) -> str:
+    many = f"at least {count}" if at_least else str(count)
+    return f"must open at most {limit} ports per task ({SITE_LIMIT}), not {many}"
 
 
 def _job_envs(value: object, path: str, errs: Errors) -> dict:

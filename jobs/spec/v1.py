@@ -152,14 +152,15 @@ def _number(value: object) -> int | float | None:
 
 
 def _cluster_id(value: object, path: str, errs: Errors) -> int | None:
-    """v1 allowed an int, a numeric string, or a list of them (only the first one counts)."""
+    """v1 allowed an int, a numeric string, or a list of them (only the first one counts): the
+    one number of a job document that may be written as text (docs/gpulab-format.md)."""
     if isinstance(value, list):
         if not value:
             return None
         value, path = value[0], index(path, 0)
     if value is None:
         return None
-    number = coerce_int(value)
+    number = coerce_int(value, text_ok=True)
     if number is None:
         errs.add(path, f"must be a cluster id (an integer), not {describe(value)}")
     return number

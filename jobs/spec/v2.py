@@ -11,8 +11,11 @@ and a job fetched from a server carries the rest. Any other unknown key, at any 
 error naming its path.
 
 Choices where GPULab is silent: ``name`` is at most 255 characters (it is shown in lists and
-stored in an indexed column); booleans are strict (true/false only); integers follow GPULab's
-lax rule (2, 2.0 and "2" are 2) but are capped at 2^31-1; see also v2_docker and v2_scheduling.
+stored in an indexed column); booleans are strict (true/false only); numbers must be JSON
+numbers (2 and 2.0 are 2; "2" is refused, which GPULab's own client never sends) and integers
+are capped at 2^31-1; ``extra.sshPubKeys`` items must parse as OpenSSH public keys (any type the
+``cryptography`` package reads, certificates included); counts and sizes are bounded by the
+site (limits.py: ports, command, e-mail recipients); see also v2_docker and v2_scheduling.
 """
 
 from __future__ import annotations
@@ -21,10 +24,17 @@ import re
 from dataclasses import dataclass
 from functools import partial
 
-from .checks import Errors, check_str, describe, read_list, read_object, read_str
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives.serialization import (
+    load_ssh_public_identity,
+    load_ssh_public_key,
+)
+
+from .checks import Errors, check_str, describe, join, read_list, read_object, read_str
 from .durations import parse_duration
 from .errors import SpecError
 from .jsontext import DOCUMENT_PATH, check_storable
+from .limits import DEFAULT_LIMITS, SITE_LIMIT, RequestLimits
 from .v2_docker import normalize_docker
 from .v2_notifications import normalize_notifications
 from .v2_resources import normalize_resources
@@ -56,6 +66,8 @@ class SpecDefaults:
     allowed_private_registries: tuple[str, ...] = ()
     # Hosts webhook subscriptions may call (v2_notifications; PORTAL_WEBHOOK_ALLOWED_HOSTS).
     webhook_allowed_hosts: tuple[str, ...] = ()
+    # The site's bounds on counts and sizes (limits.py; the PORTAL_MAX_* settings).
+    limits: RequestLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:
         # Fail at start-up on a bad setting, not on the first submitted job.
@@ -94,7 +106,11 @@ def _request(value: object, path: str, errs: Errors, defaults: SpecDefaults) -> 
     if f is None:
         return None
     sections = {}
-    docker = partial(normalize_docker, allowed_registries=defaults.allowed_private_registries)
+    docker = partial(
+        normalize_docker,
+        allowed_registries=defaults.allowed_private_registries,
+        limits=defaults.limits,
+    )
     for name, normalize in (("resources", normalize_resources), ("docker", docker)):
         if f.has(name):
             sections[name] = normalize(f.get(name), f.path_of(name), errs)
@@ -107,7 +123,8 @@ def _request(value: object, path: str, errs: Errors, defaults: SpecDefaults) -> 
         min_default=defaults.min_duration,
         max_default=defaults.max_duration,
     )
-    sections["extra"] = _extra(f.get("extra"), f.path_of("extra"), errs)
+    limit = defaults.limits.email_recipients
+    sections["extra"] = _extra(f.get("extra"), f.path_of("extra"), errs, limit)
     notifications = f.get("notifications")
     if notifications is not None:  # a portal extension: absent from requests that lack it
         sections["notifications"] = normalize_notifications(
@@ -116,16 +133,34 @@ def _request(value: object, path: str, errs: Errors, defaults: SpecDefaults) -> 
             errs,
             allowed_hosts=defaults.webhook_allowed_hosts,
         )
+    _check_recipients(sections, f, errs, limit)
     return sections
 
 
+SSH_KEY_HINT = (
+    "must be an OpenSSH public key: type, base64 key and an optional comment, "
+    "as in ~/.ssh/id_ed25519.pub"
+)
+
+
 def _ssh_key(item: object, path: str, errs: Errors) -> str | None:
-    # Any key type is accepted (the real client adds ed25519, ecdsa and rsa keys); the SSH
-    # front end decides what it can use, a job is never refused for its key.
+    # Any key type the cryptography package reads is accepted (the real client adds ed25519,
+    # ecdsa and rsa keys; certificates too); the SSH front end decides what it can use.
     # Stripped before the checks so that a normalised document validates again.
     if isinstance(item, str):
         item = item.strip()
-    return check_str(item, path, errs, min_length=1, max_length=16384)
+    text = check_str(item, path, errs, min_length=1, max_length=16384)
+    if text is None:
+        return None
+    data = text.encode("utf-8", "surrogatepass")
+    for load in (load_ssh_public_key, load_ssh_public_identity):
+        try:
+            load(data)
+            return text
+        except (ValueError, UnsupportedAlgorithm):
+            continue
+    errs.add(path, SSH_KEY_HINT)
+    return None
 
 
 def _email(item: object, path: str, errs: Errors) -> str | None:
@@ -139,14 +174,47 @@ def _email(item: object, path: str, errs: Errors) -> str | None:
     )
 
 
-def _extra(value: object, path: str, errs: Errors) -> dict | None:
+def _extra(value: object, path: str, errs: Errors, email_limit: int) -> dict | None:
     f = read_object({} if value is None else value, path, errs, fields=EXTRA_FIELDS)
     if f is None:
         return None
     result = {"sshPubKeys": read_list(f, "sshPubKeys", errs, _ssh_key, bare_ok=False)}
     for name in EXTRA_FIELDS[1:]:
+        listed = f.get(name)
+        if isinstance(listed, list) and len(listed) > email_limit:
+            # Counted before the addresses are read: 5,000 of them are one error.
+            errs.add(f.path_of(name), _too_many_recipients(len(listed), email_limit))
+            result[name] = []
+            continue
         result[name] = read_list(f, name, errs, _email, bare_ok=False)
     return result
+
+
+def _too_many_recipients(count: int, limit: int) -> str:
+    return f"must name at most {limit} e-mail recipients per job ({SITE_LIMIT}), not {count}"
+
+
+def _check_recipients(sections: dict, f, errs: Errors, limit: int) -> None:
+    """At most ``limit`` distinct addresses over every emailOn* list and EMAIL subscription
+    target together; the error names the list that went past it."""
+    seen: set[str] = set()
+    extra = sections.get("extra") or {}
+    for name in EXTRA_FIELDS[1:]:
+        seen.update(address.lower() for address in extra.get(name) or ())
+        if len(seen) > limit:
+            errs.add(join(f.path_of("extra"), name), _too_many_recipients(len(seen), limit))
+            return
+    subscriptions = (sections.get("notifications") or {}).get("subscriptions") or ()
+    for subscription in subscriptions:
+        for target in subscription.get("deliveryTargets") or ():
+            if target.get("deliveryMethod") == "EMAIL":
+                seen.add(str(target.get("deliveryAddress")).lower())
+        if len(seen) > limit:
+            errs.add(
+                join(f.path_of("notifications"), "subscriptions"),
+                _too_many_recipients(len(seen), limit),
+            )
+            return
 
 
 def tmpfs_gb(request: dict) -> int:

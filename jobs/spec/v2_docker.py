@@ -33,6 +33,7 @@ from .images import (
     image_parse,
     registry_refusal,
 )
+from .limits import DEFAULT_LIMITS, SITE_LIMIT, RequestLimits
 
 DOCKER_FIELDS = (
     "image",
@@ -66,11 +67,17 @@ _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def normalize_docker(
-    value: object, path: str, errs: Errors, *, allowed_registries: Collection[str] = ()
+    value: object,
+    path: str,
+    errs: Errors,
+    *,
+    allowed_registries: Collection[str] = (),
+    limits: RequestLimits = DEFAULT_LIMITS,
 ) -> dict | None:
     """Validate request.docker and return it with every key present.
 
-    ``allowed_registries``: private registries the site allows (see images.registry_refusal).
+    ``allowed_registries``: private registries the site allows (see images.registry_refusal);
+    ``limits``: the site's bounds on the command and the port mappings.
     """
     f = read_object(value, path, errs, fields=DOCKER_FIELDS)
     if f is None:
@@ -83,10 +90,10 @@ def normalize_docker(
         working_dir = _working_dir(working_dir, f.path_of("workingDir"), errs)
     return {
         "image": image,
-        "command": _command(f.get("command"), f.path_of("command"), errs),
+        "command": _command(f.get("command"), f.path_of("command"), errs, limits),
         "environment": _environment(f.get("environment"), f.path_of("environment"), errs),
         "storage": _storage(f.get("storage"), f.path_of("storage"), errs),
-        "portMappings": read_list(f, "portMappings", errs, _port_mapping, bare_ok=False),
+        "portMappings": _port_mappings(f, errs, limits.ports_per_job),
         "projectGidVariableName": _gid_variable(f, errs),
         "workingDir": working_dir,
         "groupAdd": read_list(f, "groupAdd", errs, _word, bare_ok=True),
@@ -115,23 +122,59 @@ def _word(item: object, path: str, errs: Errors) -> str | None:
     return check_str(item, path, errs, pattern=WORD_RE, pattern_message=r"must be a group (\w+)")
 
 
-def _command(value: object, path: str, errs: Errors) -> str | list[str]:
-    """A string (split like `docker run` arguments at launch, no shell) or exec-form list."""
+def _command(value: object, path: str, errs: Errors, limits: RequestLimits) -> str | list[str]:
+    """A string (split like `docker run` arguments at launch, no shell) or exec-form list, of at
+    most ``limits.command_chars`` characters and ``limits.command_words`` words (a list's
+    length is checked before its items: a 100,000-word list is one error, not 100,000)."""
     if value is None or value == "":
         return []  # the image's own CMD
     if isinstance(value, str):
+        if len(value) > limits.command_chars:
+            errs.add(path, _too_long(len(value), limits.command_chars))
+            return []
         try:
-            split_command(value)
+            words = split_command(value)
         except ValueError as exc:  # unbalanced quote, trailing backslash
             errs.add(path, str(exc).removeprefix("command "))
+            return value
+        if len(words) > limits.command_words:
+            errs.add(path, _too_many_words(len(words), limits.command_words))
         return value
     if not isinstance(value, list):
         errs.add(path, f"must be a string or a list of strings, not {describe(value)}")
         return []
+    if len(value) > limits.command_words:
+        errs.add(path, _too_many_words(len(value), limits.command_words))
+        return []
+    ok = True
     for position, item in enumerate(value):
         if not isinstance(item, str):
             errs.add(index(path, position), f"must be a string, not {describe(item)}")
+            ok = False
+    if ok and (chars := sum(len(item) for item in value)) > limits.command_chars:
+        errs.add(path, _too_long(chars, limits.command_chars))
     return list(value)
+
+
+def _too_long(chars: int, limit: int) -> str:
+    return f"must be at most {limit} characters ({SITE_LIMIT}), not {chars}"
+
+
+def _too_many_words(words: int, limit: int) -> str:
+    return f"must have at most {limit} words ({SITE_LIMIT}), not {words}"
+
+
+def _port_mappings(f, errs: Errors, limit: int) -> list[dict]:
+    """At most ``limit`` port mappings, counted before any is read: every one is a
+    docker-proxy process on the slave."""
+    value = f.get("portMappings")
+    if isinstance(value, list) and len(value) > limit:
+        errs.add(
+            f.path_of("portMappings"),
+            f"must have at most {limit} port mappings ({SITE_LIMIT}), not {len(value)}",
+        )
+        return []
+    return read_list(f, "portMappings", errs, _port_mapping, bare_ok=False)
 
 
 # Variables the portal sets in every container: which GPUs a job sees (on declared-GPU slaves

@@ -7,8 +7,14 @@ to the request as if it were queued now, on the registered slaves as the bridge 
 from django.utils import timezone
 
 from clusters.models import Slave
-from jobs.scheduler.explain import impossible_reason
-from jobs.scheduler_bridge.snapshot import QUEUED_FIELDS, queued_job, scheduler_config, slave_state
+from jobs.scheduler.explain import gang_impossible_reasons, impossible_reason
+from jobs.scheduler_bridge.snapshot import (
+    PORT_MAPPINGS,
+    QUEUED_FIELDS,
+    queued_job,
+    scheduler_config,
+    slave_state,
+)
 from jobs.submit.request_columns import columns_from_request
 
 
@@ -33,3 +39,25 @@ def impossible_reason_for_request(
         **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
     }
     return impossible_reason(queued_job(row), list(states), config=scheduler_config())
+
+
+def gang_impossible_reasons_for_requests(
+    *, roles: list[tuple[dict, int]], project, states
+) -> list[tuple[int | None, str]]:
+    """Why the registered slaves could never hold every task of a gang at once
+    (``jobs.scheduler.explain.gang_impossible_reasons``). ``roles``: one canonical v2 request
+    of each role and its number of tasks; ``states``: the slaves' ``slave_state``s."""
+    jobs = []
+    for request, count in roles:
+        columns = columns_from_request(request)
+        row = {
+            "uuid": "submit-check",
+            "owner__username": "",
+            "project__name": project.name,
+            "created": timezone.now(),
+            "queued_explanations": [],
+            PORT_MAPPINGS: request["docker"].get("portMappings"),
+            **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
+        }
+        jobs.append((queued_job(row), count))
+    return gang_impossible_reasons(jobs, list(states), config=scheduler_config())

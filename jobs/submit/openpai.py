@@ -16,27 +16,33 @@ from dataclasses import dataclass
 from clusters.models import Cluster
 from jobs.gang.policy import task_job_name
 from jobs.models import Job, JobGang
-from jobs.spec import FieldError, SpecError, load_json
+from jobs.spec import FieldError, RequestLimits, SpecError, load_json, normalize_job
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import check_storable
+from jobs.spec.limits import DEFAULT_LIMITS
 from jobs.spec.openpai import expand_tasks, normalize_openpai, task_count
 from jobs.states import JobStatus
+from jobs.submit.checks import slave_capabilities
+from jobs.submit.feasibility import gang_impossible_reasons_for_requests
 
 # Keys a GPULab client adds to every submission and the API already read (the project):
 # dropped before the OpenPAI validation, which knows no such key.
 SUBMISSION_KEYS = ("owner",)
 
 
-def openpai_config_check(*, user, document, allowed_registries=()) -> tuple[dict | None, list]:
+def openpai_config_check(
+    *, user, document, allowed_registries=(), limits: RequestLimits = DEFAULT_LIMITS
+) -> tuple[dict | None, list]:
     """``(canonical config or None, errors)`` after every check that needs no slave: the
-    config's own rules, and jobName unique among the user's jobs that are not deleted."""
+    config's own rules (the site's ``limits`` included), and jobName unique among the user's
+    jobs that are not deleted."""
     doc = document if isinstance(document, dict) else load_json(document)
     check_storable(doc)
     doc = {key: value for key, value in doc.items() if key not in SUBMISSION_KEYS}
     errors: list[FieldError] = []
     config = None
     try:
-        config = normalize_openpai(doc, allowed_registries=allowed_registries)
+        config = normalize_openpai(doc, allowed_registries=allowed_registries, limits=limits)
     except SpecError as exc:
         errors.extend(exc.errors)
     name = doc.get("jobName")
@@ -100,14 +106,18 @@ class OpenpaiTasks:
         return len(self.tasks) != 1 or bool(self.config["retryCount"])
 
 
-def openpai_tasks(*, user, document, defaults) -> OpenpaiTasks:
+def openpai_tasks(*, user, document, defaults, project=None) -> OpenpaiTasks:
     """Validate an OpenPAI config and map each task to a v2 job document.
 
-    Raises SpecError (400) listing every problem at once: the config's rules, the name, what the
-    runtime cannot do yet, the cluster.
+    Raises SpecError (400) listing every problem at once: the config's rules and the site's
+    bounds, the name, the cluster, and (given the ``project``) a gang the registered slaves
+    could never hold at once; all of them before any task is expanded.
     """
     config, errors = openpai_config_check(
-        user=user, document=document, allowed_registries=defaults.allowed_private_registries
+        user=user,
+        document=document,
+        allowed_registries=defaults.allowed_private_registries,
+        limits=defaults.limits,
     )
     if config is None:
         raise SpecError(errors)
@@ -116,6 +126,12 @@ def openpai_tasks(*, user, document, defaults) -> OpenpaiTasks:
         errors.append(cluster_error)
     if errors:
         raise SpecError(errors)
+    if project is not None and task_count(config) > 1:
+        gang_errors = _gang_capacity_errors(
+            config, user=user, project=project, cluster_id=cluster_id, defaults=defaults
+        )
+        if gang_errors:
+            raise SpecError(gang_errors)
     tasks = expand_tasks(config, user_name=user.username, cluster_id=cluster_id)
     single = task_count(config) == 1 and not config["retryCount"]
     documents = [
@@ -132,6 +148,34 @@ def openpai_tasks(*, user, document, defaults) -> OpenpaiTasks:
     ]
     stored = {**config, "image": redact_image(config["image"], member=True)}
     return OpenpaiTasks(documents=documents, tasks=tasks, stored=stored, config=config)
+
+
+def _gang_capacity_errors(config: dict, *, user, project, cluster_id, defaults) -> list:
+    """A gang starts whole: refuse one whose tasks the registered slaves could never hold at
+    once. Checked on one task of each role (expanded alone), never on every task."""
+    roles = config["taskRoles"]
+    one_each = {**config, "taskRoles": [{**role, "taskNumber": 1} for role in roles]}
+    requests = []
+    for role, task in zip(
+        roles, expand_tasks(one_each, user_name=user.username, cluster_id=cluster_id), strict=True
+    ):
+        try:
+            document = normalize_job(
+                {"name": config["jobName"], "request": task["request"]}, defaults=defaults
+            )
+        except SpecError:
+            return []  # the task's own check names the problem, in the user's fields
+        requests.append((document["request"], role["taskNumber"]))
+    reasons = gang_impossible_reasons_for_requests(
+        roles=requests, project=project, states=slave_capabilities().states
+    )
+    return [
+        FieldError(
+            "taskRoles" if position is None else f"taskRoles[{position}].taskNumber",
+            f"the job's tasks start together and can never all fit: {why}",
+        )
+        for position, why in reasons
+    ]
 
 
 def openpai_spec_error(error: SpecError, mapped: OpenpaiTasks) -> SpecError:

@@ -90,8 +90,18 @@ def test_no_kind_names_all_three(member_client, slave, nothing_written):
     assert '"jobName" and "taskRoles" (OpenPAI)' in error
 
 
-def test_seed_example_is_accepted_as_a_gang_of_four_tasks(member_client, slave):
+def test_seed_example_is_accepted_as_a_gang_of_four_tasks(member_client, slave, request):
     Cluster.objects.filter(id=1).update(comment="your_virtual_cluster")
+    # Its two 4-GPU workers start together: one 4-GPU slave could never hold them at once.
+    refused = post(member_client, seed_example())
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == [
+        "taskRoles[1].taskNumber: the job's tasks start together and can never all fit: 2 tasks "
+        "must run at once, but the registered slaves that could run them could hold at most 1 "
+        "of them at once"
+    ]
+    assert not Job.objects.exists()
+    request.getfixturevalue("second_slave")
     response = post(member_client, seed_example())
     assert response.status_code == 201, response.content
     first = Job.objects.get(uuid=response.content.decode())

@@ -129,15 +129,25 @@ def test_gang_starts_whole_with_ports_and_peer_variables(people, two_slaves):
     assert env["PAI_TASK_ROLE_COUNT"] == "2" and env["PAI_TASK_ROLE_TASK_COUNT_ps"] == "2"
 
 
+def busy_gpu(people) -> Job:
+    """A running one-GPU job: a gang of two 2-GPU tasks then fits the slaves, but not now (one
+    that could never fit them is refused at submit: tests/api/test_request_bounds.py)."""
+    job = submit(people, job_doc("sleep 300", gpus=1))
+    job.refresh_from_db()
+    assert job.status == S.RUNNING
+    return job
+
+
 def test_gang_that_does_not_fit_waits_whole_while_smaller_jobs_run(people, two_slaves):
-    tasks = run(people, config(role("big", 3, gpus=2)))  # 6 GPUs wanted, 4 exist
-    assert statuses(tasks) == [S.QUEUED] * 3
+    busy_gpu(people)
+    tasks = run(people, config(role("big", 2, gpus=2)))  # 4 GPUs wanted, 3 free
+    assert statuses(tasks) == [S.QUEUED] * 2
     assert all(t.slave_id is None and not t.gpu_ids for t in tasks)
     small = submit(people, job_doc("sleep 300", gpus=1))
     small.refresh_from_db()
     assert small.status == S.RUNNING
     tasks[0].refresh_from_db()
-    assert tasks[0].queued_explanations[0].startswith("gang of 3 tasks waits whole")
+    assert tasks[0].queued_explanations[0].startswith("gang of 2 tasks waits whole")
 
 
 def test_a_failing_task_fails_the_job_and_stops_the_rest(people, two_slaves):
@@ -209,11 +219,12 @@ def test_halt_of_one_task_halts_the_whole_gang(people, two_slaves):
 
 def test_hold_and_release_act_on_every_task(people, two_slaves):
     user, _ = people
-    tasks = run(people, config(role("big", 3, gpus=2), name="held"))
-    job_hold(job=tasks[2], user=user)
-    assert statuses(tasks) == [S.ONHOLD] * 3
+    busy_gpu(people)
+    tasks = run(people, config(role("big", 2, gpus=2), name="held"))
+    job_hold(job=tasks[1], user=user)
+    assert statuses(tasks) == [S.ONHOLD] * 2
     job_release(job=tasks[0], user=user)
-    assert statuses(tasks) == [S.QUEUED] * 3
+    assert statuses(tasks) == [S.QUEUED] * 2
 
 
 def test_outcome_policy_table():
@@ -237,10 +248,11 @@ def test_outcome_policy_table():
 
 def test_delete_of_a_waiting_gang_revokes_and_hides_every_task(people, two_slaves):
     user, _ = people
-    tasks = run(people, config(role("big", 3, gpus=2), name="gone"))
-    assert statuses(tasks) == [S.QUEUED] * 3
+    busy_gpu(people)
+    tasks = run(people, config(role("big", 2, gpus=2), name="gone"))
+    assert statuses(tasks) == [S.QUEUED] * 2
     job_delete(job=tasks[1], user=user)
-    assert statuses(tasks) == [S.DELETED] * 3
+    assert statuses(tasks) == [S.DELETED] * 2
     assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.CANCELLED
 
 

@@ -50,7 +50,8 @@ def test_single_task_config_submits_one_job(create, member_client):
     assert any("from an OpenPAI config" in str(m) for m in follow.context["messages"])
 
 
-def test_seed_example_is_submitted_as_a_gang(create, cluster):
+def test_seed_example_is_submitted_as_a_gang(create, cluster, second_slave):
+    """Its two 4-GPU workers start together: they need two 4-GPU slaves."""
     cluster.comment = "your_virtual_cluster"
     cluster.save(update_fields=["comment"])
     response = create(seed_example(), hold="0")

@@ -207,8 +207,9 @@ def _openpai_context(context, text: str) -> None:
         return
     context["openpai"] = True
     try:
+        defaults = services.spec_defaults()
         config = normalize_openpai(
-            doc, allowed_registries=services.spec_defaults().allowed_private_registries
+            doc, allowed_registries=defaults.allowed_private_registries, limits=defaults.limits
         )
     except SpecError:
         return
@@ -269,8 +270,9 @@ def _openpai_answer(doc: dict) -> dict:
     """job_convert's answer for an OpenPAI config: its task roles, or every error."""
     answer = {"kind": OPENPAI, "converted": False, "warnings": [], "taskRoles": []}
     try:
+        defaults = services.spec_defaults()
         config = normalize_openpai(
-            doc, allowed_registries=services.spec_defaults().allowed_private_registries
+            doc, allowed_registries=defaults.allowed_private_registries, limits=defaults.limits
         )
     except SpecError as failed:
         return {**answer, "ok": False, "errors": error_items(failed)}

@@ -11,6 +11,13 @@ from jobs.spec import SpecDefaults, SpecError
 
 DEFAULTS = SpecDefaults()
 DELETE = object()  # marks a key to remove in with_changes()
+# Real OpenSSH public keys (made for these tests, their private keys thrown away):
+# request.extra.sshPubKeys items must parse as keys.
+ECDSA_KEY = (
+    "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlz"
+    "dHAyNTYAAABBBMvTXAMPGXFznVEKA8bxAHqVIquOjiEZmpteKc5nXkXPybcMxgM88cWBLinCAP6/NW6MsLRuqZ9VBh9bAbF0+Qk="
+)
+ED25519_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILk6Kdf4cPsSt3F42a45B3dtDjFQjsiyfQJjOKqpyTrI"
 
 
 def minimal_job() -> dict:

@@ -126,8 +126,8 @@ def test_extras_are_kept_as_given():
     assert normalize_openpai({**minimal(), "extras": extras})["extras"] == extras
 
 
-def test_lax_integers_become_integers():
-    doc = with_changes(minimal(), {"taskRoles[0].cpuNumber": "2", "retryCount": 3.0})
+def test_integral_numbers_become_integers():
+    doc = with_changes(minimal(), {"taskRoles[0].cpuNumber": 2.0, "retryCount": 3.0})
     config = normalize_openpai(doc)
     assert config["taskRoles"][0]["cpuNumber"] == 2 and config["retryCount"] == 3
 

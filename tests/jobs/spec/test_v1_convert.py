@@ -6,7 +6,7 @@ import pytest
 
 from jobs.spec import SpecError, convert_v1, normalize_job, parse_job_document, v1_error_path
 
-from .docs import DEFAULTS, DELETE, errors_of, with_changes
+from .docs import DEFAULTS, DELETE, ED25519_KEY, errors_of, with_changes
 
 
 def v1_minimal() -> dict:
@@ -45,7 +45,6 @@ ROWS = [
     ({f"{J}.resources.systemMemory": 1024}, "request.resources.cpuMemoryGb", 1),
     ({f"{J}.resources.systemMemory": 1025}, "request.resources.cpuMemoryGb", 2),
     ({f"{J}.resources.systemMemory": 1500.5}, "request.resources.cpuMemoryGb", 2),
-    ({f"{J}.resources.systemMemory": "4096"}, "request.resources.cpuMemoryGb", 4),
     ({f"{J}.resources.gpuModel": ["V100"]}, "request.resources.gpuModel", ["V100"]),
     ({f"{J}.resources.minCudaVersion": 10}, "request.resources.minCudaVersion", 10),
     (
@@ -73,7 +72,7 @@ ROWS = [
     ({f"{J}.workingDir": "/work"}, "request.docker.workingDir", "/work"),
     ({f"{J}.dockerGroupAdd": ["video"]}, "request.docker.groupAdd", ["video"]),
     ({f"{J}.dockerUser": "root"}, "request.docker.user", "root"),
-    ({"ssh_pubkeys": ["ssh-ed25519 AAAA me"]}, "request.extra.sshPubKeys", ["ssh-ed25519 AAAA me"]),
+    ({"ssh_pubkeys": [f"{ED25519_KEY} me"]}, "request.extra.sshPubKeys", [f"{ED25519_KEY} me"]),
     ({"emails_queue": ["a@example.org"]}, "request.extra.emailOnQueue", ["a@example.org"]),
     ({"emails_run": ["b@example.org"]}, "request.extra.emailOnRun", ["b@example.org"]),
     ({"emails_end": ["c@example.org"]}, "request.extra.emailOnEnd", ["c@example.org"]),
@@ -176,11 +175,11 @@ COMPLETE_V1 = """{
         "dockerUser": "root",
         "userUidVariableName": "DEMO_UID"
     },
-    "ssh_pubkeys": ["ssh-ed25519 AAAAC3Nza me@laptop"],
+    "ssh_pubkeys": ["@KEY@ me@laptop"],
     "emails_queue": [],
     "emails_run": ["me@example.org"],
     "emails_end": ["me@example.org"]
-}"""
+}""".replace("@KEY@", ED25519_KEY)
 
 
 def test_complete_v1_document_converts_and_validates():
@@ -212,7 +211,7 @@ def test_complete_v1_document_converts_and_validates():
                 ],
             },
             "extra": {
-                "sshPubKeys": ["ssh-ed25519 AAAAC3Nza me@laptop"],
+                "sshPubKeys": [f"{ED25519_KEY} me@laptop"],
                 "emailOnQueue": [],
                 "emailOnRun": ["me@example.org"],
                 "emailOnEnd": ["me@example.org"],
@@ -259,6 +258,12 @@ ERRORS = [
         f"{J}.resources.systemMemory",
         "must be a number of MB",
     ),
+    # Numbers are JSON numbers (clusterId alone may be text, as v1 documented it).
+    (
+        {f"{J}.resources.systemMemory": "4096"},
+        f"{J}.resources.systemMemory",
+        "must be a number of MB",
+    ),
     ({f"{J}.resources": 4}, f"{J}.resources", "must be an object"),
     ({J: DELETE}, J, "is required"),
     ({J: "x"}, J, "must be an object"),
@@ -298,6 +303,8 @@ V2_ERRORS_IN_V1_TERMS = [
     ({f"{J}.dockerGroupAdd": ["a-b"]}, f"{J}.dockerGroupAdd[0]", "must be a group"),
     ({f"{J}.environment": {"1X": 1}}, f"{J}.environment.1X", "must be a variable name"),
     ({f"{J}.portMappings": ["80"]}, f"{J}.portMappings[0]", "must be an object like"),
+    ({f"{J}.resources.cpuCores": "2"}, f"{J}.resources.cpuCores", "must be an integer"),
+    ({"ssh_pubkeys": ["garbage"]}, "ssh_pubkeys[0]", "must be an OpenSSH public key"),
     ({"emails_end": ["nope"]}, "emails_end[0]", "must be an e-mail address"),
 ]
 

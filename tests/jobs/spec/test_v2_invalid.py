@@ -32,6 +32,8 @@ CASES = [
     ({f"{R}.cpus": None}, f"{R}.cpus", "is required"),
     ({f"{R}.cpus": "two"}, f"{R}.cpus", "must be an integer"),
     ({f"{R}.cpus": True}, f"{R}.cpus", "must be an integer"),
+    ({f"{R}.cpus": "1"}, f"{R}.cpus", 'must be an integer, not a string ("1")'),
+    ({f"{R}.gpus": "+2"}, f"{R}.gpus", "must be an integer"),
     ({f"{R}.gpus": -1}, f"{R}.gpus", "must be >= 0"),
     ({f"{R}.gpus": 2**40}, f"{R}.gpus", "must be <= 2147483647"),
     ({f"{R}.cpuMemoryGb": 1.5}, f"{R}.cpuMemoryGb", "must be an integer"),
@@ -270,6 +272,12 @@ CASES = [
     # extra
     ({f"{E}.sshPubKeys": "ssh-ed25519 AAAA"}, f"{E}.sshPubKeys", "must be a list"),
     ({f"{E}.sshPubKeys": [""]}, f"{E}.sshPubKeys[0]", "must not be empty"),
+    ({f"{E}.sshPubKeys": ["garbage"]}, f"{E}.sshPubKeys[0]", "must be an OpenSSH public key"),
+    (
+        {f"{E}.sshPubKeys": ["ssh-ed25519 AAAAC3Nza me@laptop"]},
+        f"{E}.sshPubKeys[0]",
+        "must be an OpenSSH public key",
+    ),
     ({f"{E}.emailOnEnd": ["nope"]}, f"{E}.emailOnEnd[0]", "must be an e-mail address"),
     ({f"{E}.email_on_run": [5]}, f"{E}.email_on_run[0]", "must be a string"),
     ({f"{E}.sms": ["+32"]}, f"{E}.sms", "unknown key"),
