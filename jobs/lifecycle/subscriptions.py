@@ -36,11 +36,11 @@ import certifi
 import urllib3
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import connections
 from django.utils import timezone
 
 from accounts.permissions import may_view_all_jobs
 from core import tasks
+from core.connections import connections_release
 from core.errors import NotAllowed
 from core.timefmt import utc_z
 from jobs import task_names
@@ -298,7 +298,7 @@ def deliveries_retry_loop(stop) -> None:
         except Exception:  # the database may be briefly unreachable: try again shortly
             log.exception("delivery retry timer")
         finally:
-            connections.close_all()  # give the connection back while this thread sleeps
+            connections_release()  # give the connection back while this thread sleeps
         stop.wait(RETRY_POLL_S)
 
 

@@ -11,9 +11,10 @@ the wakeup timer at the end of this module.
 import logging
 
 from django.conf import settings
-from django.db import close_old_connections, connection, connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
 
+from core.connections import connections_release
 from core.tasks import fire
 from jobs import task_names
 from jobs.models import SchedulerLease
@@ -116,6 +117,6 @@ def wakeup_loop(stop) -> None:
             log.exception("wakeup timer")
             wait = WAKEUP_POLL_S
         finally:
-            connections.close_all()  # not held while this thread sleeps (a small shared pool)
+            connections_release()  # not held while this thread sleeps (a small shared pool)
         # Re-read at least every poll: a tick may have stored an earlier moment meanwhile.
         stop.wait(min(max(wait, 0.0), WAKEUP_POLL_S))

@@ -18,6 +18,7 @@ from django.db import connections
 from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
+from core.connections import connections_release
 from portal.schedules import schedules_set_aside_unreadable
 from portal.stopping import stop_deadline_install
 
@@ -32,7 +33,7 @@ def _set_aside_forever(stop: threading.Event) -> None:
         except Exception:  # the database may be briefly unreachable: next minute
             log.exception("checking the schedules")
         finally:
-            connections.close_all()
+            connections_release()
 
 
 class Command(DjangoQCommand):
