@@ -34,20 +34,12 @@ class CertificateAuthority:
     cert_path: Path
 
     @property
-    def cert_pem(self) -> bytes:
-        return self.certificate.public_bytes(serialization.Encoding.PEM)
-
-    @property
     def fingerprint(self) -> str:
         return self.certificate.fingerprint(hashes.SHA256()).hex()
 
 
 def ca_dir() -> Path:
     return Path(settings.PORTAL_CA_DIR)
-
-
-def ca_cert_path() -> Path:
-    return ca_dir() / CERT_FILE
 
 
 # Loaded CAs by (directory, certificate mtime): the key is read from disk once per process.

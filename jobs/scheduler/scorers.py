@@ -82,13 +82,6 @@ class Scoring:
         return result
 
 
-def total_score(
-    shape: Shape, cls: SlaveClass, free: int, total: int, config: SchedulerConfig | None = None
-) -> float:
-    """Weighted sum of the configured score plugins for one candidate slave."""
-    return Scoring(config or SchedulerConfig()).total(shape, cls, free, total)
-
-
 _DEFAULT_PLUGINS = tuple(
     (SCORERS[name], float(weight)) for name, weight in SchedulerConfig().scorer_weights
 )

@@ -3,7 +3,7 @@
 from django import template
 from django.utils.html import format_html
 
-from jobs.states import ACTIVE, BADGE
+from jobs.states import BADGE
 
 register = template.Library()
 
@@ -24,8 +24,3 @@ def state_badge(status, extra_id: str = ""):
         status,
         status,
     )
-
-
-@register.filter
-def is_active_state(status) -> bool:
-    return str(status) in ACTIVE

@@ -132,10 +132,6 @@ JOB_TEMPLATES = {
 }
 
 
-def template_document(key: str) -> dict:
-    return copy.deepcopy(JOB_TEMPLATES.get(key, JOB_TEMPLATES["hello"])[2])
-
-
 def pretty(document) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
 
@@ -395,7 +391,3 @@ def document_warnings(doc) -> list[str]:
     if not isinstance(doc, dict):
         return []
     return command_warnings(_get(doc, "request.docker.command"))
-
-
-class ConfirmForm(forms.Form):
-    confirmed = forms.BooleanField(required=True, initial=True, widget=forms.HiddenInput)
