@@ -25,6 +25,7 @@ import re
 import shlex
 
 from clusters.models import Cluster
+from core.timefmt import utc_z
 from jobs.actions.services import spec_defaults
 from jobs.runtime.staging import input_source_error, input_target_error
 from jobs.spec import FieldError, SpecError, parse_job_document
@@ -300,8 +301,8 @@ def app_to_json(app: App) -> dict:
         "containerImage": app.image,
         "command": app.command,
         "locked": app.locked,
-        "created": app.created.isoformat().replace("+00:00", "Z") if app.created else None,
-        "updated": app.updated.isoformat().replace("+00:00", "Z") if app.updated else None,
+        "created": utc_z(app.created),
+        "updated": utc_z(app.updated),
         "jobAttributes": {
             "execSystemId": app.exec_system_id or None,
             "parameterSet": {"appArgs": app.arguments, "envVariables": app.env},

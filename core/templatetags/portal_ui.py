@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
-from core.timefmt import parse_utc_z
+from core.timefmt import parse_utc_z, utc_z
 
 register = template.Library()
 
@@ -61,7 +61,7 @@ def usertime(value, style: str = "datetime"):
         return format_html('<span class="text-body-secondary">{}</span>', "—")
     local = moment.astimezone(timezone.get_current_timezone())
     label = zone_label(local)
-    iso = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    iso = utc_z(moment, timespec="seconds")
     full = local.strftime("%Y-%m-%d %H:%M:%S ") + label
     if style == "date":
         text = local.strftime("%Y-%m-%d")
@@ -80,7 +80,7 @@ def usertime(value, style: str = "datetime"):
 def iso_utc(value) -> str:
     """``2026-11-22T13:05:00Z`` for scripts (data attributes), "" for no time."""
     moment = _as_datetime(value)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else ""
+    return utc_z(moment, timespec="seconds") if moment else ""
 
 
 # The older name: templates written before the time rule follow it too.
@@ -109,7 +109,7 @@ def zoned_explanation(text) -> str:
         parts.append(
             format_html(
                 '<time datetime="{}" title="{}">{}</time>',
-                moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                utc_z(moment, timespec="seconds"),
                 local.strftime("%Y-%m-%d %H:%M:%S ") + zone_label(local),
                 shown + zone_label(local),
             )

@@ -19,6 +19,7 @@ from django.utils import timezone
 from accounts.models import Project
 from accounts.permissions import may_act_on_all_jobs, may_view_all_jobs
 from core.errors import Conflict, NotAllowed, ServiceError
+from core.timefmt import utc_z
 from jobs.models import Job, JobShare
 from jobs.selectors import project_ids_of
 from jobs.transitions import job_event_add
@@ -133,5 +134,5 @@ def share_as_json(share: JobShare) -> dict:
         "user": share.grantee_user.username if share.grantee_user_id else None,
         "project": share.grantee_project.name if share.grantee_project_id else None,
         "createdBy": share.created_by.username,
-        "created": share.created.isoformat().replace("+00:00", "Z"),
+        "created": utc_z(share.created),
     }

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from core.timefmt import utc_z
 from jobs.models import Job
 from jobs.states import JobStatus
 
@@ -27,6 +28,6 @@ def debug_keep_until(job: Job) -> datetime | None:
 
 def debug_keep_message(until: datetime) -> str:
     return (
-        f"container kept for inspection until {until.strftime('%Y-%m-%dT%H:%M:%SZ')} "
+        f"container kept for inspection until {utc_z(until, timespec='seconds')} "
         "(jobEnvs.isDebug), then removed"
     )

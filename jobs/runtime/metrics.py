@@ -28,6 +28,7 @@ from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.runtime.probe import gpu_utilisation
 from clusters.services import engine_for
+from core.timefmt import utc_z
 from jobs.models import Job, JobEvent, JobSample
 from jobs.states import JobStatus
 
@@ -159,7 +160,7 @@ def job_samples_series(job: Job) -> dict:
     samples = list(job.samples.order_by("time", "id"))
     gpu_indexes = sorted({g["index"] for s in samples for g in s.gpus})
     return {
-        "time": [s.time.isoformat().replace("+00:00", "Z") for s in samples],
+        "time": [utc_z(s.time) for s in samples],
         "cpuPercent": [s.cpu_percent for s in samples],
         "memoryMb": [s.memory_mb for s in samples],
         "netRxKbps": [s.net_rx_kbps for s in samples],
@@ -171,9 +172,7 @@ def job_samples_series(job: Job) -> dict:
             }
             for i in gpu_indexes
         },
-        "gpuIdleFlaggedAt": job.gpu_idle_flagged_at.isoformat().replace("+00:00", "Z")
-        if job.gpu_idle_flagged_at
-        else None,
+        "gpuIdleFlaggedAt": utc_z(job.gpu_idle_flagged_at),
     }
 
 
@@ -196,7 +195,7 @@ def cluster_utilisation_series(
     for bucket in range(int((until - since).total_seconds() // bucket_s) + 1):
         jobs = per_bucket.get(bucket, {})
         start = since + timedelta(seconds=bucket * bucket_s)
-        series["time"].append(start.isoformat().replace("+00:00", "Z"))
+        series["time"].append(utc_z(start))
         series["cpuCores"].append(
             round(sum(_mean(s[0] for s in v) for v in jobs.values()) / 100, 2)
         )

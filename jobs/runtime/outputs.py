@@ -37,6 +37,7 @@ from django.http import FileResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from core.errors import NotAllowed, NotFound, ServiceError
+from core.timefmt import utc_z
 from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job, JobEvent
 from jobs.runtime.workdir import CONTAINER_OUTPUT_DIR, job_archive_outputs_dir
@@ -298,7 +299,7 @@ def _entry(root: Path, path: Path) -> dict:
     return {
         "path": path.relative_to(root).as_posix(),
         "size": info.st_size if kind == "file" else 0,
-        "modified": modified.isoformat().replace("+00:00", "Z"),
+        "modified": utc_z(modified),
         "type": kind,
     }
 

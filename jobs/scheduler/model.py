@@ -229,7 +229,10 @@ class HaltReason(StrEnum):
 
 
 def format_utc(moment: datetime) -> str:
-    """GPULab's time format: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    """GPULab's time format: ``YYYY-MM-DDTHH:MM:SSZ``.
+
+    The same as ``core.timefmt.utc_z(moment, timespec="seconds")``, which every other module
+    uses; the pure scheduler imports only the standard library, so it keeps this copy."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

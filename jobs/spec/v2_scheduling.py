@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
+from core.timefmt import utc_z
+
 from .checks import Errors, check_str, read_bool, read_int, read_list, read_object, read_str
 from .durations import parse_duration
 
@@ -44,7 +46,6 @@ RFC3339_RE = re.compile(
     r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
 )
 RFC3339_HINT = 'must be an RFC 3339 date-time with a timezone, like "2030-01-01T00:00:00+01:00"'
-UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def normalize_scheduling(
@@ -147,7 +148,7 @@ def _time(f, name: str, errs: Errors) -> datetime | None:
 
 
 def _utc_text(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.strftime(UTC_FORMAT)
+    return utc_z(moment, timespec="seconds")
 
 
 def _bucket(value: object, path: str, errs: Errors) -> dict | None:

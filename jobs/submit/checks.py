@@ -21,6 +21,7 @@ from django.conf import settings
 from clusters.capabilities import capability_stamp
 from clusters.models import Slave
 from clusters.services import site_port_policy
+from core.timefmt import utc_z
 from jobs.runtime.storage import StorageRefused, default_roots, resolve_mounts
 from jobs.scheduler_bridge.snapshot import slave_state
 from jobs.spec import FieldError, SpecError
@@ -100,7 +101,7 @@ def check_time_window(*, request: dict, now: datetime) -> None:
             [
                 FieldError(
                     "request.scheduling.notAfter",
-                    f"is in the past ({not_after}; now {now:%Y-%m-%dT%H:%M:%SZ})",
+                    f"is in the past ({not_after}; now {utc_z(now, timespec='seconds')})",
                 )
             ]
         )

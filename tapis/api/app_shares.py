@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from core.api.common import read_json_object
 from core.api_errors import BadRequest
+from core.timefmt import utc_z
 from tapis.api.outputs import PROJECT_PREFIX, _grantee
 from tapis.api.views import TapisAPIView
 from tapis.models import App, AppShare
@@ -31,7 +32,7 @@ def app_share_item(share: AppShare) -> dict:
         "appVersion": share.app.version,
         "appPermission": "READ",
         "createdby": share.created_by.username,
-        "created": share.created.isoformat().replace("+00:00", "Z"),
+        "created": utc_z(share.created),
     }
 
 

@@ -15,6 +15,7 @@ from accounts.models import Project
 from core.api.common import parse_bool, read_json_object
 from core.api_errors import BadRequest
 from core.errors import Conflict
+from core.timefmt import utc_z
 from jobs.actions.shares import job_share_create, job_share_revoke, job_shares_list
 from jobs.models import JobShare
 from jobs.runtime.outputs import job_output_response, job_outputs_list
@@ -105,7 +106,7 @@ def share_item(share: JobShare) -> dict:
         # The portal shares a job whole: history, resubmit request, outputs and inputs.
         "jobResource": ",".join(JOB_RESOURCES),
         "jobPermission": "READ",
-        "created": share.created.isoformat().replace("+00:00", "Z"),
+        "created": utc_z(share.created),
     }
 
 

@@ -27,3 +27,10 @@ def test_utc_z(value, shown):
 
 def test_nothing_is_none():
     assert utc_z(None) is None and parse_utc_z("") is None
+
+
+def test_whole_seconds():
+    # Page attributes, messages and the job document's notBefore/notAfter: seconds cut, not rounded.
+    moment = datetime(2026, 1, 1, 1, 30, 5, 999999, tzinfo=timezone(timedelta(hours=2)))
+    assert utc_z(moment, timespec="seconds") == "2025-12-31T23:30:05Z"
+    assert utc_z(None, timespec="seconds") is None
