@@ -22,35 +22,52 @@ class JobStatus(models.TextChoices):
     HALTED = "HALTED"
 
 
-S = JobStatus
-
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
-    S.ONHOLD: frozenset({S.QUEUED, S.CANCELLED}),
+    JobStatus.ONHOLD: frozenset({JobStatus.QUEUED, JobStatus.CANCELLED}),
     # QUEUED -> FAILED: interactive job that could not start, notAfter passed, impossible request.
-    S.QUEUED: frozenset({S.ONHOLD, S.ASSIGNED, S.FAILED, S.CANCELLED}),
+    JobStatus.QUEUED: frozenset(
+        {JobStatus.ONHOLD, JobStatus.ASSIGNED, JobStatus.FAILED, JobStatus.CANCELLED}
+    ),
     # ASSIGNED -> QUEUED: the slave vanished before the launch began; the job waits again.
-    S.ASSIGNED: frozenset({S.STARTING, S.QUEUED, S.FAILED, S.CANCELLING}),
-    S.STARTING: frozenset({S.RUNNING, S.FINISHED, S.FAILED, S.CANCELLING}),
-    S.RUNNING: frozenset({S.FINISHED, S.FAILED, S.CANCELLING, S.MUSTHALT}),
-    S.MUSTHALT: frozenset({S.HALTING, S.FINISHED, S.FAILED, S.CANCELLING}),
+    JobStatus.ASSIGNED: frozenset(
+        {JobStatus.STARTING, JobStatus.QUEUED, JobStatus.FAILED, JobStatus.CANCELLING}
+    ),
+    JobStatus.STARTING: frozenset(
+        {JobStatus.RUNNING, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLING}
+    ),
+    JobStatus.RUNNING: frozenset(
+        {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLING, JobStatus.MUSTHALT}
+    ),
+    JobStatus.MUSTHALT: frozenset(
+        {JobStatus.HALTING, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLING}
+    ),
     # HALTING -> FINISHED: it exited 0 on its own while being halted (a halt-vs-finish race).
-    S.HALTING: frozenset({S.HALTED, S.FINISHED, S.FAILED, S.CANCELLING}),
-    S.CANCELLING: frozenset({S.CANCELLED, S.FAILED}),
-    S.FINISHED: frozenset({S.DELETED}),
-    S.FAILED: frozenset({S.DELETED}),
-    S.CANCELLED: frozenset({S.DELETED}),
-    S.HALTED: frozenset({S.DELETED}),
-    S.DELETED: frozenset(),
+    JobStatus.HALTING: frozenset(
+        {JobStatus.HALTED, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLING}
+    ),
+    JobStatus.CANCELLING: frozenset({JobStatus.CANCELLED, JobStatus.FAILED}),
+    JobStatus.FINISHED: frozenset({JobStatus.DELETED}),
+    JobStatus.FAILED: frozenset({JobStatus.DELETED}),
+    JobStatus.CANCELLED: frozenset({JobStatus.DELETED}),
+    JobStatus.HALTED: frozenset({JobStatus.DELETED}),
+    JobStatus.DELETED: frozenset(),
 }
 
-EVERY_STATE = frozenset(s.value for s in S)
-PENDING = frozenset({S.ONHOLD, S.QUEUED})
-RUNNING = frozenset({S.STARTING, S.RUNNING, S.MUSTHALT, S.HALTING})
-FINISHED = frozenset({S.FINISHED, S.FAILED, S.CANCELLED, S.HALTED})
-DELETED = frozenset({S.DELETED})
+EVERY_STATE = frozenset(s.value for s in JobStatus)
+PENDING = frozenset({JobStatus.ONHOLD, JobStatus.QUEUED})
+RUNNING = frozenset({JobStatus.STARTING, JobStatus.RUNNING, JobStatus.MUSTHALT, JobStatus.HALTING})
+FINISHED = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.HALTED})
+DELETED = frozenset({JobStatus.DELETED})
 # States in which the job holds a slave's GPUs, CPUs and memory.
 HOLDS_RESOURCES = frozenset(
-    {S.ASSIGNED, S.STARTING, S.RUNNING, S.MUSTHALT, S.HALTING, S.CANCELLING}
+    {
+        JobStatus.ASSIGNED,
+        JobStatus.STARTING,
+        JobStatus.RUNNING,
+        JobStatus.MUSTHALT,
+        JobStatus.HALTING,
+        JobStatus.CANCELLING,
+    }
 )
 # States in which a container may exist (the runtime and reconcile look at these).
 ON_SLAVE = HOLDS_RESOURCES
@@ -66,19 +83,19 @@ GROUPS: dict[str, frozenset[str]] = {
 
 # Bootstrap badge colour per state, for templates.
 BADGE = {
-    S.ONHOLD: "secondary",
-    S.QUEUED: "info",
-    S.ASSIGNED: "primary",
-    S.STARTING: "primary",
-    S.RUNNING: "success",
-    S.CANCELLING: "warning",
-    S.CANCELLED: "dark",
-    S.FINISHED: "success",
-    S.DELETED: "light",
-    S.FAILED: "danger",
-    S.MUSTHALT: "warning",
-    S.HALTING: "warning",
-    S.HALTED: "secondary",
+    JobStatus.ONHOLD: "secondary",
+    JobStatus.QUEUED: "info",
+    JobStatus.ASSIGNED: "primary",
+    JobStatus.STARTING: "primary",
+    JobStatus.RUNNING: "success",
+    JobStatus.CANCELLING: "warning",
+    JobStatus.CANCELLED: "dark",
+    JobStatus.FINISHED: "success",
+    JobStatus.DELETED: "light",
+    JobStatus.FAILED: "danger",
+    JobStatus.MUSTHALT: "warning",
+    JobStatus.HALTING: "warning",
+    JobStatus.HALTED: "secondary",
 }
 
 

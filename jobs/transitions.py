@@ -19,8 +19,7 @@ from jobs.bulk_sql import keys_locked, rows_insert, rows_update
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
 from jobs.states import FINISHED as ENDED
-from jobs.states import JobStatus as S
-from jobs.states import is_allowed
+from jobs.states import JobStatus, is_allowed
 
 GANG_UPDATE_TASK = task_names.GANG_UPDATE
 
@@ -49,17 +48,17 @@ def _cas(job: Job, to: str, fields: dict | None, now: datetime) -> dict | None:
 # gpulab-cli's `debug` prints only the state of a status change, never its message: the reason
 # for these changes is also written as a message event, which it prints ("LOG ERROR: ...").
 REASON_EVENT_TYPES = {
-    S.FAILED: JobEvent.Type.ERROR,
-    S.CANCELLING: JobEvent.Type.INFO,
-    S.CANCELLED: JobEvent.Type.INFO,
-    S.MUSTHALT: JobEvent.Type.WARNING,
+    JobStatus.FAILED: JobEvent.Type.ERROR,
+    JobStatus.CANCELLING: JobEvent.Type.INFO,
+    JobStatus.CANCELLED: JobEvent.Type.INFO,
+    JobStatus.MUSTHALT: JobEvent.Type.WARNING,
 }
 
 
 def _reason(old: str, to: str, message: str) -> tuple[str, str] | None:
     """(event type, message) of the reason event for this change, if it has one."""
     kind = REASON_EVENT_TYPES.get(to)
-    if kind is None or not message or (to == S.CANCELLED and old == S.CANCELLING):
+    if kind is None or not message or (to == JobStatus.CANCELLED and old == JobStatus.CANCELLING):
         return None  # CANCELLED after CANCELLING: the reason was told when cancelling began
     return kind, f"{to}: {message}"[:5000]
 

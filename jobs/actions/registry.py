@@ -15,8 +15,6 @@ from jobs.models import Job
 from jobs.selectors import job_can_act
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
 
-S = JobStatus
-
 
 def _delete_ended(*, job: Job, user) -> Job | None:
     """A user's delete hides an ended job too (``gpulab-cli rm --finished``)."""
@@ -66,9 +64,9 @@ ACTIONS: dict[str, JobAction] = {
             style="outline-danger",
             question="Cancel job {name}? A job on a slave is stopped; this cannot be undone.",
             done="Job {name} is being cancelled.",
-            states=lambda s: s in PENDING or (s in HOLDS_RESOURCES and s != S.CANCELLING),
+            states=lambda s: s in PENDING or (s in HOLDS_RESOURCES and s != JobStatus.CANCELLING),
             service=job_cancel,
-            api_status=S.CANCELLED,
+            api_status=JobStatus.CANCELLED,
             admin_name="cancel",
             admin_description="Cancel selected jobs",
             admin_verb="Cancelled",
@@ -80,9 +78,9 @@ ACTIONS: dict[str, JobAction] = {
             question="Halt job {name}? It gets SIGUSR1 and must exit with status 123 within the "
             "grace period (a restartable job is queued again).",
             done="Halt requested for job {name}.",
-            states=lambda s: s == S.RUNNING,
+            states=lambda s: s == JobStatus.RUNNING,
             service=job_halt_request,
-            api_status=S.MUSTHALT,
+            api_status=JobStatus.MUSTHALT,
             admin_name=None,
         ),
         JobAction(
@@ -92,9 +90,9 @@ ACTIONS: dict[str, JobAction] = {
             question="Put job {name} on hold? It stays in the queue but is not started until "
             "released.",
             done="Job {name} is on hold.",
-            states=lambda s: s == S.QUEUED,
+            states=lambda s: s == JobStatus.QUEUED,
             service=job_hold,
-            api_status=S.ONHOLD,
+            api_status=JobStatus.ONHOLD,
             admin_name="hold",
             admin_description="Put selected jobs on hold",
             admin_verb="Held",
@@ -105,9 +103,9 @@ ACTIONS: dict[str, JobAction] = {
             style="outline-primary",
             question="Release job {name}? It goes back to the queue.",
             done="Job {name} was released to the queue.",
-            states=lambda s: s == S.ONHOLD,
+            states=lambda s: s == JobStatus.ONHOLD,
             service=job_release,
-            api_status=S.QUEUED,
+            api_status=JobStatus.QUEUED,
             admin_name="release",
             admin_description="Release selected jobs",
             admin_verb="Released",

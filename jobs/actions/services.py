@@ -47,8 +47,6 @@ from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
 from reservations.models import Reservation
 
-S = JobStatus
-
 
 def spec_defaults() -> SpecDefaults:
     return SpecDefaults(
@@ -302,7 +300,7 @@ def _jobs_create(
     columns every job of the request shares are prepared and bound once, the rest per job. The
     rows are those Django's ``save`` writes (tests/jobs/test_submit_array.py compares them
     column by column)."""
-    status = S.ONHOLD if hold else S.QUEUED
+    status = JobStatus.ONHOLD if hold else JobStatus.QUEUED
     stamp = utc_z(now)
     times = {"created": stamp, "statusUpdated": stamp, status: stamp}
     shared = {
@@ -359,10 +357,10 @@ def _jobs_create(
             names=["job", "message"],
             rows=[[job.pk, message] for job, message in zip(jobs, messages, strict=True)],
         )
-        if status == S.QUEUED:
+        if status == JobStatus.QUEUED:
             tick_request()
             for job in jobs:
-                job_notify_request(job=job, event=S.QUEUED)
+                job_notify_request(job=job, event=JobStatus.QUEUED)
     return jobs
 
 
@@ -394,9 +392,9 @@ def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
     if job.gang_id:
         gang_hold(job=job, who=user.username, now=now)
         return job
-    if job.status != S.QUEUED:
+    if job.status != JobStatus.QUEUED:
         raise Conflict(f"only a QUEUED job can be put on hold; this one is {job.status}")
-    job_transition(job=job, to=S.ONHOLD, message=f"put on hold by {user.username}", now=now)
+    job_transition(job=job, to=JobStatus.ONHOLD, message=f"put on hold by {user.username}", now=now)
     return job
 
 
@@ -405,10 +403,12 @@ def job_release(*, job: Job, user, now: datetime | None = None) -> Job:
     if job.gang_id:
         gang_release(job=job, who=user.username, now=now)
         return job
-    if job.status != S.ONHOLD:
+    if job.status != JobStatus.ONHOLD:
         raise Conflict(f"only an ONHOLD job can be released; this one is {job.status}")
     with transaction.atomic():
-        if job_transition(job=job, to=S.QUEUED, message=f"released by {user.username}", now=now):
+        if job_transition(
+            job=job, to=JobStatus.QUEUED, message=f"released by {user.username}", now=now
+        ):
             tick_request()
     return job
 
@@ -454,9 +454,9 @@ def job_delete(
     if real:
         job.delete()
         return None
-    if job.status == S.DELETED:
+    if job.status == JobStatus.DELETED:
         return job
-    job_transition(job=job, to=S.DELETED, message=f"deleted by {user.username}", now=now)
+    job_transition(job=job, to=JobStatus.DELETED, message=f"deleted by {user.username}", now=now)
     return job
 
 

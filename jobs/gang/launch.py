@@ -21,7 +21,6 @@ from jobs.spec.openpai import env_part, role_ports
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from jobs.transitions import job_event_add, job_transition
 
-S = JobStatus
 LAUNCH_TASK = task_names.JOB_LAUNCH
 # --- launch: ports and peers ---------------------------------------------------------------
 
@@ -150,14 +149,14 @@ def gang_tasks_assigned(*, job_pks: list[int], now: datetime) -> list[int]:
         members = list(
             Job.objects.filter(gang_id=gang_id, gang_attempt=gang.attempt).select_related("slave")
         )
-        if gang.status in GANG_FINAL or any(t.status != S.ASSIGNED for t in members):
+        if gang.status in GANG_FINAL or any(t.status != JobStatus.ASSIGNED for t in members):
             # A stale decision left part of the gang out (cancelled meanwhile, another tick):
             # no task of a gang holds room while the others wait.
             for task in members:
-                if task.status == S.ASSIGNED:
+                if task.status == JobStatus.ASSIGNED:
                     job_transition(
                         job=task,
-                        to=S.QUEUED,
+                        to=JobStatus.QUEUED,
                         message="back to the queue: the rest of its gang was not assigned",
                         fields={"slave": None, "gpu_ids": [], "cpu_ids": []},
                         now=now,
@@ -169,7 +168,7 @@ def gang_tasks_assigned(*, job_pks: list[int], now: datetime) -> list[int]:
             for task in members:
                 job_transition(
                     job=task,
-                    to=S.QUEUED,
+                    to=JobStatus.QUEUED,
                     message=f"back to the queue: {error}",
                     fields={"slave": None, "gpu_ids": [], "cpu_ids": []},
                     now=now,

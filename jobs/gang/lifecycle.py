@@ -18,7 +18,6 @@ from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, TERMINAL, JobStatus
 from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
 
-S = JobStatus
 STOP_TASK = task_names.JOB_STOP
 HALT_TASK = task_names.JOB_HALT
 # --- completion and retry ------------------------------------------------------------------
@@ -42,22 +41,26 @@ def gang_task_stop(task: Job, reason: str, now: datetime, *, halt: bool = False)
     """Stop a task the gang no longer needs (the policy decided, or the user acted); ``halt``:
     the gang is being halted, a running task is halted too and a halting one left to end."""
     task.refresh_from_db()
-    if halt and task.status in (S.MUSTHALT, S.HALTING):
+    if halt and task.status in (JobStatus.MUSTHALT, JobStatus.HALTING):
         return
-    if halt and task.status == S.RUNNING:
+    if halt and task.status == JobStatus.RUNNING:
         with transaction.atomic():
             if job_transition(
-                job=task, to=S.MUSTHALT, message=f"halt requested: {reason}", now=now
+                job=task, to=JobStatus.MUSTHALT, message=f"halt requested: {reason}", now=now
             ):
                 fire(HALT_TASK, task.pk)
         return
     if task.status in PENDING:
         job_transition(
-            job=task, to=S.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
+            job=task, to=JobStatus.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
         )
-    elif task.status in HOLDS_RESOURCES and task.status != S.CANCELLING:
+    elif task.status in HOLDS_RESOURCES and task.status != JobStatus.CANCELLING:
         if job_transition(
-            job=task, to=S.CANCELLING, message=reason, fields={"end_reason": reason}, now=now
+            job=task,
+            to=JobStatus.CANCELLING,
+            message=reason,
+            fields={"end_reason": reason},
+            now=now,
         ):
             fire(STOP_TASK, task.pk)
 
@@ -93,10 +96,10 @@ def _new_attempt(gang: JobGang, old: list[Job], now: datetime) -> list[Job]:
                 project_id=first.project_id,
                 deployment_environment=first.deployment_environment,
                 request=request,
-                status=S.QUEUED,
+                status=JobStatus.QUEUED,
                 status_updated=now,
                 created=now,
-                event_times={"created": stamp, "statusUpdated": stamp, S.QUEUED: stamp},
+                event_times={"created": stamp, "statusUpdated": stamp, JobStatus.QUEUED: stamp},
                 gang=gang,
                 task_role=item["role"],
                 task_index=item["index"],
@@ -116,7 +119,7 @@ def _new_attempt(gang: JobGang, old: list[Job], now: datetime) -> list[Job]:
             job=job,
             time=now,
             type=JobEvent.Type.STATUS_CHANGE,
-            new_state=S.QUEUED,
+            new_state=JobStatus.QUEUED,
             message=f"attempt {gang.attempt} of gang {gang.name} (retry {gang.attempt - 1} "
             f"of {gang.retry_count})",
         )
@@ -141,12 +144,12 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
         if outcome is None:
             return None
         if gang.cancelled_by_user:
-            outcome = Outcome(S.CANCELLED, gang.end_reason or "cancelled by its owner")
+            outcome = Outcome(JobStatus.CANCELLED, gang.end_reason or "cancelled by its owner")
         record = _attempt_record(gang, outcome, tasks, now)
         reason = f"gang {gang.name} attempt {gang.attempt} {outcome.status}: {outcome.reason}"
         stops = [(t, f"stopped: {reason}") for t in tasks if t.status not in TERMINAL]
         retry = (
-            outcome.status == S.FAILED
+            outcome.status == JobStatus.FAILED
             and not gang.cancelled_by_user
             and gang.attempt <= gang.retry_count
         )
@@ -166,7 +169,7 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
             _new_attempt(gang, tasks, now)
             tick_request()
     for task, why in stops:
-        gang_task_stop(task, why, now, halt=outcome.status == S.HALTED)
+        gang_task_stop(task, why, now, halt=outcome.status == JobStatus.HALTED)
     return outcome.status
 
 

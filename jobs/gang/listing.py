@@ -12,23 +12,21 @@ from collections import Counter
 from jobs.models import Job, JobGang
 from jobs.states import JobStatus
 
-S = JobStatus
-
 # The word a state has in a row's task counts ("4 tasks: 3 running, 1 done"), in this order.
 _WORDS = [
-    (S.RUNNING, "running"),
-    (S.ASSIGNED, "starting"),
-    (S.STARTING, "starting"),
-    (S.QUEUED, "queued"),
-    (S.ONHOLD, "on hold"),
-    (S.FINISHED, "done"),
-    (S.FAILED, "failed"),
-    (S.CANCELLING, "stopping"),
-    (S.CANCELLED, "cancelled"),
-    (S.MUSTHALT, "halting"),
-    (S.HALTING, "halting"),
-    (S.HALTED, "halted"),
-    (S.DELETED, "deleted"),
+    (JobStatus.RUNNING, "running"),
+    (JobStatus.ASSIGNED, "starting"),
+    (JobStatus.STARTING, "starting"),
+    (JobStatus.QUEUED, "queued"),
+    (JobStatus.ONHOLD, "on hold"),
+    (JobStatus.FINISHED, "done"),
+    (JobStatus.FAILED, "failed"),
+    (JobStatus.CANCELLING, "stopping"),
+    (JobStatus.CANCELLED, "cancelled"),
+    (JobStatus.MUSTHALT, "halting"),
+    (JobStatus.HALTING, "halting"),
+    (JobStatus.HALTED, "halted"),
+    (JobStatus.DELETED, "deleted"),
 ]
 _ORDER = {word: i for i, (_, word) in enumerate(_WORDS)}
 _WORD = dict(_WORDS)

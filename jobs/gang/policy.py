@@ -6,11 +6,12 @@ from dataclasses import dataclass
 
 from jobs.states import PENDING, TERMINAL, JobStatus
 
-S = JobStatus
 # A gang's summary states: in progress (its current attempt's tasks are pending or running),
 # or how it ended.
-GANG_ACTIVE = S.QUEUED
-GANG_FINAL = frozenset({S.FINISHED, S.FAILED, S.CANCELLED, S.HALTED})
+GANG_ACTIVE = JobStatus.QUEUED
+GANG_FINAL = frozenset(
+    {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.HALTED}
+)
 
 
 def task_job_name(job_name: str, role: str, index: int) -> str:
@@ -36,23 +37,23 @@ def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | N
     failures are looked at before successes, so a tick that sees both fails the gang.
     """
     for role, status in tasks:
-        if status == S.CANCELLED:
-            return Outcome(S.CANCELLED, f"task of role {role} was cancelled")
+        if status == JobStatus.CANCELLED:
+            return Outcome(JobStatus.CANCELLED, f"task of role {role} was cancelled")
     for role, status in tasks:
-        if status == S.HALTED:
-            return Outcome(S.HALTED, f"task of role {role} was halted")
+        if status == JobStatus.HALTED:
+            return Outcome(JobStatus.HALTED, f"task of role {role} was halted")
     failed = {r["name"]: 0 for r in roles}
     succeeded = {r["name"]: 0 for r in roles}
     for role, status in tasks:
-        if status == S.FAILED:
+        if status == JobStatus.FAILED:
             failed[role] = failed.get(role, 0) + 1
-        elif status == S.FINISHED:
+        elif status == JobStatus.FINISHED:
             succeeded[role] = succeeded.get(role, 0) + 1
     for r in roles:
         wanted = r.get("minFailedTaskCount")
         if wanted is not None and failed[r["name"]] >= wanted:
             return Outcome(
-                S.FAILED,
+                JobStatus.FAILED,
                 f"{failed[r['name']]} task(s) of role {r['name']} failed "
                 f"(minFailedTaskCount {wanted})",
             )
@@ -60,7 +61,7 @@ def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | N
         wanted = r.get("minSucceededTaskCount")
         if wanted is not None and succeeded[r["name"]] >= wanted:
             return Outcome(
-                S.FINISHED,
+                JobStatus.FINISHED,
                 f"{succeeded[r['name']]} task(s) of role {r['name']} succeeded "
                 f"(minSucceededTaskCount {wanted})",
             )
@@ -69,7 +70,7 @@ def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | N
         # null minSucceededTaskCount: it succeeds once every task completed.
         bad = sum(failed.values())
         return Outcome(
-            S.FINISHED,
+            JobStatus.FINISHED,
             "all tasks completed"
             + (f" ({bad} failed, no minFailedTaskCount reached)" if bad else ""),
         )
@@ -78,5 +79,5 @@ def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | N
     ):
         # A task ended (notAfter passed, it failed to launch and was requeued...) while
         # others never started: the gang can no longer start whole.
-        return Outcome(S.FAILED, "a task ended before all tasks of the gang could start")
+        return Outcome(JobStatus.FAILED, "a task ended before all tasks of the gang could start")
     return None

@@ -6,7 +6,6 @@ from jobs.gang.policy import GANG_ACTIVE
 from jobs.models import Job, JobGang
 from jobs.states import HOLDS_RESOURCES, JobStatus
 
-S = JobStatus
 # --- what pages and the API show ---------------------------------------------------------
 
 
@@ -24,9 +23,9 @@ def gang_summary(gang: JobGang) -> dict:
     states = [t.status for t in tasks]
     live = gang.status
     if gang.status == GANG_ACTIVE and any(s in HOLDS_RESOURCES for s in states):
-        live = S.RUNNING
-    elif gang.status == GANG_ACTIVE and states and all(s == S.ONHOLD for s in states):
-        live = S.ONHOLD
+        live = JobStatus.RUNNING
+    elif gang.status == GANG_ACTIVE and states and all(s == JobStatus.ONHOLD for s in states):
+        live = JobStatus.ONHOLD
     return {
         "uuid": str(gang.uuid),
         "name": gang.name,

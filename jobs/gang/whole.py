@@ -21,7 +21,6 @@ from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, TERMINAL, JobStatus
 from jobs.transitions import job_transition
 
-S = JobStatus
 HALT_TASK = task_names.JOB_HALT
 # --- user actions on the whole gang --------------------------------------------------------
 
@@ -70,12 +69,12 @@ def gang_halt(*, job: Job, halt_info: dict, now: datetime | None = None) -> int:
     # One transaction: every task is MUSTHALT before the first halt procedure runs.
     with transaction.atomic():
         for task in gang_tasks(job):
-            if task.status != S.RUNNING:
+            if task.status != JobStatus.RUNNING:
                 continue
             info = {**halt_info, "haltedJobUuids": [str(task.uuid)], "time": utc_z(now)}
             if job_transition(
                 job=task,
-                to=S.MUSTHALT,
+                to=JobStatus.MUSTHALT,
                 message=f"halt requested: {info.get('reason', 'Unknown')} (whole gang)",
                 fields={"halt_events": [*task.halt_events, info]},
                 now=now,
@@ -92,8 +91,8 @@ def gang_hold(*, job: Job, who: str, now: datetime | None = None) -> int:
     acted = 0
     with transaction.atomic():
         for task in tasks:
-            if task.status == S.QUEUED and job_transition(
-                job=task, to=S.ONHOLD, message=f"put on hold by {who} (whole gang)", now=now
+            if task.status == JobStatus.QUEUED and job_transition(
+                job=task, to=JobStatus.ONHOLD, message=f"put on hold by {who} (whole gang)", now=now
             ):
                 acted += 1
     return acted
@@ -103,8 +102,8 @@ def gang_release(*, job: Job, who: str, now: datetime | None = None) -> int:
     acted = 0
     with transaction.atomic():
         for task in gang_tasks(job):
-            if task.status == S.ONHOLD and job_transition(
-                job=task, to=S.QUEUED, message=f"released by {who} (whole gang)", now=now
+            if task.status == JobStatus.ONHOLD and job_transition(
+                job=task, to=JobStatus.QUEUED, message=f"released by {who} (whole gang)", now=now
             ):
                 acted += 1
         if acted:
@@ -116,7 +115,7 @@ def gang_delete(*, job: Job, who: str, now: datetime | None = None) -> int:
     """Hide every task of every attempt. A gang still waiting is revoked first (cancelled, as
     ``gpulab-cli rm`` revokes a job that has not run); one with a task on a slave is refused."""
     now = now or timezone.now()
-    tasks = list(Job.objects.filter(gang_id=job.gang_id).exclude(status=S.DELETED))
+    tasks = list(Job.objects.filter(gang_id=job.gang_id).exclude(status=JobStatus.DELETED))
     if any(t.status in HOLDS_RESOURCES for t in tasks):
         raise Conflict("the job's tasks are on a slave: cancel it first (gpulab-cli cancel)")
     with transaction.atomic():
@@ -131,6 +130,9 @@ def gang_delete(*, job: Job, who: str, now: datetime | None = None) -> int:
             task.refresh_from_db()
             if task.status in FINISHED:
                 job_transition(
-                    job=task, to=S.DELETED, message=f"deleted by {who} (whole gang)", now=now
+                    job=task,
+                    to=JobStatus.DELETED,
+                    message=f"deleted by {who} (whole gang)",
+                    now=now,
                 )
     return len(tasks)

@@ -17,7 +17,6 @@ from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.transitions import job_transition
 
-S = JobStatus
 STOP_TASK = task_names.JOB_STOP
 HALT_TASK = task_names.JOB_HALT
 
@@ -26,18 +25,22 @@ def job_cancel_by_system(*, job: Job, reason: str, now: datetime | None = None) 
     """Cancel without a permission check (scheduler: maxDuration; admins' actions)."""
     if job.status in PENDING:
         if job_transition(
-            job=job, to=S.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
+            job=job, to=JobStatus.CANCELLED, message=reason, fields={"end_reason": reason}, now=now
         ):
             tick_request()
         return job
-    if job.status in HOLDS_RESOURCES and job.status != S.CANCELLING:
+    if job.status in HOLDS_RESOURCES and job.status != JobStatus.CANCELLING:
         with transaction.atomic():
             if job_transition(
-                job=job, to=S.CANCELLING, message=reason, fields={"end_reason": reason}, now=now
+                job=job,
+                to=JobStatus.CANCELLING,
+                message=reason,
+                fields={"end_reason": reason},
+                now=now,
             ):
                 fire(STOP_TASK, job.pk)
         return job
-    if job.status == S.CANCELLING:
+    if job.status == JobStatus.CANCELLING:
         return job
     raise Conflict(f"a job in state {job.status} cannot be cancelled")
 
@@ -45,7 +48,7 @@ def job_cancel_by_system(*, job: Job, reason: str, now: datetime | None = None) 
 def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None) -> Job:
     """RUNNING -> MUSTHALT and fire the halt procedure (SIGUSR1, wait for exit 123)."""
     now = now or timezone.now()
-    if job.status != S.RUNNING:
+    if job.status != JobStatus.RUNNING:
         raise Conflict(f"only a RUNNING job can be halted; this one is {job.status}")
     info = {
         "reason": "Unknown",
@@ -64,7 +67,7 @@ def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None
     with transaction.atomic():
         if job_transition(
             job=job,
-            to=S.MUSTHALT,
+            to=JobStatus.MUSTHALT,
             message=f"halt requested: {info['reason']}",
             fields={"halt_events": [*job.halt_events, info]},
             now=now,

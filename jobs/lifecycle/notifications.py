@@ -15,15 +15,14 @@ from jobs.lifecycle.subscriptions import subscriptions_request
 from jobs.models import Job
 from jobs.states import JobStatus
 
-S = JobStatus
 NOTIFY_TASK = task_names.JOB_NOTIFY
 LIST_FOR_STATUS = {
-    S.QUEUED: "emailOnQueue",
-    S.RUNNING: "emailOnRun",
-    S.FINISHED: "emailOnEnd",
-    S.FAILED: "emailOnEnd",
-    S.CANCELLED: "emailOnEnd",
-    S.HALTED: "emailOnHalt",
+    JobStatus.QUEUED: "emailOnQueue",
+    JobStatus.RUNNING: "emailOnRun",
+    JobStatus.FINISHED: "emailOnEnd",
+    JobStatus.FAILED: "emailOnEnd",
+    JobStatus.CANCELLED: "emailOnEnd",
+    JobStatus.HALTED: "emailOnHalt",
 }
 RESTART = "RESTARTED"
 

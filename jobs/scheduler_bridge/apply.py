@@ -22,7 +22,6 @@ from jobs.states import HOLDS_RESOURCES, JobStatus
 from jobs.transitions import TransitionRequest, job_transition_many
 
 log = logging.getLogger(__name__)
-S = JobStatus
 LAUNCH_TASK = task_names.JOB_LAUNCH
 
 
@@ -62,7 +61,7 @@ def apply_starts(
         held = _held_ids([s.pk for s in slaves.values()])
         for start in starts:
             job, slave = jobs.get(start.job_id), slaves.get(start.slave)
-            if job is None or slave is None or job.status != S.QUEUED:
+            if job is None or slave is None or job.status != JobStatus.QUEUED:
                 continue  # a stale decision: another tick (or a cancel) got there first
             held_gpus, held_cpus = held[slave.pk]
             if held_gpus & set(start.gpu_ids) or held_cpus & set(start.cpu_ids):
@@ -73,7 +72,7 @@ def apply_starts(
             requests.append(
                 TransitionRequest(
                     job=job,
-                    to=S.ASSIGNED,
+                    to=JobStatus.ASSIGNED,
                     message=f"assigned to {slave.name}, GPUs {list(start.gpu_ids)}",
                     fields={
                         "slave": slave,
@@ -133,12 +132,12 @@ def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: d
     requests = [
         TransitionRequest(
             job=job,
-            to=S.FAILED,
+            to=JobStatus.FAILED,
             message=fail.reason,
             fields={"end_reason": fail.reason},
         )
         for fail in result.fails
-        if (job := jobs.get(fail.job_id)) is not None and job.status == S.QUEUED
+        if (job := jobs.get(fail.job_id)) is not None and job.status == JobStatus.QUEUED
     ]
     with transaction.atomic():
         won = job_transition_many(requests=requests, now=now)
@@ -150,7 +149,7 @@ def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: d
         )
     for request, ok in zip(requests, won, strict=True):
         if ok:
-            job_notify_request(job=request.job, event=S.FAILED)
+            job_notify_request(job=request.job, event=JobStatus.FAILED)
     for cancel in result.cancels:
         job = jobs.get(cancel.job_id)
         if job is not None:
@@ -176,7 +175,7 @@ def apply_explanations(result: sm.CycleResult, queued: list[dict]) -> int:
         rows=rows,
         where=(
             f"EXISTS (SELECT 1 FROM {qn(Job._meta.db_table)} j "
-            f"WHERE j.{qn('id')} = v.c0 AND j.{qn('status')} = '{S.QUEUED}')"
+            f"WHERE j.{qn('id')} = v.c0 AND j.{qn('status')} = '{JobStatus.QUEUED}')"
         ),
     )
     return len(rows)

@@ -22,9 +22,8 @@ from jobs.states import HOLDS_RESOURCES, JobStatus
 from reservations.models import Reservation
 
 log = logging.getLogger(__name__)
-S = JobStatus
 # In these states a job still holds its room but will free it soon: never halt it again.
-WINDING_DOWN = frozenset({S.MUSTHALT, S.HALTING, S.CANCELLING})
+WINDING_DOWN = frozenset({JobStatus.MUSTHALT, JobStatus.HALTING, JobStatus.CANCELLING})
 
 
 def scheduler_config() -> sm.SchedulerConfig:
@@ -348,7 +347,7 @@ def build_snapshot(
         running = running_rows()
     if usage is None:
         usage = usage_now(now=now, config=config)
-    queued = values_with_names(Job.objects.filter(status=S.QUEUED), QUEUED_FIELDS)
+    queued = values_with_names(Job.objects.filter(status=JobStatus.QUEUED), QUEUED_FIELDS)
     for row in queued:  # what apply compares the new explanations with
         row["queued_explanations"] = row.pop("explanation__lines") or []
     waits = halt_wait_since(queued)

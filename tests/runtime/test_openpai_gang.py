@@ -21,7 +21,7 @@ from jobs.gang.lifecycle import gang_recheck_all
 from jobs.gang.policy import gang_outcome
 from jobs.models import Job, JobGang
 from jobs.runtime.services import job_finish_run
-from jobs.states import JobStatus as S
+from jobs.states import JobStatus
 from tests.support.runtime import TEST_IMAGE, add_slave, job_doc, submit
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +97,7 @@ def test_gang_starts_whole_with_ports_and_peer_variables(people, two_slaves):
         ),
     )
     assert [t.name for t in tasks] == ["gang-ps-0", "gang-ps-1", "gang-worker-0", "gang-worker-1"]
-    assert statuses(tasks) == [S.RUNNING] * 4
+    assert statuses(tasks) == [JobStatus.RUNNING] * 4
     assert {t.slave.name for t in tasks if t.task_role == "worker"} == {"mem", "mem2"}
     by_slave: dict[str, list[int]] = {}
     for task in tasks:
@@ -134,41 +134,41 @@ def busy_gpu(people) -> Job:
     that could never fit them is refused at submit: tests/api/test_request_bounds.py)."""
     job = submit(people, job_doc("sleep 300", gpus=1))
     job.refresh_from_db()
-    assert job.status == S.RUNNING
+    assert job.status == JobStatus.RUNNING
     return job
 
 
 def test_gang_that_does_not_fit_waits_whole_while_smaller_jobs_run(people, two_slaves):
     busy_gpu(people)
     tasks = run(people, config(role("big", 2, gpus=2)))  # 4 GPUs wanted, 3 free
-    assert statuses(tasks) == [S.QUEUED] * 2
+    assert statuses(tasks) == [JobStatus.QUEUED] * 2
     assert all(t.slave_id is None and not t.gpu_ids for t in tasks)
     small = submit(people, job_doc("sleep 300", gpus=1))
     small.refresh_from_db()
-    assert small.status == S.RUNNING
+    assert small.status == JobStatus.RUNNING
     tasks[0].refresh_from_db()
     assert tasks[0].queued_explanations[0].startswith("gang of 2 tasks waits whole")
 
 
 def test_a_failing_task_fails_the_job_and_stops_the_rest(people, two_slaves):
     tasks = run(people, config(role("worker", 3, minFailedTaskCount=1), name="failing"))
-    assert statuses(tasks) == [S.RUNNING] * 3
+    assert statuses(tasks) == [JobStatus.RUNNING] * 3
     finish(tasks[1], 2)
-    assert statuses(tasks) == [S.CANCELLED, S.FAILED, S.CANCELLED]
+    assert statuses(tasks) == [JobStatus.CANCELLED, JobStatus.FAILED, JobStatus.CANCELLED]
     gang = JobGang.objects.get(pk=tasks[0].gang_id)
-    assert gang.status == S.FAILED
+    assert gang.status == JobStatus.FAILED
     assert "1 task(s) of role worker failed (minFailedTaskCount 1)" in gang.end_reason
     assert tasks[0].end_reason.startswith("stopped: gang failing attempt 1 FAILED")
-    assert [a["status"] for a in gang.attempts] == [S.FAILED]
+    assert [a["status"] for a in gang.attempts] == [JobStatus.FAILED]
 
 
 def test_null_min_failed_keeps_openpai_meaning(people, two_slaves):
     tasks = run(people, config(role("worker", 2), name="lenient"))
     finish(tasks[0], 1)
-    assert statuses(tasks) == [S.FAILED, S.RUNNING]
+    assert statuses(tasks) == [JobStatus.FAILED, JobStatus.RUNNING]
     finish(tasks[1], 0)
     gang = JobGang.objects.get(pk=tasks[0].gang_id)
-    assert gang.status == S.FINISHED  # "always succeeds regardless of any task failure"
+    assert gang.status == JobStatus.FINISHED  # "always succeeds regardless of any task failure"
 
 
 def test_min_succeeded_succeeds_the_job_and_stops_the_others(people, two_slaves):
@@ -177,25 +177,28 @@ def test_min_succeeded_succeeds_the_job_and_stops_the_others(people, two_slaves)
         config(role("ps", 1, gpus=0), role("worker", 2, minSucceededTaskCount=2), name="ok"),
     )
     finish(tasks[1], 0)
-    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.QUEUED  # one of two so far
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == JobStatus.QUEUED  # one of two so far
     finish(tasks[2], 0)
-    assert statuses(tasks) == [S.CANCELLED, S.FINISHED, S.FINISHED]
-    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.FINISHED
+    assert statuses(tasks) == [JobStatus.CANCELLED, JobStatus.FINISHED, JobStatus.FINISHED]
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == JobStatus.FINISHED
 
 
 def test_retry_runs_a_new_attempt_and_keeps_the_old_one(people, two_slaves):
     first = run(people, config(role("worker", 2, minFailedTaskCount=1), name="again", retryCount=1))
     finish(first[0], 3)
     gang = JobGang.objects.get(pk=first[0].gang_id)
-    assert (gang.status, gang.attempt) == (S.QUEUED, 2)
-    assert statuses(first) == [S.FAILED, S.CANCELLED]
+    assert (gang.status, gang.attempt) == (JobStatus.QUEUED, 2)
+    assert statuses(first) == [JobStatus.FAILED, JobStatus.CANCELLED]
     second = tasks_of(first[0], attempt=2)
     assert [t.name for t in second] == ["again-worker-0", "again-worker-1"]
-    assert statuses(second) == [S.RUNNING, S.RUNNING]
+    assert statuses(second) == [JobStatus.RUNNING, JobStatus.RUNNING]
     finish(second[1], 1)
     gang.refresh_from_db()
-    assert (gang.status, gang.attempt) == (S.FAILED, 2)  # retryCount 1: no third attempt
-    assert [(a["attempt"], a["status"]) for a in gang.attempts] == [(1, S.FAILED), (2, S.FAILED)]
+    assert (gang.status, gang.attempt) == (JobStatus.FAILED, 2)  # retryCount 1: no third attempt
+    assert [(a["attempt"], a["status"]) for a in gang.attempts] == [
+        (1, JobStatus.FAILED),
+        (2, JobStatus.FAILED),
+    ]
     assert gang.attempts[0]["tasks"][0]["exitCode"] == 3
 
 
@@ -203,18 +206,18 @@ def test_cancel_of_one_task_cancels_the_whole_gang_and_never_retries(people, two
     user, _ = people
     tasks = run(people, config(role("worker", 2), name="stopme", retryCount=3))
     job_cancel(job=tasks[1], user=user)
-    assert statuses(tasks) == [S.CANCELLED, S.CANCELLED]
+    assert statuses(tasks) == [JobStatus.CANCELLED, JobStatus.CANCELLED]
     gang = JobGang.objects.get(pk=tasks[0].gang_id)
-    assert (gang.status, gang.attempt) == (S.CANCELLED, 1)
+    assert (gang.status, gang.attempt) == (JobStatus.CANCELLED, 1)
 
 
 def test_halt_of_one_task_halts_the_whole_gang(people, two_slaves):
     user, _ = people
     tasks = run(people, config(role("worker", 2, command=HALTABLE), name="haltme"))
-    assert statuses(tasks) == [S.RUNNING, S.RUNNING]
+    assert statuses(tasks) == [JobStatus.RUNNING, JobStatus.RUNNING]
     job_halt_request(job=tasks[0], user=user)
-    assert statuses(tasks) == [S.HALTED, S.HALTED]
-    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.HALTED
+    assert statuses(tasks) == [JobStatus.HALTED, JobStatus.HALTED]
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == JobStatus.HALTED
 
 
 def test_hold_and_release_act_on_every_task(people, two_slaves):
@@ -222,9 +225,9 @@ def test_hold_and_release_act_on_every_task(people, two_slaves):
     busy_gpu(people)
     tasks = run(people, config(role("big", 2, gpus=2), name="held"))
     job_hold(job=tasks[1], user=user)
-    assert statuses(tasks) == [S.ONHOLD] * 2
+    assert statuses(tasks) == [JobStatus.ONHOLD] * 2
     job_release(job=tasks[0], user=user)
-    assert statuses(tasks) == [S.QUEUED] * 2
+    assert statuses(tasks) == [JobStatus.QUEUED] * 2
 
 
 def test_outcome_policy_table():
@@ -232,28 +235,45 @@ def test_outcome_policy_table():
         {"name": "ps", "minFailedTaskCount": None, "minSucceededTaskCount": None},
         {"name": "w", "minFailedTaskCount": 2, "minSucceededTaskCount": 1},
     ]
-    assert gang_outcome(roles, [("ps", S.RUNNING), ("w", S.FAILED), ("w", S.RUNNING)]) is None
-    failed = gang_outcome(roles, [("ps", S.RUNNING), ("w", S.FAILED), ("w", S.FAILED)])
-    assert failed.status == S.FAILED
-    won = gang_outcome(roles, [("ps", S.RUNNING), ("w", S.FINISHED), ("w", S.RUNNING)])
-    assert won.status == S.FINISHED
+    assert (
+        gang_outcome(
+            roles, [("ps", JobStatus.RUNNING), ("w", JobStatus.FAILED), ("w", JobStatus.RUNNING)]
+        )
+        is None
+    )
+    failed = gang_outcome(
+        roles, [("ps", JobStatus.RUNNING), ("w", JobStatus.FAILED), ("w", JobStatus.FAILED)]
+    )
+    assert failed.status == JobStatus.FAILED
+    won = gang_outcome(
+        roles, [("ps", JobStatus.RUNNING), ("w", JobStatus.FINISHED), ("w", JobStatus.RUNNING)]
+    )
+    assert won.status == JobStatus.FINISHED
     # Failures are looked at first.
-    both = gang_outcome(roles, [("w", S.FAILED), ("w", S.FAILED), ("w", S.FINISHED)])
-    assert both.status == S.FAILED
-    assert gang_outcome(roles, [("ps", S.CANCELLED), ("w", S.RUNNING)]).status == S.CANCELLED
+    both = gang_outcome(
+        roles, [("w", JobStatus.FAILED), ("w", JobStatus.FAILED), ("w", JobStatus.FINISHED)]
+    )
+    assert both.status == JobStatus.FAILED
+    assert (
+        gang_outcome(roles, [("ps", JobStatus.CANCELLED), ("w", JobStatus.RUNNING)]).status
+        == JobStatus.CANCELLED
+    )
     null_roles = [{"name": "a", "minFailedTaskCount": None, "minSucceededTaskCount": None}]
-    assert gang_outcome(null_roles, [("a", S.FAILED), ("a", S.RUNNING)]) is None
-    assert gang_outcome(null_roles, [("a", S.FAILED), ("a", S.FINISHED)]).status == S.FINISHED
+    assert gang_outcome(null_roles, [("a", JobStatus.FAILED), ("a", JobStatus.RUNNING)]) is None
+    assert (
+        gang_outcome(null_roles, [("a", JobStatus.FAILED), ("a", JobStatus.FINISHED)]).status
+        == JobStatus.FINISHED
+    )
 
 
 def test_delete_of_a_waiting_gang_revokes_and_hides_every_task(people, two_slaves):
     user, _ = people
     busy_gpu(people)
     tasks = run(people, config(role("big", 2, gpus=2), name="gone"))
-    assert statuses(tasks) == [S.QUEUED] * 2
+    assert statuses(tasks) == [JobStatus.QUEUED] * 2
     job_delete(job=tasks[1], user=user)
-    assert statuses(tasks) == [S.DELETED] * 2
-    assert JobGang.objects.get(pk=tasks[0].gang_id).status == S.CANCELLED
+    assert statuses(tasks) == [JobStatus.DELETED] * 2
+    assert JobGang.objects.get(pk=tasks[0].gang_id).status == JobStatus.CANCELLED
 
 
 def test_reconcile_applies_a_lost_policy_update(people, two_slaves, settings):
@@ -261,14 +281,20 @@ def test_reconcile_applies_a_lost_policy_update(people, two_slaves, settings):
     settings.PORTAL_TASK_MODE = "record"  # the gang_update fired now is lost
     finish(tasks[0], 4)
     gang = JobGang.objects.get(pk=tasks[0].gang_id)
-    assert gang.status == S.QUEUED and statuses(tasks) == [S.FAILED, S.RUNNING]
+    assert gang.status == JobStatus.QUEUED and statuses(tasks) == [
+        JobStatus.FAILED,
+        JobStatus.RUNNING,
+    ]
     settings.PORTAL_TASK_MODE = "inline"
     assert gang_recheck_all() == 1
     gang.refresh_from_db()
-    assert gang.status == S.FAILED and statuses(tasks) == [S.FAILED, S.CANCELLED]
+    assert gang.status == JobStatus.FAILED and statuses(tasks) == [
+        JobStatus.FAILED,
+        JobStatus.CANCELLED,
+    ]
 
 
 def test_a_task_that_ends_before_its_gang_started_fails_the_gang():
     roles = [{"name": "w", "minFailedTaskCount": None, "minSucceededTaskCount": None}]
-    outcome = gang_outcome(roles, [("w", S.FAILED), ("w", S.QUEUED)])
-    assert outcome.status == S.FAILED and "before all tasks" in outcome.reason
+    outcome = gang_outcome(roles, [("w", JobStatus.FAILED), ("w", JobStatus.QUEUED)])
+    assert outcome.status == JobStatus.FAILED and "before all tasks" in outcome.reason

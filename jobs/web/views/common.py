@@ -7,9 +7,8 @@ from jobs.actions.registry import actions_allowed
 from jobs.api.gpulab_json import job_sanitised_name
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.states import ACTIVE, JobStatus
+from jobs.states import ACTIVE
 
-S = JobStatus
 HIDDEN = "hidden"
 
 
