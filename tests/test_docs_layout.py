@@ -1,0 +1,106 @@
+"""docs/architecture.md and the README's map tell the floors the import contract enforces.
+
+The contract (``[tool.importlinter]`` in pyproject.toml, run by ``lint-imports``) is the source:
+its layers name the app packages and their order. These tests fail when a package is added,
+renamed or moved in the contract and the two documents still tell the old house, and when a
+document names a package or a path that does not exist. No Django, no database.
+"""
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+README = ROOT / "README.md"
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _contract(kind: str) -> dict:
+    (contract,) = [c for c in CONFIG["tool"]["importlinter"]["contracts"] if c["type"] == kind]
+    return contract
+
+
+LAYERS = _contract("layers")["layers"]  # top floor (portal) first
+FLOORS = list(reversed(LAYERS))  # bottom floor (core) first
+
+
+def _code_block_after(text: str, heading: str) -> str:
+    """The first fenced code block after ``heading``."""
+    rest = text[text.index(heading) :]
+    return rest.split("```", 2)[1]
+
+
+def _names_in(text: str) -> set[str]:
+    """The floors a piece of prose or a table cell names ("any app", "everything": all)."""
+    if "any app" in text or "everything" in text:
+        return set(FLOORS)
+    return set(re.findall(r"[a-z_]+", text)) & set(FLOORS)
+
+
+def test_the_contract_names_every_package_once():
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert sorted(LAYERS) == sorted(set(LAYERS)), "a floor named twice"
+    assert set(LAYERS) == set(CONFIG["tool"]["importlinter"]["root_packages"])
+    assert set(LAYERS) == packages, "every top-level package is a floor of the contract"
+    installed = {p.rstrip("*") for p in CONFIG["tool"]["setuptools"]["packages"]["find"]["include"]}
+    assert installed == set(LAYERS)
+    assert set(_contract("acyclic_siblings")["ancestors"]) == set(LAYERS) - {"jobs"}
+
+
+def test_architecture_floor_diagram_is_the_contract():
+    block = _code_block_after(ARCHITECTURE.read_text(), "# Architecture")
+    shown = [line.split()[0] for line in block.splitlines() if line.strip() not in ("", "↓")]
+    assert shown == LAYERS
+
+
+def test_architecture_import_table_is_the_contract():
+    text = ARCHITECTURE.read_text()
+    table = text[text.index("## What each package may import") :].split("\n\n")[1]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        package, may, never = (cell.strip() for cell in line.strip("|").split("|"))
+        rows[package.strip("`")] = (may, never)
+    assert [p for p in rows if "." not in p] == FLOORS
+    for index, floor in enumerate(FLOORS):
+        may, never = rows[floor]
+        below, above = set(FLOORS[:index]), set(FLOORS[index + 1 :])
+        assert _names_in(may) - {floor} == below, f"{floor}: may import"
+        assert _names_in(never) - {floor} == above, f"{floor}: never imports"
+
+
+def test_architecture_contract_list_is_the_contract():
+    text = ARCHITECTURE.read_text()
+    assert f"**Layers**: `{' > '.join(LAYERS)}`" in text
+    cycles = text[text.index("**No module cycles**") : text.index("(`acyclic_siblings`)")]
+    assert set(re.findall(r"`([a-z_]+)`", cycles)) == set(
+        _contract("acyclic_siblings")["ancestors"]
+    )
+
+
+def test_readme_map_lists_the_floors_bottom_first():
+    block = _code_block_after(README.read_text(), "## Map")
+    named = []  # the folders an entry starts with ("templates/ static/   pages ...")
+    for line in block.splitlines():
+        if line[:1].strip():
+            words = line.split()
+            while words and words[0].endswith("/"):
+                named.append(words.pop(0).rstrip("/"))
+    assert [name for name in named if name in FLOORS] == FLOORS
+    for name in named:
+        assert (ROOT / name).is_dir(), f"the README's map names {name}/, which does not exist"
+
+
+@pytest.mark.parametrize("doc", [ARCHITECTURE, README], ids=lambda p: p.name)
+def test_paths_a_document_names_exist(doc):
+    """Every `path/like/this` in backticks under a top-level folder of the repository exists."""
+    # var/ holds what the portal makes at run time (var/admin-password.txt): not in a checkout.
+    tops = {p.name for p in ROOT.iterdir() if p.is_dir() and p.name[0] not in "._"} - {"var"}
+    missing = [
+        path
+        for path in sorted(set(re.findall(r"`([\w.-]+/[\w./-]*)`", doc.read_text())))
+        if path.split("/")[0] in tops and not (ROOT / path).exists()
+    ]
+    assert not missing, f"{doc.name} names paths that do not exist: {missing}"
