@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,8 +48,23 @@ def throwaway_database(prefix: str):
     try:
         yield urlunparse(urlparse(url)._replace(path=f"/{name}"))
     finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _drop_database(url, name)
+
+
+def _drop_database(url: str, name: str, tries: int = 5) -> None:
+    """Drop ``name`` (its connections ended first); a busy server or a client still connecting
+    when the drop began gets another try, so that a failed test leaves no database behind."""
+    import psycopg
+
+    for attempt in range(1, tries + 1):
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except psycopg.Error:
+            if attempt == tries:
+                raise
+            time.sleep(attempt)
 
 
 ROOT = Path(__file__).resolve().parents[2]
