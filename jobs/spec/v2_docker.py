@@ -174,7 +174,33 @@ def _port_mappings(f, errs: Errors, limit: int) -> list[dict]:
             f"must have at most {limit} port mappings ({SITE_LIMIT}), not {len(value)}",
         )
         return []
-    return read_list(f, "portMappings", errs, _port_mapping, bare_ok=False)
+    mappings = read_list(f, "portMappings", errs, _port_mapping, bare_ok=False)
+    _host_port_clashes(value, f.path_of("portMappings"), errs)
+    return mappings
+
+
+def _host_port_clashes(value: object, path: str, errs: Errors) -> None:
+    """The same host port fixed twice (on one address, or on all addresses) can never start:
+    refused at submit, naming the second mapping, instead of failing the job at its start."""
+    if not isinstance(value, list):
+        return
+    taken: dict[int, list[tuple[int, str]]] = {}
+    for position, item in enumerate(value):
+        if not isinstance(item, dict):
+            continue
+        port = item.get("hostPort", item.get("host_port"))
+        if not isinstance(port, int) or isinstance(port, bool) or port <= 0:
+            continue
+        address = str(item.get("hostIp") or item.get("host_ip") or "")
+        for other, other_address in taken.get(port, []):
+            everywhere = {"", "0.0.0.0", "::"}
+            if address == other_address or address in everywhere or other_address in everywhere:
+                errs.add(
+                    join(index(path, position), "hostPort"),
+                    f"host port {port} is already mapped by portMappings[{other}]",
+                )
+                break
+        taken.setdefault(port, []).append((position, address))
 
 
 # Variables the portal sets in every container: which GPUs a job sees (on declared-GPU slaves
