@@ -27,6 +27,7 @@ from jobs.models import (
     JobSample,
     JobShare,
     SchedulerLease,
+    SlaveEventCursor,
     StartEstimate,
     SubmitIdempotencyKey,
     UserUsage,
@@ -268,6 +269,21 @@ class SchedulerLeaseAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Who holds the scheduler tick now, and how long the last tick took."""
 
     list_display = ["holder", "acquired_at", "rerun_requested", "last_tick_at", "last_tick_seconds"]
+    readonly_fields = list_display
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(SlaveEventCursor)
+class SlaveEventCursorAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
+    """Read-only: per slave, the last Docker event the watcher handled (where it resumes)."""
+
+    list_display = ["slave", "event_time"]
+    list_select_related = ["slave"]
     readonly_fields = list_display
 
     def has_add_permission(self, request):

@@ -88,6 +88,11 @@ class Job(models.Model):
     # few seconds). Older than PORTAL_RECOVERY_GRACE_S, or older than the status: nobody works
     # on the job and reconcile re-drives it (see docs/runtime.md, Recovery).
     runtime_heartbeat = models.DateTimeField(null=True, blank=True)
+    # The one finisher that archives the ended container's log and outputs and records the end
+    # took the job at this time (compare-and-swap, jobs.runtime.services.job_finish_run) and
+    # renews it while it works. Any other finisher (the watcher's, reconcile's, a stop's) leaves
+    # the job to it, unless the stamp is older than PORTAL_RECOVERY_GRACE_S (its worker died).
+    finish_claimed_at = models.DateTimeField(null=True, blank=True)
 
     # Scheduling information shown to the user (the explanations: JobExplanation).
     halt_events = models.JSONField(default=list, blank=True)
@@ -359,6 +364,23 @@ class SchedulerLease(models.Model):
 
     def __str__(self) -> str:
         return f"scheduler lease held by {self.holder or 'nobody'}"
+
+
+class SlaveEventCursor(models.Model):
+    """Per slave: the time of the last Docker event the slave watcher handled.
+
+    A watcher that starts (after a restart, a crash) asks the engine for the events since then
+    (``jobs.runtime.watcher``), so containers that ended while it was down are finished within
+    a second of its start instead of at the next reconcile. Times are the engine's own.
+    """
+
+    slave = models.OneToOneField(
+        "clusters.Slave", primary_key=True, on_delete=models.CASCADE, related_name="+"
+    )
+    event_time = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"events of slave {self.slave_id} handled until {self.event_time:%Y-%m-%d %H:%M:%S}"
 
 
 class SubmitIdempotencyKey(models.Model):

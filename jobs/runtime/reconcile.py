@@ -79,7 +79,11 @@ def reconcile_slave(
         job = jobs.get(job_uuid)
         if job is None:
             _stop_orphan(slave=slave, container=container, job_uuid=job_uuid, now=now)
-        elif not container.running and container.exit_code is not None:
+        elif (
+            not container.running
+            and container.exit_code is not None
+            and job.status not in (S.ASSIGNED, S.STARTING)  # its launch finishes it (re-driven)
+        ):
             if not job.container_id:
                 Job.objects.filter(pk=job.pk).update(container_id=container.id)
             job_finish_run(job_id=job.pk)

@@ -19,9 +19,7 @@ from django.utils import timezone
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
 from core.faults import crash_point
-from core.tasks import fire
 from core.timefmt import utc_z
-from jobs import task_names
 from jobs.gang.authfile import authfile_credentials
 from jobs.gang.debug import debug_keep_message, debug_keep_until
 from jobs.lifecycle.notifications import RESTART, job_notify_request
@@ -44,7 +42,6 @@ S = JobStatus
 HALT_EXIT_CODE = 123
 SIGKILL_EXIT_CODE = 137  # 128 + 9: what Docker reports for a container we killed
 HALT_KILLED = "halt: no exit within"
-FINISH_TASK = task_names.JOB_FINISH
 LAUNCH_ATTEMPTS = 3
 
 
@@ -253,19 +250,65 @@ def _record_running(job: Job, container_id: str, state) -> None:
     fields = {
         "container_id": container_id,
         "started_at": state.started_at or now,
-        "port_mappings": state.host_ports,
+        "port_mappings": ports_kept(job, state.host_ports),
     }
     if job_transition(
         job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
     ):
         job_running_record(job=job)
-        if not state.running:
-            fire(FINISH_TASK, job.pk)  # it already exited: a fast job
+        # A die event the watcher got while the job was still STARTING had no RUNNING job to
+        # finish (the finish leaves STARTING jobs to their launch); one that comes from now on
+        # finds it RUNNING. So look once more: a container that has exited is finished here, at
+        # once (its end is recorded exactly once whoever else tries: job_finish_run's claim).
+        if state.running:
+            state = _inspect_or_none(job, container_id)
+        if state is not None and not state.running:
+            job_finish_run(job_id=job.pk)
         return
     # Cancelled while starting: remember the container so the stop task can end it.
     Job.objects.filter(pk=job.pk).update(container_id=container_id)
     if job.status == S.CANCELLING:
         job_stop_run(job_id=job.pk)
+
+
+def _inspect_or_none(job: Job, container_id: str):
+    """The container's state now; None when the engine cannot say (the watcher's event or
+    reconcile finishes the job then)."""
+    try:
+        with engine_for(job.slave) as engine:
+            return engine.inspect(container_id)
+    except RuntimeFailure as failure:
+        log.info("could not look at the container of %s again: %s", job.uuid, failure)
+        return None
+
+
+def ports_kept(job: Job, read: list[dict]) -> list[dict]:
+    """The job's port mappings as recorded: those read back from the engine, plus every one
+    the request asked for that the engine no longer shows.
+
+    Docker drops a container's published ports from its state when it stops, so a job that
+    exited within moments of starting reads back none (or only its fixed host ports, from
+    HostConfig). A mapping is then kept as asked: its fixed ``hostPort``, or None for a port
+    Docker picked and has released again.
+    """
+    kept = [dict(p) for p in read]
+    shown = {p["containerPort"] for p in kept}
+    for asked in (job.request.get("docker") or {}).get("portMappings") or ():
+        if isinstance(asked, int):
+            asked = {"containerPort": asked}
+        port = int(str(asked.get("containerPort")).split("/", 1)[0])
+        if port in shown:
+            continue
+        shown.add(port)
+        host_port = asked.get("hostPort")
+        kept.append(
+            {
+                "containerPort": port,
+                "hostPort": int(host_port) if host_port is not None else None,
+                "hostIp": asked.get("hostIp") or "",
+            }
+        )
+    return kept
 
 
 # --- finish --------------------------------------------------------------------------------
@@ -298,22 +341,65 @@ def _killed_by_halt(job: Job) -> bool:
     return job.events.filter(message__startswith=HALT_KILLED).exists()
 
 
+def _finish_claim(job: Job) -> bool:
+    """Take the finish of the job (archive its log and outputs, record its end), or leave it
+    to the finisher that has it: the watcher's, reconcile's, the launch's, a stop's or a halt's
+    finish may all come for one exit, at once or one after the other.
+
+    Compare-and-swap on ``finish_claimed_at`` across every status the job may still pass
+    through (a cancel or a halt arriving meanwhile changes the status, not the claim), so
+    exactly one archives; a claim older than the grace period was left by a killed worker
+    and is taken over.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
+    free = Q(finish_claimed_at__isnull=True) | Q(finish_claimed_at__lt=stale)
+    won = Job.objects.filter(free, pk=job.pk, status__in=ON_SLAVE).update(finish_claimed_at=now)
+    if won:
+        job.finish_claimed_at = now
+    return won == 1
+
+
+def _finish_beating(job: Job) -> Heartbeat:
+    """Renew the finish claim while the archive is copied (large outputs take a while)."""
+
+    def beat():
+        Job.objects.filter(pk=job.pk, status__in=ON_SLAVE).update(finish_claimed_at=timezone.now())
+
+    return Heartbeat(beat, settings.PORTAL_RECOVERY_GRACE_S / 5)
+
+
+def _finish_release(job: Job) -> None:
+    """Give the claim back when the finish could not go on (an unreachable slave): the next
+    try (reconcile) need not wait for it to go stale."""
+    Job.objects.filter(pk=job.pk, status__in=ON_SLAVE).update(finish_claimed_at=None)
+
+
 def job_finish_run(*, job_id: int) -> None:
-    """A container stopped: archive its log, record how it ended, free the room."""
+    """A container stopped: archive its log and outputs, record how it ended, free the room.
+
+    Exactly once per exit, whoever calls (``_finish_claim``). A job still ASSIGNED or STARTING
+    is left to its launch, which records RUNNING first and then finishes it at once.
+    """
     job = _load(job_id)
     if job is None or job.status not in ON_SLAVE or not job.container_id:
+        return
+    if job.status in (S.ASSIGNED, S.STARTING):
         return
     try:
         with engine_for(job.slave) as engine:
             state = engine.inspect(job.container_id)
             if state.running:
                 return  # a spurious event: still running
-            frames = engine.log_frames(job.container_id)
-            job_log_archive_frames(job=job, frames=frames)
-            # Before the container is removed (in _end): its output folder, into the archive.
-            job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
-            # tapisjob.out of a job from an app: stdout and stderr as they came.
-            job_stdout_archive(job=job, data=join_frames(frames)[0])
+            if not _finish_claim(job):
+                return  # another finisher archives it and records its end
+            with _finish_beating(job):
+                frames = engine.log_frames(job.container_id)
+                job_log_archive_frames(job=job, frames=frames)
+                # Before the container is removed (in _end): its output folder, into the archive.
+                job_outputs_archive(job=job, engine=engine, container_id=job.container_id)
+                # tapisjob.out of a job from an app: stdout and stderr as they came.
+                job_stdout_archive(job=job, data=join_frames(frames)[0])
     except ContainerNotFound:
         job.refresh_from_db()
         if job.status in ON_SLAVE:
@@ -322,6 +408,8 @@ def job_finish_run(*, job_id: int) -> None:
         return
     except RuntimeFailure as failure:
         log.warning("finish of %s deferred: %s", job.uuid, failure)
+        if job.finish_claimed_at is not None:
+            _finish_release(job)
         return  # the slave is unreachable: reconcile retries
     _end(
         job,
@@ -331,20 +419,33 @@ def job_finish_run(*, job_id: int) -> None:
     )
 
 
+# How often the holder of the finish tries again when the status changed under it.
+END_ATTEMPTS = 5
+
+
 def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> None:
-    to, reason = _outcome(job, exit_code, oom)
+    """Record the end. The finish's holder is the only one that records it, so a status that
+    changed while it archived (a cancel, a halt request) is read again and the end judged on
+    it, never left unrecorded."""
     ended = finished_at or timezone.now()
-    fields = {"exit_code": exit_code, "ended_at": ended}
-    if reason:
-        fields["end_reason"] = reason
-    with transaction.atomic():
-        if not job_transition(
-            job=job, to=to, message=reason or f"exit code {exit_code}", fields=fields
-        ):
+    for _attempt in range(END_ATTEMPTS):
+        to, reason = _outcome(job, exit_code, oom)
+        fields = {"exit_code": exit_code, "ended_at": ended}
+        if reason:
+            fields["end_reason"] = reason
+        with transaction.atomic():
+            if job_transition(
+                job=job, to=to, message=reason or f"exit code {exit_code}", fields=fields
+            ):
+                if to == S.HALTED and job.restartable:
+                    job_restart_create(job=job)
+                tick_request()
+                break
+        if job.status not in ON_SLAVE:  # ended by someone else (a slave given up as lost)
             return
-        if to == S.HALTED and job.restartable:
-            job_restart_create(job=job)
-        tick_request()
+    else:
+        log.warning("end of %s not recorded: its status kept changing", job.uuid)
+        return
     keep_until = debug_keep_until(job)
     if keep_until is not None:  # OpenPAI isDebug: reconcile removes it later
         job_event_add(job=job, message=debug_keep_message(keep_until))

@@ -3,8 +3,10 @@
 One thread per slave; a container "die" event of a portal container finishes its job (in a
 thread of this process with the django-q2 queue; otherwise through the finish task), within a
 second of the exit. The process also runs the scheduler's wakeup timer (jobs.scheduler_bridge.ticks). Streams that break are reopened with a back-off, resuming from the
-last event seen; reconcile covers whatever is still missed. The slave list is re-read
-periodically, so new slaves are watched without a restart.
+last event seen; the time of the last event handled is kept per slave in the database
+(SlaveEventCursor), so a restarted watcher resumes from there too. Reconcile covers whatever is
+still missed. The slave list is re-read periodically, so new slaves are watched without a
+restart.
 """
 
 import logging
@@ -15,14 +17,16 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import close_old_connections, connections
+from django.utils import timezone
 
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
+from core.connections import connections_release
 from core.tasks import fire
 from jobs import task_names
 from jobs.lifecycle.subscriptions import deliveries_retry_loop
-from jobs.models import Job
+from jobs.models import Job, SlaveEventCursor
 from jobs.runtime import services as runtime_services
 from jobs.runtime.container_spec import LABEL_JOB, slave_labels
 from jobs.runtime.metrics import metrics_sampler_loop
@@ -54,7 +58,7 @@ def handle_event(event: dict) -> None:
     finally:
         # This thread now waits for the next event, maybe for hours: give the connection back
         # (the process's pool, PORTAL_DB_POOL_MAX, is shared by every slave's thread).
-        connections.close_all()
+        connections_release()
     if job_id is None:
         return
     if settings.PORTAL_TASK_MODE == "queue":
@@ -75,20 +79,65 @@ def _finish_here(job_id: int) -> None:
         connections.close_all()  # this thread's connections: the thread ends here
 
 
+def cursor_load(slave_id: int) -> datetime | None:
+    """The time of the last event of the slave a watcher handled (SlaveEventCursor)."""
+    close_old_connections()
+    try:
+        return (
+            SlaveEventCursor.objects.filter(slave_id=slave_id)
+            .values_list("event_time", flat=True)
+            .first()
+        )
+    finally:
+        connections_release()  # not held while this thread waits for events
+
+
+def cursor_save(slave_id: int, when: datetime) -> None:
+    """Remember that the slave's events up to ``when`` were handled (never moves back)."""
+    close_old_connections()
+    try:
+        if not SlaveEventCursor.objects.filter(slave_id=slave_id, event_time__lt=when).update(
+            event_time=when
+        ):
+            SlaveEventCursor.objects.get_or_create(slave_id=slave_id, defaults={"event_time": when})
+    finally:
+        connections_release()
+
+
 class SlaveWatch(threading.Thread):
+    """Follows one slave's events. It starts from the last event of the slave that any watcher
+    handled (kept in the database), so a restarted watcher gets the die events it missed while
+    it was down and finishes those jobs at once; the engine replays them (Docker's ``since``).
+    Event times are inclusive: the last handled event comes again and is handled again, which
+    the finish's claim makes harmless."""
+
     def __init__(self, slave: Slave, stop: threading.Event):
         super().__init__(name=f"watch-{slave.name}", daemon=True)
         self.slave = slave
         self.stop_event = stop
         self.since: datetime | None = None
+        self.loaded = False
+
+    def _resume_point(self) -> datetime | None:
+        if not self.loaded:
+            self.since = cursor_load(self.slave.pk)
+            self.loaded = True
+        if self.since is None:
+            # Nothing handled yet: the stream covers what happens from now on, so a restart
+            # may resume from here (engines' clocks: see docs/runtime.md).
+            self.since = timezone.now()
+            cursor_save(self.slave.pk, self.since)
+            return None
+        return self.since
 
     def run(self) -> None:
         backoff = 1.0
         while not self.stop_event.is_set():
             try:
+                since = self._resume_point()
                 with engine_for(self.slave) as engine:
                     events = engine.events(
-                        since=self.since,
+                        since=since,
                         # This portal's containers of this slave only (Docker ANDs labels).
                         filters={
                             "label": [f"{k}={v}" for k, v in slave_labels(self.slave.pk).items()]
@@ -98,8 +147,11 @@ class SlaveWatch(threading.Thread):
                     for event in events:
                         if self.stop_event.is_set():
                             return  # stopped while waiting for this event: leave it alone
-                        self.since = event.get("time") or self.since
                         handle_event(event)
+                        when = event.get("time")
+                        if when is not None and (self.since is None or when > self.since):
+                            self.since = when
+                            cursor_save(self.slave.pk, when)
             except RuntimeFailure as failure:
                 log.info("watcher %s: %s (retrying in %.0f s)", self.slave.name, failure, backoff)
             except Exception:
@@ -125,7 +177,7 @@ def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = Non
         try:
             slaves = list(Slave.objects.all())
         finally:
-            connections.close_all()  # not held through the wait below
+            connections_release()  # not held through the wait below
         for slave in slaves:
             key = (slave.name, slave.docker_url)
             if key not in watches or not watches[key].is_alive():

@@ -26,7 +26,6 @@ def test_modules_that_fire_tasks_use_the_constants():
     from jobs.gang import launch as gang_launch
     from jobs.lifecycle import actions, notifications, subscriptions
     from jobs.runtime import reconcile, recovery, watcher
-    from jobs.runtime import services as runtime_services
     from jobs.scheduler_bridge import ticks
 
     apply = import_module("jobs.scheduler_bridge.apply")
@@ -39,7 +38,6 @@ def test_modules_that_fire_tasks_use_the_constants():
         recovery.RECOVER_TASK,
         actions.STOP_TASK,
         actions.HALT_TASK,
-        runtime_services.FINISH_TASK,
         watcher.FINISH_TASK,
         ticks.SCHEDULER_TICK_TASK,
         notifications.NOTIFY_TASK,

@@ -56,6 +56,27 @@ def test_finishes_an_exit_of_a_container_the_job_never_recorded(people, slave, e
     assert job.status == "FINISHED"
 
 
+def test_an_exit_before_a_lost_launch_recorded_running_is_run_then_ended(people, slave, engine):
+    """The launch's worker died after the start, before it recorded RUNNING, and the container
+    has exited since: reconcile re-drives the launch (which adopts the container) rather than
+    ending a STARTING job itself, so the job still goes RUNNING, then ends by its exit code."""
+    job = running(people)
+    Job.objects.filter(pk=job.pk).update(
+        status="STARTING",
+        container_id="",
+        runtime_heartbeat=None,
+        status_updated=timezone.now() - timedelta(seconds=60),
+    )
+    engine.finish(job.container_id, 4)
+    seen = job.events.order_by("-id").values_list("id", flat=True).first()
+    reconcile_all()
+    job.refresh_from_db()
+    assert (job.status, job.exit_code) == ("FAILED", 4)
+    after = job.events.filter(id__gt=seen).exclude(new_state="").order_by("id")
+    assert list(after.values_list("new_state", flat=True)) == ["RUNNING", "FAILED"]
+    assert containers_of(slave, job) == []
+
+
 def test_fails_jobs_whose_container_vanished(people, slave, engine):
     job = running(people)
     engine.remove(job.container_id)

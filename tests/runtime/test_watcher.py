@@ -2,12 +2,13 @@
 
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 
 from clusters.runtime import memory
 from core import tasks
-from jobs.models import Job
+from jobs.models import Job, SlaveEventCursor
 from jobs.runtime.watcher import SlaveWatch, handle_event, watch_forever
 from tests.support.runtime import (
     job_doc,
@@ -114,3 +115,43 @@ def test_watch_forever_watches_every_slave_until_stopped(people, slave, engine, 
         thread.join(timeout=5)
     assert not thread.is_alive()
     assert Job.objects.get(pk=job.pk).log_archived
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_restarted_watcher_finishes_what_ended_while_it_was_down(people, slave, engine, runtime):
+    """The watcher resumes from the last event it handled (kept in the database), not from
+    the moment it starts: an end it missed is recorded at once, not by the next reconcile."""
+    first_stop = threading.Event()
+    opened = engine.streams_opened()
+    first = SlaveWatch(slave, first_stop)
+    first.start()
+    wait_for_stream(engine, opened)
+    job = submit(people, job_doc("sleep 300"))
+    job.refresh_from_db()
+    deadline = time.monotonic() + 5
+    while not SlaveEventCursor.objects.filter(slave=slave).exists():
+        assert time.monotonic() < deadline, "the watcher kept no cursor"
+        time.sleep(0.02)
+    first_stop.set()  # the watcher process stops...
+    engine.finish(job.container_id, 7)  # ...and the job ends while it is down
+    first.join(timeout=5)
+    assert not first.is_alive()
+    assert Job.objects.get(pk=job.pk).status == "RUNNING"
+
+    second_stop = threading.Event()
+    second = SlaveWatch(slave, second_stop)  # a new process: nothing in memory
+    began = time.monotonic()
+    second.start()
+    try:
+        done = wait_for(job, "FAILED", "FINISHED", timeout=10)
+        took = time.monotonic() - began
+        assert (done.status, done.exit_code) == ("FAILED", 7)
+        assert took < 2, f"recorded {took:.1f} s after the watcher started"
+        wait_container_removed(slave, done)
+    finally:
+        second_stop.set()
+        memory.reset()
+        second.join(timeout=5)
+    assert not second.is_alive()
+    cursor = SlaveEventCursor.objects.get(slave=slave).event_time
+    assert cursor >= done.ended_at - timedelta(seconds=1)
