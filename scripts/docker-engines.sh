@@ -5,6 +5,10 @@
 #     data root, exec root, pid file, containerd namespace, cgroup parent and bridge (gpbrN,
 #     10.222.N.1/24). Engines that share or disable docker0 break each other's networking, so
 #     every extra engine gets a bridge of its own.
+#   - The extra engines listed in GPUPORTAL_IPV6_ENGINES (default: slave2, the contract
+#     tests' second engine) run with IPv6 on (--ipv6, --fixed-cidr-v6 fd00:6770:N::/64 on
+#     their bridge): their containers get an IPv6 address, and a published port gets an IPv6
+#     binding next to the IPv4 one, as on a dual-stack production host.
 # Every engine that answers gets the test image (scripts/build-test-image.sh).
 #
 # Usage: scripts/docker-engines.sh start|stop|status [--extra N] [--all]
@@ -17,6 +21,7 @@
 #   GPUPORTAL_EXTRA_ENGINES   number of extra engines (default 2)
 #   GPUPORTAL_ENGINE_TIMEOUT  seconds to wait for each engine (default 60)
 #   GPUPORTAL_SKIP_TEST_IMAGE set to 1 to skip building the test image
+#   GPUPORTAL_IPV6_ENGINES    extra engines started with IPv6, by number (default "2"; "" none)
 # Logs: /var/log/gpuportal/{main,slaveN}.log. Data: /var/lib/gpuportal/slaveN.
 #
 # Known interplay of several dockerd on one host (all checked with 20.10):
@@ -28,6 +33,11 @@
 #     engine's bridge) at every start.
 #   - Each engine publishes host ports from the same port space: two engines cannot publish
 #     the same fixed host port.
+#   - IPv6 (checked with 20.10): dockerd --ipv6 gives the bridge fd00:6770:N::1 and turns on
+#     net.ipv6.conf.all.forwarding. Ports published on :: reach the container through
+#     docker-proxy (ip6tables rules need --experimental before Docker 27, where --ip6tables
+#     became the default); each address family's host port is allocated on its own, so one
+#     container port may be published on 0.0.0.0 and :: at different host ports.
 set -euo pipefail
 
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${PATH:-}"
@@ -43,6 +53,7 @@ MAIN_PIDFILE=/var/run/docker.pid
 MAIN_MARKER="$RUN_DIR/main.started-here"
 
 extra="${GPUPORTAL_EXTRA_ENGINES:-2}"
+ipv6_engines="${GPUPORTAL_IPV6_ENGINES-2}"
 timeout_s="${GPUPORTAL_ENGINE_TIMEOUT:-60}"
 all=0
 
@@ -52,7 +63,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,19p' "$0"
+    sed -n '2,24p' "$0"
 }
 
 answers() { # answers SOCKET: true when the engine on SOCKET replies to `docker info`
@@ -129,8 +140,20 @@ ensure_bridge() { # ensure_bridge N
     ip link set "$br" up
 }
 
+ipv6_flags() { # ipv6_flags N: dockerd flags for IPv6 when engine N is one of GPUPORTAL_IPV6_ENGINES
+    local n
+    for n in ${ipv6_engines//,/ }; do
+        if [[ "$n" == "$1" ]]; then
+            echo "--ipv6 --fixed-cidr-v6 fd00:6770:$(printf '%x' "$1")::/64"
+            return 0
+        fi
+    done
+}
+
 launch_extra() { # launch_extra N
     local n="$1" name="slave$1"
+    local -a ipv6
+    read -r -a ipv6 <<<"$(ipv6_flags "$n")"
     ensure_bridge "$n"
     mkdir -p "$DATA_DIR/$name" "$RUN_DIR/$name.exec"
     # An empty config file keeps /etc/docker/daemon.json (hosts, bridge, ...) of the main
@@ -151,13 +174,23 @@ launch_extra() { # launch_extra N
         --containerd-namespace "gpuportal-$name" \
         --containerd-plugins-namespace "gpuportal-$name-plugins" \
         --cgroup-parent "/gpuportal-$name" \
+        "${ipv6[@]}" \
         >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
+}
+
+ipv6_on() { # ipv6_on SOCKET: true when the engine's default bridge network has IPv6
+    [[ "$(DOCKER_HOST="unix://$1" timeout 10 docker network inspect bridge \
+        --format '{{.EnableIPv6}}' 2>/dev/null)" == true ]]
 }
 
 start_extra() { # start_extra N
     local name="slave$1"
     ensure_engine "$name" "$RUN_DIR/$name.sock" "$RUN_DIR/$name.pid" "$LOG_DIR/$name.log" \
         launch_extra "$1"
+    if [[ -n "$(ipv6_flags "$1")" ]] && ! ipv6_on "$RUN_DIR/$name.sock"; then
+        echo "$name: running without IPv6 (started before it was asked for); stop and start" \
+            "the extra engines to restart it with IPv6" >&2
+    fi
     build_image "$RUN_DIR/$name.sock"
 }
 
@@ -200,7 +233,8 @@ known_extra_numbers() {
 status_line() { # status_line NAME SOCKET
     local version
     if version="$(DOCKER_HOST="unix://$2" timeout 10 docker version --format '{{.Server.Version}}' 2>/dev/null)"; then
-        printf '%-8s up    unix://%s (engine %s)\n' "$1" "$2" "$version"
+        printf '%-8s up    unix://%s (engine %s%s)\n' "$1" "$2" "$version" \
+            "$(ipv6_on "$2" && echo ', IPv6')"
     else
         printf '%-8s down  unix://%s\n' "$1" "$2"
     fi

@@ -27,6 +27,7 @@ from clusters.runtime.errors import (
     ContainerNotFound,
     ContainerNotRunning,
     RuntimeFailure,
+    host_port_busy,
     is_permanent,
     redact,
     removed_on_failure,
@@ -88,21 +89,35 @@ def parse_docker_time(value: str | None) -> datetime | None:
 
 
 def _host_ports(ports: Mapping | None) -> list[dict]:
-    result, seen = [], set()
-    for key, bindings in sorted((ports or {}).items()):
-        container_port = int(key.split("/", 1)[0])
-        for binding in bindings or ():
-            host_ip, host_port = binding.get("HostIp") or "", binding.get("HostPort")
-            if not host_port:
-                continue
-            # Docker lists "0.0.0.0" and "::" for one published port: report it once.
-            if host_ip == "::" and (container_port, int(host_port)) in seen:
-                continue
-            seen.add((container_port, int(host_port)))
-            result.append(
-                {"containerPort": container_port, "hostPort": int(host_port), "hostIp": host_ip}
-            )
+    """One GPULab mapping per published container port ("8080/tcp"), as a client reaches it,
+    whatever Docker lists per address family.
+
+    On a host with IPv6, Docker publishes a port that names no host address twice, on
+    ``0.0.0.0`` and on ``::``, and the two may get different host ports: each family's port is
+    allocated on its own (on Docker 20.10 as soon as their counters drift apart).
+    Reported: the IPv4 binding when there is one, else the IPv6 one. A port published on an
+    address the job asked for has that one binding, reported with that address."""
+    result = []
+    for key, bindings in sorted((ports or {}).items(), key=_port_key_order):
+        published = [b for b in bindings or () if b and b.get("HostPort")]
+        if not published:
+            continue
+        ipv4 = [b for b in published if ":" not in (b.get("HostIp") or "")]
+        binding = (ipv4 or published)[0]
+        result.append(
+            {
+                "containerPort": int(str(key).split("/", 1)[0]),
+                "hostPort": int(binding["HostPort"]),
+                "hostIp": binding.get("HostIp") or "",
+            }
+        )
     return result
+
+
+def _port_key_order(item: tuple) -> tuple[int, str]:
+    """Docker's "8080/tcp" keys in port order (10000 after 8080), then by protocol."""
+    number, _, protocol = str(item[0]).partition("/")
+    return (int(number), protocol)
 
 
 def _state(data: Mapping) -> ContainerState:
@@ -216,6 +231,8 @@ class DockerEngine:
                 raise ContainerNotFound(message) from None
             if container and status == 409 and "is not running" in message:
                 raise ContainerNotRunning(message) from None
+            if (busy := host_port_busy(message, status_code=status)) is not None:
+                raise busy from None
             permanent = is_permanent(message, status_code=status, operation=operation)
             raise RuntimeFailure(message, permanent=permanent, status_code=status) from None
         except (

@@ -105,6 +105,44 @@ class ContainerNotRunning(RuntimeFailure):
         super().__init__(message, permanent=True, status_code=status_code)
 
 
+class HostPortBusy(RuntimeFailure):
+    """A host port the container was to publish is taken: by a process outside the engine
+    ("address already in use": another engine's container on the same machine, another
+    installation) or by another container of the same engine ("port is already allocated").
+
+    ``host_port``: the port the engine named (None when its message named none). Permanent:
+    starting the same container again fails the same way. Whose problem it is depends on who
+    chose the port (the user or the portal): the launch decides (jobs.runtime.port_clash).
+    """
+
+    def __init__(self, message: str, *, host_port: int | None, status_code: int | None = None):
+        super().__init__(message, permanent=True, status_code=status_code)
+        self.host_port = host_port
+
+
+# Docker's words for a taken host port: docker-proxy's or (Docker 28) the engine's own bind
+# ("... listen tcp4 0.0.0.0:20000: bind: address already in use", "failed to bind host port
+# for 0.0.0.0:20000:172.17.0.2:80/tcp: address already in use"), and its own allocator ("Bind
+# for 0.0.0.0:20000 failed: port is already allocated").
+_PORT_BUSY = re.compile(r"address already in use|port is already allocated", re.IGNORECASE)
+# The first host address:port in such a message: 0.0.0.0:20000, [::]:20000, :::20000.
+_BUSY_ADDRESS = re.compile(
+    r"(?:\b\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]*\]|[0-9A-Fa-f]*::[0-9A-Fa-f:]*?):(\d{1,5})\b"
+)
+
+
+def host_port_busy(message: str, *, status_code: int | None = None) -> HostPortBusy | None:
+    """The HostPortBusy an engine's ``message`` describes, None when it is about another
+    thing (a container name "already in use" is a conflict, not a port)."""
+    if not _PORT_BUSY.search(message):
+        return None
+    address = _BUSY_ADDRESS.search(message)
+    port = int(address.group(1)) if address else None
+    if port is not None and not 0 < port <= 65535:
+        port = None
+    return HostPortBusy(message, host_port=port, status_code=status_code)
+
+
 def is_permanent(message: str, *, status_code: int | None, operation: str = "") -> bool:
     """Whether an engine answer (HTTP status and message) describes a permanent failure.
 

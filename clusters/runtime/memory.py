@@ -23,8 +23,13 @@ For fast tests and demos without Docker (``PORTAL_ENGINE=memory`` or a slave URL
   the regular files.
 - Tests steer it with ``finish`` (the container exits now, optionally OOM-killed),
   ``write_log``, ``fail_next`` (the next call of an operation raises a permanent or transient
-  RuntimeFailure), ``set_unreachable`` (every call fails as an unreachable daemon does) and
-  ``add_image``.
+  RuntimeFailure; HostPortBusy when its message says a port is taken, as Docker's would),
+  ``set_unreachable`` (every call fails as an unreachable daemon does) and ``add_image``.
+- Host ports: a fixed host port that another running container of the same daemon publishes
+  fails the start ("port is already allocated"), one that ``host_port_occupy`` took (a
+  process outside the engine: another engine on the machine, another installation) fails it
+  with "address already in use", both as HostPortBusy; ports it picks itself skip both, as
+  Docker retries its own picks.
 - The registry it pulls from has every image except names containing ``no-such``, and cannot
   be reached at IP addresses or ``localhost`` (connection refused, like the Docker tests'
   ``127.0.0.1:1``).
@@ -51,7 +56,9 @@ from clusters.runtime.engine import ContainerState, EngineInfo
 from clusters.runtime.errors import (
     ContainerNotFound,
     ContainerNotRunning,
+    HostPortBusy,
     RuntimeFailure,
+    host_port_busy,
     is_permanent,
     redact,
     removed_on_failure,
@@ -75,6 +82,20 @@ _SERVERS = frozenset({"httpd", "nc", "yes"})
 
 _daemons: dict[str, _Daemon] = {}
 _daemons_lock = threading.Lock()
+# Host ports held outside every in-memory engine (host_port_occupy): what another process on
+# the slave's machine would hold.
+_ports_taken_outside: set[int] = set()
+
+
+def host_port_occupy(port: int) -> None:
+    """Take ``port`` on the host, outside the engines, until ``host_port_release``."""
+    with _daemons_lock:
+        _ports_taken_outside.add(int(port))
+
+
+def host_port_release(port: int) -> None:
+    with _daemons_lock:
+        _ports_taken_outside.discard(int(port))
 
 
 def daemon_for(url: str) -> _Daemon:
@@ -90,6 +111,7 @@ def reset() -> None:
     with _daemons_lock:
         daemons = list(_daemons.values())
         _daemons.clear()
+        _ports_taken_outside.clear()
     for daemon in daemons:
         with daemon.cond:
             daemon.generation += 1
@@ -326,14 +348,30 @@ class _Daemon:
             if c.running and c is not container
             for p in c.host_ports
         }
+        with _daemons_lock:
+            outside = set(_ports_taken_outside)
         ports = []
         for mapping in container.spec.port_mappings:
-            host_port = mapping.host_port or next(self._ports)
+            host_port = mapping.host_port
+            if not host_port:  # Docker picks one, and picks again while its pick is taken
+                host_port = next(self._ports)
+                while host_port in used or host_port in outside:
+                    host_port = next(self._ports)
+            endpoint = (
+                f"start: driver failed programming external connectivity on endpoint "
+                f"{container.name}"
+            )
             if host_port in used:
-                raise RuntimeFailure(
-                    f"start: driver failed programming external connectivity: Bind for "
-                    f"0.0.0.0:{host_port} failed: port is already allocated",
-                    permanent=False,
+                raise HostPortBusy(
+                    f"{endpoint}: Bind for 0.0.0.0:{host_port} failed: port is already allocated",
+                    host_port=host_port,
+                    status_code=500,
+                )
+            if host_port in outside:
+                raise HostPortBusy(
+                    f"{endpoint}: Error starting userland proxy: listen tcp4 0.0.0.0:"
+                    f"{host_port}: bind: address already in use",
+                    host_port=host_port,
                     status_code=500,
                 )
             used.add(host_port)
@@ -438,7 +476,8 @@ class MemoryEngine:
                 failure = queue[0]
                 if getattr(failure, "times", 1) != -1:
                     queue.popleft()
-                raise RuntimeFailure(
+                busy = host_port_busy(failure.message, status_code=failure.status_code)
+                raise busy or RuntimeFailure(
                     failure.message, permanent=failure.permanent, status_code=failure.status_code
                 )
         daemon.advance()

@@ -5,7 +5,8 @@ uses) and ``memory.MemoryEngine`` (pure Python, for fast tests and demos). One c
 (tests/integration/contract/) holds both to the same behaviour, so they cannot drift.
 
 Every method raises ``errors.RuntimeFailure`` (``permanent`` or transient) and nothing else;
-``ContainerNotFound`` and ``ContainerNotRunning`` are the two failures callers tell apart.
+``ContainerNotFound``, ``ContainerNotRunning`` and ``HostPortBusy`` (a start whose host port
+is taken, with the port) are the failures callers tell apart.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ class Engine(Protocol):
         """Unpack a tar (bytes or a file) at ``path``, an existing folder of the container
         (created or running): how a job's inputs are staged before it starts."""
 
-    def start(self, container_id: str) -> None: ...
+    def start(self, container_id: str) -> None:
+        """Start a created container; a host port it publishes being taken raises
+        ``HostPortBusy`` (so does ``run``)."""
+
     def inspect(self, container_id: str) -> ContainerState: ...
     def list_by_labels(self, labels: Mapping[str, str]) -> list[ContainerState]: ...
     def find_by_label(self, key: str, value: str) -> list[ContainerState]: ...

@@ -16,6 +16,7 @@ from core.errors import Conflict
 from core.tasks import fire
 from jobs import task_names
 from jobs.gang.policy import GANG_FINAL
+from jobs.gang.ports import ports_to_avoid
 from jobs.models import Job, JobGang
 from jobs.spec.openpai import env_part, role_ports
 from jobs.states import HOLDS_RESOURCES, JobStatus
@@ -95,6 +96,8 @@ def _task_plan(gang: JobGang, tasks: list[Job]) -> dict[int, dict]:
         taken |= ports
     for task in tasks:
         taken |= _fixed_ports(task.request)
+    # Ports an earlier attempt found taken on its slave's machine (jobs.gang.ports).
+    taken |= ports_to_avoid(gang)
     used = {pk: taken for pk in slave_ids}
     plan: dict[int, dict] = {}
     for task in sorted(tasks, key=lambda t: (t.task_role, t.task_index)):

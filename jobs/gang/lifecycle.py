@@ -12,6 +12,7 @@ from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
 from jobs.gang.policy import GANG_ACTIVE, GANG_FINAL, Outcome, gang_outcome
+from jobs.gang.ports import port_requeues, requeue_for_port_clash
 from jobs.models import Job, JobEvent, JobGang, JobPullSecret
 from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, TERMINAL, JobStatus
@@ -77,8 +78,9 @@ def _attempt_record(gang: JobGang, outcome: Outcome, tasks: list[Job], now: date
     }
 
 
-def _new_attempt(gang: JobGang, old: list[Job], now: datetime) -> list[Job]:
-    """The tasks of the next attempt: the submitted requests again, queued."""
+def _new_attempt(gang: JobGang, old: list[Job], now: datetime, why: str = "") -> list[Job]:
+    """The tasks of the next attempt: the submitted requests again, queued; ``why`` says why
+    when it is no retry (a re-queue for a taken port)."""
     stamp = utc_z(now)
     first = old[0]
     secrets = {
@@ -120,8 +122,9 @@ def _new_attempt(gang: JobGang, old: list[Job], now: datetime) -> list[Job]:
             time=now,
             type=JobEvent.Type.STATUS_CHANGE,
             new_state=JobStatus.QUEUED,
-            message=f"attempt {gang.attempt} of gang {gang.name} (retry {gang.attempt - 1} "
-            f"of {gang.retry_count})",
+            message=f"attempt {gang.attempt} of gang {gang.name} ("
+            + (why or f"retry {gang.attempt - 1 - port_requeues(gang)} of {gang.retry_count}")
+            + ")",
         )
         for job in jobs
     )
@@ -141,17 +144,24 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
             Job.objects.filter(gang=gang, gang_attempt=gang.attempt).select_related("slave")
         )
         outcome = gang_outcome(gang.config["taskRoles"], [(t.task_role, t.status) for t in tasks])
+        # A task that could not start on a port the portal chose: the gang goes back to the
+        # queue whole, whatever the policy says of one failed task (jobs.gang.ports).
+        requeue = requeue_for_port_clash(gang, tasks)
+        if requeue is not None:
+            outcome = requeue.outcome
         if outcome is None:
             return None
         if gang.cancelled_by_user:
             outcome = Outcome(JobStatus.CANCELLED, gang.end_reason or "cancelled by its owner")
         record = _attempt_record(gang, outcome, tasks, now)
+        if requeue is not None:
+            record["portsTaken"] = sorted(requeue.ports)
         reason = f"gang {gang.name} attempt {gang.attempt} {outcome.status}: {outcome.reason}"
         stops = [(t, f"stopped: {reason}") for t in tasks if t.status not in TERMINAL]
         retry = (
             outcome.status == JobStatus.FAILED
             and not gang.cancelled_by_user
-            and gang.attempt <= gang.retry_count
+            and (requeue is not None or gang.attempt - port_requeues(gang) <= gang.retry_count)
         )
         gang.attempts = [*gang.attempts, record]
         gang.status_updated = now
@@ -166,7 +176,7 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
         for task in tasks:
             job_event_add(job=task, message=reason[:5000], now=now)
         if retry:
-            _new_attempt(gang, tasks, now)
+            _new_attempt(gang, tasks, now, why=requeue.why if requeue is not None else "")
             tick_request()
     for task, why in stops:
         gang_task_stop(task, why, now, halt=outcome.status == JobStatus.HALTED)

@@ -29,6 +29,7 @@ from django.conf import settings
 from clusters.runtime.errors import RuntimeFailure, removed_on_failure
 from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job
+from jobs.runtime.port_clash import start_despite_port_clashes
 from jobs.runtime.storage import StorageRefused, resolve_mount
 from jobs.runtime.workdir import CONTAINER_INPUT_DIR
 from jobs.submit.checks import slave_roots
@@ -192,7 +193,15 @@ def inputs_tar(job: Job):
 
 def job_container_start(*, engine, job: Job, spec) -> str:
     """Create and start the job's container; a job from an app or with inputs gets its
-    inputs staged between the two and its stages recorded. Returns the container id."""
+    inputs staged between the two and its stages recorded. Returns the container id. A host
+    port found taken at the start is handled by who chose it (``jobs.runtime.port_clash``):
+    the start may be tried again, or fail with a reason saying what to do."""
+    return start_despite_port_clashes(
+        engine=engine, job=job, start=lambda: _container_start(engine=engine, job=job, spec=spec)
+    )
+
+
+def _container_start(*, engine, job: Job, spec) -> str:
     if not job.app_id and not job.file_inputs:
         return engine.run(spec)
     names = ", ".join(item["name"] for item in job.file_inputs) or "none"

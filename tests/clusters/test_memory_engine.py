@@ -7,7 +7,7 @@ from clusters.apps import check_engine
 from clusters.models import Slave
 from clusters.runtime import memory
 from clusters.runtime.engine import DockerEngine
-from clusters.runtime.errors import ContainerNotRunning, RuntimeFailure
+from clusters.runtime.errors import ContainerNotRunning, HostPortBusy, RuntimeFailure
 from clusters.runtime.memory import MemoryEngine
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for
@@ -130,12 +130,35 @@ def test_finish_steers_an_exit_and_reports_oom(engine):
         engine.finish(container_id, 0)
 
 
-def test_fixed_host_port_in_use_is_a_transient_start_failure(engine):
+def test_fixed_host_port_in_use_fails_the_start_naming_the_port(engine):
     spec = ContainerSpec(image=IMAGE, command=["sleep", "30"], port_mappings=[(80, 20080)])
     engine.run(spec)
-    with pytest.raises(RuntimeFailure, match="already allocated") as caught:
+    with pytest.raises(HostPortBusy, match="already allocated") as caught:
         engine.run(spec)
-    assert not caught.value.permanent
+    assert caught.value.permanent and caught.value.host_port == 20080
+    assert len(engine.list_by_labels({})) == 1  # the failed one was removed
+
+
+def test_a_port_taken_outside_the_engine_fails_fixed_ports_and_is_skipped_by_picks(engine):
+    memory.host_port_occupy(20081)
+    memory.host_port_occupy(32768)  # what the engine would pick first
+    fixed = ContainerSpec(image=IMAGE, command=["sleep", "30"], port_mappings=[(80, 20081)])
+    with pytest.raises(HostPortBusy, match="address already in use") as caught:
+        engine.run(fixed)
+    assert caught.value.host_port == 20081
+    picked = engine.run(ContainerSpec(image=IMAGE, command=["sleep", "30"], port_mappings=[(80,)]))
+    assert engine.inspect(picked).host_ports[0]["hostPort"] == 32769
+    memory.host_port_release(20081)
+    assert engine.inspect(engine.run(fixed)).running
+
+
+def test_an_injected_port_clash_reads_as_docker_s(engine):
+    engine.fail_next(
+        "start", message="start: Bind for 0.0.0.0:32768 failed: port is already allocated"
+    )
+    with pytest.raises(HostPortBusy) as caught:
+        engine.run(ContainerSpec(image=IMAGE, command=["sleep", "30"], port_mappings=[(80,)]))
+    assert caught.value.host_port == 32768 and caught.value.permanent
 
 
 def test_probe_reads_the_engine_info(engine):

@@ -148,6 +148,34 @@ def test_published_ports_are_read_back_and_reachable(engine, run_container, monk
     assert reply.startswith(b"HTTP/1.") and b"gpuportal test image" in reply
 
 
+def test_a_port_published_per_address_family_is_reported_once(engine, run_container):
+    """On a host with IPv6, Docker publishes a port that names no address on 0.0.0.0 and on
+    ::, each family's host port allocated on its own: a port published on 0.0.0.0 alone
+    first moves the IPv4 allocator only (Docker 20.10), so the next container's two bindings
+    get different host ports. The engine reports one mapping, the IPv4 one, reachable."""
+    run_container(command=["sleep", "30"], port_mappings=[PortMapping(8080, None, "0.0.0.0")])
+    container_id = run_container(
+        command=["httpd", "-f", "-p", "8080", "-h", "/www"], port_mappings=[PortMapping(8080)]
+    )
+    raw = engine.api.inspect_container(container_id)["NetworkSettings"]["Ports"]["8080/tcp"]
+    if host_has_ipv6():
+        assert {b["HostIp"] for b in raw} == {"0.0.0.0", "::"}, raw
+    ipv4 = next(b for b in raw if b["HostIp"] == "0.0.0.0")
+    (port,) = engine.inspect(container_id).host_ports
+    assert port == {"containerPort": 8080, "hostPort": int(ipv4["HostPort"]), "hostIp": "0.0.0.0"}
+    assert b"gpuportal test image" in http_get(port["hostPort"])
+
+
+def host_has_ipv6() -> bool:
+    """IPv6 is on here: Docker then publishes on :: as well."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
 def test_oom_kill_is_reported(engine, run_container):
     container_id = run_container(
         command=["sh", "-c", "head -c 100m /dev/zero | tail"],

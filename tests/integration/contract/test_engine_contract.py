@@ -6,11 +6,19 @@ import io
 import socket
 import tarfile
 import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
+from clusters.runtime import memory
+from clusters.runtime.errors import (
+    ContainerNotFound,
+    ContainerNotRunning,
+    HostPortBusy,
+    RuntimeFailure,
+)
+from clusters.runtime.memory import MemoryEngine
 from clusters.runtime.protocol import Engine
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, PortPolicy
 from jobs.runtime.logs import stamp_ns
@@ -95,6 +103,56 @@ def test_a_running_container_reports_its_published_ports(engine, run_container, 
     # Docker publishes ports only while a container runs; the fixed ones it asked for are
     # still reported after it stopped (a job that exits at once keeps its mappings).
     assert engine.inspect(container_id).host_ports == [by_port[8081]]
+
+
+def test_each_published_port_is_reported_once(engine, run_container):
+    """One mapping per published port, whatever Docker lists per address family: on a host
+    with IPv6 it publishes on 0.0.0.0 and ::, on host ports that may differ (a port published
+    on 0.0.0.0 alone first makes them differ on Docker 20.10). The IPv4 one is reported."""
+    first = run_container(
+        command=["sleep", "30"], port_mappings=[PortMapping(8080, None, "0.0.0.0")]
+    )
+    second = run_container(
+        command=["sleep", "30"], port_mappings=[PortMapping(8080), PortMapping("9090/udp")]
+    )
+    (alone,) = engine.inspect(first).host_ports
+    both = engine.inspect(second).host_ports
+    assert [p["containerPort"] for p in both] == [8080, 9090]
+    assert {p["hostIp"] for p in [alone, *both]} == {"0.0.0.0"}
+    assert alone["hostPort"] != both[0]["hostPort"]
+
+
+@contextmanager
+def held_outside(engine, port: int):
+    """``port`` taken on the host by a process outside the engine (another engine's container,
+    another installation): a listening socket on 0.0.0.0, or the in-memory engine's model."""
+    if isinstance(engine, MemoryEngine):
+        memory.host_port_occupy(port)
+        try:
+            yield
+        finally:
+            memory.host_port_release(port)
+        return
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind(("0.0.0.0", port))
+        held.listen()
+        yield
+
+
+def test_a_taken_host_port_fails_the_start_naming_the_port(engine, run_container, test_labels):
+    """HostPortBusy with the port, whoever holds it: another container of the engine, or a
+    process outside it; the container that could not start is removed."""
+    fixed, outside = free_port(), free_port(low=25000)
+    run_container(command=["sleep", "30"], port_mappings=[PortMapping(80, fixed)])
+    with pytest.raises(HostPortBusy, match="port is already allocated") as caught:
+        run_container(command=["sleep", "30"], port_mappings=[PortMapping(80, fixed)])
+    assert caught.value.host_port == fixed and caught.value.permanent
+    with held_outside(engine, outside):
+        with pytest.raises(HostPortBusy, match="address already in use") as caught:
+            run_container(command=["sleep", "30"], port_mappings=[PortMapping(81, outside)])
+    assert caught.value.host_port == outside
+    assert len(engine.list_by_labels(test_labels)) == 1
 
 
 def test_sigusr1_reaches_the_job_and_it_exits_123(engine, run_container):
