@@ -17,7 +17,7 @@ engines:
 	./scripts/docker-engines.sh start
 
 bench:
-	.venv/bin/python manage.py bench_scheduler --queued 10000 --slaves 1000 --gpus-per-slave 8
+	.venv/bin/python bench/scheduler.py --queued 10000 --slaves 1000 --gpus-per-slave 8
 
 # The production soak (scripts/soak.py): the deployment of deploy/systemd and deploy/nginx on
 # PostgreSQL, both brokers, three engines, driven by the real clients while processes are

@@ -129,8 +129,6 @@ DATABASES = {
 # Retry-After (seconds), never 500: core/dbbusy.py (DRF's handler covers the API).
 PORTAL_DB_BUSY_RETRY_AFTER_S = env_int("PORTAL_DB_BUSY_RETRY_AFTER_S", 2)
 MIDDLEWARE.append("core.dbbusy.DatabaseBusyMiddleware")
-# Routes manage.py bench_api's floor endpoint (a bare DRF insert); only bench_api sets it.
-PORTAL_BENCH_FLOOR = env_bool("PORTAL_BENCH_FLOOR", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # ModelBackend with a user's permissions read in one query (accounts/backends.py).

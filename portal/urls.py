@@ -1,6 +1,5 @@
 """Root URLconf: the admin, each app's API routes under ``api/`` and its pages."""
 
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
@@ -39,9 +38,3 @@ handler400 = "portal.error_pages.bad_request"
 handler403 = "portal.error_pages.permission_denied"
 handler404 = "portal.error_pages.page_not_found"
 handler500 = "portal.error_pages.server_error"
-
-if settings.PORTAL_BENCH_FLOOR:
-    # manage.py bench_api's floor (a bare token-authenticated insert); never on otherwise.
-    from core.api.bench import BenchFloorView
-
-    urlpatterns.insert(0, path("api/portal/bench/floor", BenchFloorView.as_view()))

@@ -1,4 +1,4 @@
-"""``bench_launch --mode queue`` runs the portal as deployed (real q cluster and watcher
+"""``bench/launch.py --mode queue`` runs the portal as deployed (real q cluster and watcher
 subprocesses on a temporary database) and reports every latency it promises."""
 
 import io
@@ -7,6 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
+from bench.launch import Command
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker]
@@ -16,7 +17,7 @@ def test_queue_mode_reports_the_deployed_latencies():
     require_docker(docker_url())
     out = io.StringIO()
     call_command(
-        "bench_launch", "--mode", "queue", "--runs", "1", "--image", TEST_IMAGE,
+        Command(), "--mode", "queue", "--runs", "1", "--image", TEST_IMAGE,
         "--docker", docker_url(), stdout=out, stderr=io.StringIO(),
     )  # fmt: skip
     report = json.loads(out.getvalue())

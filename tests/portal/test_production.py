@@ -367,15 +367,15 @@ def test_systemd_units_start_the_production_processes(tmp_path):
 
 
 def test_bench_commands_migrate_a_fresh_database_first(tmp_path):
-    """`manage.py bench_scheduler` on a fresh clone (no migrate yet) used to fail with
-    "no such table"; every command works on a fresh clone."""
+    """`bench/scheduler.py` (then `manage.py bench_scheduler`) on a fresh clone (no migrate yet)
+    used to fail with "no such table"; every command works on a fresh clone."""
     import subprocess
     import sys
 
     env = {**os.environ, "PORTAL_VAR_DIR": str(tmp_path / "fresh-var")}
     env.pop("PORTAL_DATABASE_URL", None)
     done = subprocess.run(
-        [sys.executable, "manage.py", "bench_scheduler", "--queued", "50", "--slaves", "5",
+        [sys.executable, "bench/scheduler.py", "--queued", "50", "--slaves", "5",
          "--gpus-per-slave", "2", "--repeat", "1"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

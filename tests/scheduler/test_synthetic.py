@@ -1,7 +1,7 @@
 """The benchmark snapshot builder: deterministic, realistic, and schedulable (not timed)."""
 
+from bench.synthetic import build_synthetic_snapshot
 from jobs.scheduler import run_cycle
-from jobs.scheduler.synthetic import build_synthetic_snapshot
 
 from .builders import NOW
 from .test_properties import (

@@ -1,5 +1,8 @@
 """Benchmark the launch path on the local engine; prints JSON.
 
+    python bench/launch.py [--docker URL] [--runs N]     # tasks inline, the configured database
+    python bench/launch.py --mode queue                  # as deployed, on a temporary database
+
 - submit -> RUNNING: job_submit until the job is RUNNING (tick, assignment, launch), with tasks
   run inline, i.e. the portal's own work without the task broker's poll interval
   (django-q2's ORM broker adds up to Q_CLUSTER["poll"] = 0.2 s per hop in production).
@@ -10,15 +13,21 @@ Everything the run creates (user, project, cluster 999, slave, jobs) is removed 
 
 ``--mode queue`` measures the portal as deployed instead: a fresh SQLite database in a temporary
 directory, a real ``manage.py qcluster`` (django-q2's ORM broker) and ``manage.py watch_slaves``
-as subprocesses, ``PORTAL_TASK_MODE=queue``, and reports, as p50/p90:
+as subprocesses, ``PORTAL_TASK_MODE=queue`` (the caller's ``PORTAL_INSTANCE`` is kept, so the
+containers carry the caller's label; without one the temporary directory makes its own, as any
+fresh installation does), and reports, as p50/p90:
 
 - submit -> RUNNING: the job's creation to its RUNNING event (tick task, launch task, Docker);
 - exit -> FINISHED: Docker's finish time of the container to the job's FINISHED;
 - freed GPUs -> next RUNNING: a job queued behind the only GPU, from the FINISHED that frees
-  it to its own RUNNING event;
+  it to its own RUNNING event (and ``exit_to_next_running_s``: from Docker's finish time of the
+  first job's container to the second job's RUNNING, the two above together);
 
 beside a bare ``docker run`` of the same image measured in the same run.
 """
+
+if __name__ == "__main__":
+    import _django  # noqa: F401  (bench/_django.py: the repository root on the path, Django set up)
 
 import argparse
 import json
@@ -29,8 +38,8 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -41,11 +50,14 @@ from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from core.installation import database_migrate_if_needed
 from jobs.actions.services import job_submit
 from jobs.models import Job, JobEvent
 from jobs.runtime.watcher import SlaveWatch
 
 BENCH_CLUSTER = 999
+# How often the inline measurement reads the job back while it waits.
+POLL_S = 0.005
 
 
 def argparse_suppress():
@@ -55,6 +67,15 @@ def argparse_suppress():
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
+
+
+def queue_env(var: str, environ) -> dict:
+    """The environment of queue mode's processes: a fresh SQLite database in ``var`` and the
+    ORM broker (no Redis: the measured cluster must consume the measured queue); everything
+    else, ``PORTAL_INSTANCE`` included, stays the caller's."""
+    env = {**environ, "PORTAL_VAR_DIR": var, "PORTAL_DATABASE_URL": "", "PORTAL_TASK_MODE": "queue"}
+    env.pop("PORTAL_REDIS_URL", None)
+    return env
 
 
 class Command(BaseCommand):
@@ -82,6 +103,7 @@ class Command(BaseCommand):
             if o["inner"]:
                 return self._queue_inner(o)
             return self._queue_outer(o)
+        database_migrate_if_needed(stderr=self.stderr)
         settings.PORTAL_TASK_MODE = "inline"
         url = o["docker"] or settings.PORTAL_LOCAL_DOCKER_URL
         user = get_user_model().objects.create_user(f"bench-{time.time_ns()}")
@@ -92,14 +114,20 @@ class Command(BaseCommand):
         slave_declare_gpus(slave=slave, gpus=[("Bench GPU", 0)])
         slave = slave_probe(slave=slave)
         stop = threading.Event()
+        watch = None
         try:
             if not slave.online:
                 raise CommandError(f"engine {url} unreachable: {slave.offline_reason}")
-            SlaveWatch(slave, stop).start()
+            watch = SlaveWatch(slave, stop)
+            watch.start()
             time.sleep(0.3)
             report = self._measure(o, user, project, slave)
         finally:
             stop.set()
+            if watch is not None:
+                # Let it finish what it is doing (the last event's bookkeeping) before its slave
+                # goes; it waits for the next event afterwards, and is a daemon thread.
+                watch.join(timeout=1.0)
             Job.objects.filter(project=project).delete()
             Slave.objects.filter(cluster=cluster).delete()
             cluster.delete()
@@ -118,20 +146,29 @@ class Command(BaseCommand):
         }
         to_running, to_finished = [], []
         for _ in range(runs):
-            began = time.perf_counter()
+            began = timezone.now()
             job = job_submit(user=user, project=project, document=document)
-            while True:
-                job.refresh_from_db(fields=["status", "started_at", "container_id"])
-                if job.status in ("RUNNING", "FINISHED", "FAILED"):
+            # Wait for the end, whatever was seen on the way: a job may be RUNNING when
+            # job_submit returns and FINISHED by the first look (a loaded machine, the memory
+            # engine), and every field below is read once it has ended.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                job.refresh_from_db(fields=["status", "ended_at", "status_updated"])
+                if job.status in ("FINISHED", "FAILED"):
                     break
-                time.sleep(0.005)
-            to_running.append(time.perf_counter() - began)
+                time.sleep(POLL_S)
             if job.status == "FAILED":
                 raise CommandError(f"bench job failed: {Job.objects.get(pk=job.pk).end_reason}")
-            deadline = time.monotonic() + 30
-            while job.status not in ("FINISHED", "FAILED") and time.monotonic() < deadline:
-                time.sleep(0.005)
-                job.refresh_from_db(fields=["status", "ended_at", "status_updated"])
+            if job.status != "FINISHED" or job.ended_at is None:
+                raise CommandError(f"bench job {job.uuid} did not finish in 30 s ({job.status})")
+            running = (
+                JobEvent.objects.filter(job=job, new_state="RUNNING")
+                .values_list("time", flat=True)
+                .first()
+            )
+            if running is None:
+                raise CommandError(f"bench job {job.uuid} ended without a RUNNING event")
+            to_running.append((running - began).total_seconds())
             # ended_at is Docker's own finish time of the container; status_updated is ours.
             to_finished.append((job.status_updated - job.ended_at).total_seconds())
         bare = []
@@ -159,18 +196,17 @@ class Command(BaseCommand):
         """A fresh database in a temporary directory; the measuring process runs on it."""
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         with tempfile.TemporaryDirectory(prefix="bench-launch-") as var:
-            env = {
-                **os.environ,
-                "PORTAL_VAR_DIR": var,
-                "PORTAL_DATABASE_URL": "",
-                "PORTAL_TASK_MODE": "queue",
-                "PORTAL_INSTANCE": f"bench{uuid.uuid4().hex[:8]}",
-            }
+            env = queue_env(var, os.environ)
             subprocess.run([*manage, "migrate", "-v0"], env=env, check=True)
-            args = ["bench_launch", "--mode", "queue", "--inner", "--runs", str(o["runs"])]
+            args = ["--mode", "queue", "--inner", "--runs", str(o["runs"])]
             args += ["--image", o["image"]] + (["--docker", o["docker"]] if o["docker"] else [])
             args += ["--with-max-duration"] if o["with_max_duration"] else []
-            done = subprocess.run([*manage, *args], env=env, capture_output=True, text=True)
+            done = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), *args],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             self.stderr.write(done.stderr)
             if done.returncode:
                 raise CommandError(f"the measuring process failed ({done.returncode})")
@@ -239,7 +275,7 @@ class Command(BaseCommand):
                 .first()
             )
 
-        to_running, to_finished, to_next = [], [], []
+        to_running, to_finished, to_next, exit_to_next = [], [], [], []
         # Where submit -> RUNNING goes: the tick task hop, the launch task hop, Docker.
         parts: dict[str, list[float]] = {"to_assigned": [], "to_starting": [], "to_running": []}
         # Warm-up (not counted): the q cluster and the watcher start, the image is local.
@@ -262,6 +298,7 @@ class Command(BaseCommand):
             parts["to_running"].append((started - starting).total_seconds())
             to_finished.append((finished - first.ended_at).total_seconds())
             to_next.append((event_time(second, "RUNNING") - finished).total_seconds())
+            exit_to_next.append((event_time(second, "RUNNING") - first.ended_at).total_seconds())
         # Time-driven ticks: a notBefore job, from its notBefore to ASSIGNED and to RUNNING.
         timed: dict[str, list[float]] = {"to_assigned": [], "to_running": []}
         for _ in range(min(runs, 3)):
@@ -305,6 +342,7 @@ class Command(BaseCommand):
             ),
             "exit_to_finished_s": stats(to_finished),
             "freed_gpus_to_next_running_s": stats(to_next),
+            "exit_to_next_running_s": stats(exit_to_next),
             "not_before_to_assigned_s": stats(timed["to_assigned"]),
             "not_before_to_running_s": stats(timed["to_running"]),
             "max_duration_to_cancel_s": stats(overdue) if overdue else None,
@@ -312,3 +350,7 @@ class Command(BaseCommand):
                 name: pct(values, 0.5) for name, values in parts.items()
             },
         }
+
+
+if __name__ == "__main__":
+    _django.run(Command)

@@ -1,5 +1,7 @@
 """Benchmark submissions over REST on the configured database: array and single submits.
 
+    python bench/submit.py [--array 500 --requests 10 --single 100 --form list|sweep]
+
 Creates a bench user, project, cluster and slave (unique names), POSTs ``--requests`` array
 submissions of ``--array`` jobs each to ``/api/portal/jobs/array`` (and ``--single`` jobs one by
 one to GPULab's ``POST jobs`` for comparison) through Django's test client, so the whole request
@@ -7,6 +9,9 @@ path (authentication, parsing, validation, the transaction) is timed; then delet
 it created. Tasks are only recorded (no tick is enqueued). Prints one JSON object with wall
 clock and this process's CPU time.
 """
+
+if __name__ == "__main__":
+    import _django  # noqa: F401  (bench/_django.py: the repository root on the path, Django set up)
 
 import copy
 import json
@@ -159,3 +164,7 @@ class Command(BaseCommand):
         cluster.delete()
         project.delete()
         user.delete()
+
+
+if __name__ == "__main__":
+    _django.run(Command)

@@ -1,9 +1,14 @@
 """Benchmark the pages with a big database: 10,000 jobs and 100 slaves by default; prints JSON.
 
+    python bench/pages.py [--jobs 10000 --slaves 100 --repeat 5]
+
 The data (from the scheduler's synthetic cluster) lives inside a transaction that is rolled back.
 Each page is fetched as a project member and as an admin; the JSON gives the median time and
 the number of queries of each.
 """
+
+if __name__ == "__main__":
+    import _django  # noqa: F401  (bench/_django.py: the repository root on the path, Django set up)
 
 import json
 import statistics
@@ -16,10 +21,10 @@ from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from bench.scheduler import Rollback, populate
+from bench.synthetic import build_synthetic_snapshot
 from core.installation import database_migrate_if_needed
-from jobs.management.commands.bench_scheduler import Rollback, populate
 from jobs.models import Job
-from jobs.scheduler.synthetic import build_synthetic_snapshot
 
 PAGES = [
     "/",
@@ -84,3 +89,7 @@ class Command(BaseCommand):
         slowest = max(report["pages"].items(), key=lambda kv: kv[1]["median_ms"])
         report["slowest"] = {slowest[0]: slowest[1]}
         self.stdout.write(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    _django.run(Command)

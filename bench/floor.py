@@ -1,9 +1,10 @@
-"""The floor of ``manage.py bench_api``: a bare DRF token-authenticated insert endpoint.
+"""The floor of ``bench/api.py``: a bare DRF token-authenticated insert endpoint.
 
-Only routed when ``PORTAL_BENCH_FLOOR`` is on (bench_api's own server). It runs what any API
-write runs (DRF, the token authentication, a JSON body, one short transaction inserting one row)
-and nothing else, so ``bench_api`` can put the submit endpoint's throughput beside what the same
-stack allows. The table is made by bench_api's seeding, not by a migration.
+Routed only by bench/urls.py (``DJANGO_SETTINGS_MODULE=bench.settings``, bench/api.py's own
+gunicorn). It runs what any API write runs (DRF, the token authentication, a JSON body, one short
+transaction inserting one row) and nothing else, so bench/api.py can put the submit endpoint's
+throughput beside what the same stack allows. The table is made by bench/api.py's seeding, not
+by a migration.
 """
 
 import json

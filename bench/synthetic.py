@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from .model import (
+from jobs.scheduler.model import (
     DAY,
     HOUR,
     WEEK,

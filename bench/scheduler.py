@@ -1,8 +1,13 @@
 """Benchmark the scheduler: the pure cycle, and a full tick on the configured database.
 
+    python bench/scheduler.py --queued 10000 --slaves 1000 --gpus-per-slave 8 [--gangs 1000]
+
 Prints one JSON object. The full tick runs inside a transaction that is rolled back, so the
 synthetic cluster never stays in the database (and no launch task escapes: tasks fire on commit).
 """
+
+if __name__ == "__main__":
+    import _django  # noqa: F401  (bench/_django.py: the repository root on the path, Django set up)
 
 import json
 import os
@@ -15,13 +20,13 @@ from django.core.management.base import BaseCommand
 from django.db import connection, transaction
 
 from accounts.models import Membership, Project
+from bench.synthetic import build_synthetic_snapshot
+from bench.synthetic_gangs import with_gangs
 from clusters.capabilities import capabilities_changed
 from clusters.models import Cluster, Gpu, Slave
 from core.installation import database_migrate_if_needed
 from jobs.models import Job, UserUsage
 from jobs.scheduler.core import run_cycle
-from jobs.scheduler.synthetic import build_synthetic_snapshot
-from jobs.scheduler.synthetic_gangs import with_gangs
 from jobs.scheduler_bridge.tick import tick_once
 from reservations.models import Reservation
 
@@ -163,7 +168,7 @@ class Command(BaseCommand):
             type=int,
             default=0,
             help="also time the pure cycle with N gangs of 2-16 tasks made of the queued jobs, "
-            "beside the same jobs without gangs (jobs/scheduler/synthetic_gangs.py)",
+            "beside the same jobs without gangs (bench/synthetic_gangs.py)",
         )
 
     def handle(self, *args, **o):
@@ -250,3 +255,7 @@ class Command(BaseCommand):
         except Rollback:
             pass
         return out
+
+
+if __name__ == "__main__":
+    _django.run(Command)

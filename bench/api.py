@@ -1,17 +1,19 @@
 """Benchmark the API on the production server (gunicorn) against SQLite or PostgreSQL; JSON out.
 
-    manage.py bench_api                              # SQLite in a temporary var dir
-    manage.py bench_api --database-url postgres://portal:portal@127.0.0.1:5432/postgres
-    manage.py bench_api --mode mixed --clients 100   # issue 10's 60/30/10 load on 10,000 jobs
+    python bench/api.py                              # SQLite in a temporary var dir
+    python bench/api.py --database-url postgres://portal:portal@127.0.0.1:5432/postgres
+    python bench/api.py --mode mixed --clients 100   # issue 10's 60/30/10 load on 10,000 jobs
+    python bench/api.py --port 8123                  # gunicorn on that port (default: a free one)
 
 With a PostgreSQL URL a fresh database (``bench_api_<random>``) is created on that server and
 dropped at the end. The portal runs as ``gunicorn portal.wsgi`` with PORTAL_DEBUG=false and its
-production task mode (django-q2's queue; no cluster consumes it, as submits only enqueue).
+production task mode (django-q2's queue; no cluster consumes it, as submits only enqueue) and
+the settings ``bench.settings`` (the portal's, with bench/urls.py: the floor beside every route).
 
 Modes:
 - ``throughput`` (default): seeds ``--jobs`` jobs (100,000), then, with ``--clients`` concurrent
   clients (8) for ``--seconds`` each: the floor (a bare DRF token-authenticated insert,
-  ``PORTAL_BENCH_FLOOR``), single submissions (``POST jobs``), and the 50-job list page. Floor
+  bench/floor.py), single submissions (``POST jobs``), and the 50-job list page. Floor
   and submit alternate over ``--rounds`` rounds so that neither gets the fresher database.
   Reports requests/s, p50 and p99 of each and submit/floor.
 - ``mixed``: seeds ``--jobs`` queued jobs (use 10,000), then ``--clients`` clients (use 100) send
@@ -24,6 +26,9 @@ second. ``--array-only`` runs that phase alone (after seeding).
 """
 
 from __future__ import annotations
+
+if __name__ == "__main__":
+    import _django  # noqa: F401  (bench/_django.py: the repository root on the path, Django set up)
 
 import http.client
 import json
@@ -51,8 +56,8 @@ from django.utils import timezone
 
 from accounts.models import Membership, Project
 from accounts.tokens import api_token_rotate
+from bench.floor import create_floor_table
 from clusters.models import Cluster, Gpu, Slave
-from core.api.bench import create_floor_table
 from jobs.actions.services import spec_defaults
 from jobs.models import Job
 from jobs.spec import parse_job_document
@@ -94,27 +99,41 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _manage(env: dict, *args: str, timeout: int = 1800) -> str:
+def listen_port(requested: int | None) -> int:
+    """The port the server listens on: the caller's (``--port``), else a free one."""
+    return requested if requested else _free_port()
+
+
+def _manage(env: dict, *args: str, timeout: int = 1800, program: str = "") -> str:
+    """``manage.py ARGS`` (or the script ``program ARGS``) in a child process with ``env``."""
+    program = program or str(Path(settings.BASE_DIR) / "manage.py")
     result = subprocess.run(
-        [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), *args],
+        [sys.executable, program, *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
     )
     if result.returncode != 0:
-        raise CommandError(f"manage.py {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+        name = Path(program).name
+        raise CommandError(f"{name} {' '.join(args)} failed:\n{result.stderr[-3000:]}")
     return result.stdout
 
 
 class Server:
-    def __init__(self, env: dict, *, workers: int, worker_class: str, threads: int):
-        self.port = _free_port()
+    """``gunicorn portal.wsgi`` on 127.0.0.1:``port`` (a free port when none is given), with
+    ``env`` and the settings ``bench.settings`` (the portal's, and the floor's route)."""
+
+    def __init__(
+        self, env: dict, *, workers: int, worker_class: str, threads: int, port: int | None = None
+    ):
+        self.port = listen_port(port)
+        env = {**env, "DJANGO_SETTINGS_MODULE": "bench.settings"}
         gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent)) or shutil.which(
             "gunicorn"
         )
         if gunicorn is None:
-            raise CommandError("bench_api runs the portal on gunicorn: pip install gunicorn")
+            raise CommandError("bench/api.py runs the portal on gunicorn: pip install gunicorn")
         cmd = [
             gunicorn,
             "portal.wsgi:application",
@@ -149,7 +168,8 @@ class Server:
                 break
             time.sleep(0.2)
         self.stop()
-        raise CommandError("gunicorn did not start: see " + self.log.name)
+        tail = Path(self.log.name).read_text()[-2000:]
+        raise CommandError(f"gunicorn did not start on port {self.port}:\n{tail}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -370,6 +390,9 @@ class Command(BaseCommand):
             "--array-only", action="store_true", help="throughput: only the array phase"
         )
         parser.add_argument("--pool-max", type=int, default=None, help="PORTAL_DB_POOL_MAX")
+        parser.add_argument(
+            "--port", type=int, default=0, help="gunicorn's port on 127.0.0.1 (default: a free one)"
+        )
         parser.add_argument("--seed-into", default="", help=f"internal: seed and exit ({os.sep})")
 
     def handle(self, *args, **o):
@@ -389,7 +412,6 @@ class Command(BaseCommand):
             "PORTAL_SECRET_KEY": secrets.token_hex(32),
             "PORTAL_ALLOWED_HOSTS": "127.0.0.1,localhost",
             "PORTAL_TASK_MODE": "queue",
-            "PORTAL_BENCH_FLOOR": "1",
             "PORTAL_LOG_LEVEL": "WARNING",
         }
         env.pop("PORTAL_DATABASE_URL", None)
@@ -412,19 +434,24 @@ class Command(BaseCommand):
             started = time.monotonic()
             _manage(
                 env,
-                "bench_api",
                 "--seed-into",
                 str(keys_file),
                 "--jobs",
                 str(jobs),
                 "--clients",
                 str(users),
+                program=str(Path(__file__).resolve()),
             )
             report["seed_s"] = round(time.monotonic() - started, 1)
             seeded = json.loads(keys_file.read_text())
             server = Server(
-                env, workers=o["workers"], worker_class=o["worker_class"], threads=o["threads"]
+                env,
+                workers=o["workers"],
+                worker_class=o["worker_class"],
+                threads=o["threads"],
+                port=o["port"],
             )
+            report["port"] = server.port
             run = self._mixed if mixed else self._throughput
             report.update(run(server.port, seeded, clients, o, pg))
         finally:
@@ -542,3 +569,7 @@ def _merge(runs: list[dict], kind: str) -> dict:
         "server_errors": sum(r["server_errors"] for r in runs),
         "first_errors": [e for r in runs for e in r["first_errors"]][:5],
     }
+
+
+if __name__ == "__main__":
+    _django.run(Command)

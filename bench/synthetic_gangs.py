@@ -1,4 +1,4 @@
-"""Gangs mixed into a synthetic snapshot, for ``bench_scheduler --gangs N``.
+"""Gangs mixed into a synthetic snapshot, for ``bench/scheduler.py --gangs N``.
 
 ``with_gangs(snapshot, gangs=N, seed=...)`` answers two snapshots of the same queued jobs:
 one where N runs of consecutive queued jobs (2-16 each) are the tasks of N gangs, and one
@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from .model import Snapshot
+from jobs.scheduler.model import Snapshot
 
 
 def with_gangs(snapshot: Snapshot, *, gangs: int, seed: int = 0) -> tuple[Snapshot, Snapshot]:
