@@ -4,7 +4,8 @@ named point, as a ``kill -9`` of the q cluster would (tests/integration/test_fau
 Read here only; unset (always, outside the drills) every point is a no-op. Points:
 ``after_assign`` (ASSIGNED committed, launch not yet enqueued), ``after_starting`` (STARTING
 committed, no container yet), ``during_tick`` (lease taken, nothing applied), ``during_halt``
-(HALTING committed, SIGUSR1 not yet sent).
+(HALTING committed, SIGUSR1 not yet sent), ``during_stop`` (CANCELLING, the stop claimed, SIGTERM
+not yet sent).
 """
 
 import os

@@ -88,6 +88,9 @@ class Job(models.Model):
     # few seconds). Older than PORTAL_RECOVERY_GRACE_S, or older than the status: nobody works
     # on the job and reconcile re-drives it (see docs/runtime.md, Recovery).
     runtime_heartbeat = models.DateTimeField(null=True, blank=True)
+    # Who holds that claim: "node:pid:start" of the worker process (jobs.runtime.heartbeat).
+    # A holder on the same node whose process is gone has let go at once, without the grace.
+    runtime_holder = models.CharField(max_length=64, blank=True, default="")
     # The one finisher that archives the ended container's log and outputs and records the end
     # took the job at this time (compare-and-swap, jobs.runtime.services.job_finish_run) and
     # renews it while it works. Any other finisher (the watcher's, reconcile's, a stop's) leaves

@@ -4,25 +4,25 @@ found and finished within seconds, not at the next periodic reconcile.
 Every worker of a starting cluster sends django-q2's ``post_spawn``; the first one asks for one
 ``recover`` task (a compare-and-swap on the lease row, keyed by the cluster's sentinel process,
 coalesces the others and a worker spawned again after a timeout). The task reconciles
-every slave at once, re-driving work nobody claimed (a launch or stop fired on commit and lost),
-then once more when the heartbeats of the dead cluster's workers must have gone stale, and asks
-for a tick each time (a tick lease held by a killed worker is taken over after
-PORTAL_TICK_LEASE_S).
+every slave at once, re-driving work nobody claimed (a launch or stop fired on commit and lost)
+and work claimed by a worker of this host that is gone (``jobs.runtime.heartbeat.holder_dead``:
+the killed cluster's), and asks for a tick (which takes over a tick lease such a worker held).
+Only claims this host cannot judge (taken on another host) are waited for: once they must have
+gone stale, it reconciles and asks for a tick again.
 """
 
 import logging
 import os
-import socket
 import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Max
 from django.utils import timezone
 
 from core.tasks import fire
 from jobs import task_names
 from jobs.models import Job, SchedulerLease
+from jobs.runtime.heartbeat import holder_here, process_name
 from jobs.runtime.reconcile import reconcile_all
 from jobs.scheduler_bridge.ticks import SCHEDULER_TICK_TASK
 from jobs.states import ON_SLAVE
@@ -41,8 +41,9 @@ def recovery_request(**_signal) -> bool:
 
 
 def _request() -> bool:
-    # Workers are children of the cluster's sentinel: its pid names this cluster.
-    cluster = f"{socket.gethostname()}:{os.getppid()}"[:100]
+    # Workers are children of the cluster's sentinel: it names this cluster, with its start
+    # time (a cluster restarted in a container gets the same pids every time).
+    cluster = process_name(os.getppid())[:100]
     SchedulerLease.objects.get_or_create(id=1)
     if (
         not SchedulerLease.objects.filter(pk=1)
@@ -55,20 +56,26 @@ def _request() -> bool:
 
 
 def _claims_stale_in() -> float:
-    """Seconds until every claim taken before now (a worker's heartbeat, the tick lease) is
-    stale: those of a killed cluster's workers are re-driven then."""
-    beat = Job.objects.filter(status__in=ON_SLAVE).aggregate(last=Max("runtime_heartbeat"))
-    lease = SchedulerLease.objects.exclude(holder="").values_list("acquired_at", flat=True)
+    """Seconds until every claim taken before now (a worker's heartbeat, the tick lease) that
+    this host cannot judge is stale: a claim by a worker of this host was re-driven at once if
+    its worker is gone, and is left to it if not (should it die later, reconcile sees that)."""
     now = timezone.now()
-    due = [
-        last + timedelta(seconds=grace) - now
-        for last, grace in [
-            (beat["last"], settings.PORTAL_RECOVERY_GRACE_S),
-            (next(iter(lease), None), settings.PORTAL_TICK_LEASE_S),
-        ]
-        if last is not None
+    job_grace = timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
+    claims = [
+        (beat, job_grace)
+        for beat, holder in Job.objects.filter(
+            status__in=ON_SLAVE, runtime_heartbeat__gt=now - job_grace
+        ).values_list("runtime_heartbeat", "runtime_holder")
+        if not holder_here(holder)
     ]
-    return max((d.total_seconds() for d in due), default=0.0)
+    claims += [
+        (acquired, timedelta(seconds=settings.PORTAL_TICK_LEASE_S))
+        for acquired, holder in SchedulerLease.objects.exclude(holder="").values_list(
+            "acquired_at", "holder"
+        )
+        if acquired is not None and not holder_here(holder)
+    ]
+    return max(((last + grace - now).total_seconds() for last, grace in claims), default=0.0)
 
 
 def recovery_run(*, wait: bool = True) -> None:

@@ -26,7 +26,7 @@ from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.archiving import job_running_record, job_stdout_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
-from jobs.runtime.heartbeat import Heartbeat
+from jobs.runtime.heartbeat import Heartbeat, holder_dead, holder_name
 from jobs.runtime.logs import job_log_archive_frames, join_frames
 from jobs.runtime.outputs import job_outputs_archive
 from jobs.runtime.staging import job_container_start, job_inputs_restage
@@ -51,20 +51,22 @@ def runtime_work_stale(job: Job, now: datetime, *, unclaimed_ok: bool = False) -
     A heartbeat older than the status belongs to an earlier phase (the launch of a job now
     CANCELLING). Unclaimed work (a task fired on commit, maybe lost in a crash) gets the grace
     period from the status change to be picked up, unless ``unclaimed_ok`` (a q cluster that
-    has just started: the claim compare-and-swap keeps a duplicate from doing anything).
+    has just started: the claim compare-and-swap keeps a duplicate from doing anything). A
+    claim whose holder ran on this host and is gone (``holder_dead``) is stale at once.
     """
     grace = timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
     beat = job.runtime_heartbeat
     if beat is None or beat < job.status_updated:
         return unclaimed_ok or now - job.status_updated >= grace
-    return now - beat >= grace
+    return now - beat >= grace or holder_dead(job.runtime_holder)
 
 
 def _claim(job: Job) -> bool:
     """Take the runtime work of the job's current status unless a live worker holds it.
 
     Compare-and-swap on the heartbeat, so of two tasks for the same job (a re-drive and a
-    late original) exactly one goes on.
+    late original) exactly one goes on. A claim by a holder of this host whose process is gone
+    is free at once: matched by its holder's name, which any claim taken since has replaced.
     """
     now = timezone.now()
     stale = now - timedelta(seconds=settings.PORTAL_RECOVERY_GRACE_S)
@@ -73,9 +75,14 @@ def _claim(job: Job) -> bool:
         | Q(runtime_heartbeat__lt=F("status_updated"))
         | Q(runtime_heartbeat__lt=stale)
     )
-    won = Job.objects.filter(free, pk=job.pk, status=job.status).update(runtime_heartbeat=now)
+    if job.runtime_holder and holder_dead(job.runtime_holder):
+        free |= Q(runtime_holder=job.runtime_holder)
+    holder = holder_name()
+    won = Job.objects.filter(free, pk=job.pk, status=job.status).update(
+        runtime_heartbeat=now, runtime_holder=holder
+    )
     if won:
-        job.runtime_heartbeat = now
+        job.runtime_heartbeat, job.runtime_holder = now, holder
     return won == 1
 
 
@@ -84,16 +91,19 @@ def _release(job: Job) -> None:
     (reconcile, the queue, a user's second cancel) may go on at once instead of waiting for
     the claim to go stale."""
     Job.objects.filter(pk=job.pk, runtime_heartbeat__gte=job.runtime_heartbeat).update(
-        runtime_heartbeat=None
+        runtime_heartbeat=None, runtime_holder=""
     )
 
 
 def _beating(job: Job) -> Heartbeat:
-    """Renew the claim while the work runs (only while the job keeps the claimed status)."""
-    status = job.status
+    """Renew the claim while the work runs (only while the job keeps the claimed status and
+    the claim is still this process's)."""
+    status, holder = job.status, holder_name()
 
     def beat():
-        Job.objects.filter(pk=job.pk, status=status).update(runtime_heartbeat=timezone.now())
+        Job.objects.filter(pk=job.pk, status=status, runtime_holder=holder).update(
+            runtime_heartbeat=timezone.now()
+        )
 
     return Heartbeat(beat, settings.PORTAL_RECOVERY_GRACE_S / 5)
 
@@ -207,7 +217,7 @@ def job_launch_run(*, job_id: int) -> None:
             job=job,
             to=S.STARTING,
             message=f"starting on {job.slave.name}",
-            fields={"runtime_heartbeat": now},
+            fields={"runtime_heartbeat": now, "runtime_holder": holder_name()},
             now=now,
         ):
             return  # another launch of the same job won
@@ -536,6 +546,7 @@ def job_stop_run(*, job_id: int) -> None:
             if not job.container_id:
                 Job.objects.filter(pk=job.pk).update(container_id=container_id)
                 job.container_id = container_id
+            crash_point("during_stop")
             engine.stop(container_id, timeout_s=settings.PORTAL_STOP_GRACE_S)
     except ContainerNotFound:
         if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
@@ -563,7 +574,7 @@ def job_halt_run(*, job_id: int) -> None:
             job=job,
             to=S.HALTING,
             message="halt procedure started",
-            fields={"runtime_heartbeat": now},
+            fields={"runtime_heartbeat": now, "runtime_holder": holder_name()},
             now=now,
         ):
             return

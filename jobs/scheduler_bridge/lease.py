@@ -4,9 +4,12 @@ A single ``SchedulerLease`` row is taken with compare-and-swap (works the same o
 PostgreSQL). A tick that finds the lease taken sets ``rerun_requested`` instead of running; the
 holder sees the flag when it would release, and runs once more. The holder renews the lease
 every fifth of ``PORTAL_TICK_LEASE_S`` while it ticks (``lease_heartbeat``); a lease not renewed
-for ``PORTAL_TICK_LEASE_S`` belongs to a killed worker and may be taken over.
+for ``PORTAL_TICK_LEASE_S`` belongs to a killed worker and may be taken over. The holder's name
+starts with its process (``lease_holder``), so a lease whose holder ran on this host and is gone
+is taken over at once (``jobs.runtime.heartbeat.holder_dead``).
 """
 
+import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -14,11 +17,30 @@ from django.db.models import Q
 from django.utils import timezone
 
 from jobs.models import SchedulerLease
-from jobs.runtime.heartbeat import Heartbeat
+from jobs.runtime.heartbeat import Heartbeat, holder_dead, holder_name
 
 
 def _row() -> None:
     SchedulerLease.objects.get_or_create(id=1)
+
+
+def lease_holder() -> str:
+    """A name for one tick run: this process (``node:pid:start``) and a tail of its own."""
+    return f"{holder_name()}:{uuid.uuid4().hex[:12]}"
+
+
+def _take_from_dead_holder(*, holder: str, now: datetime) -> bool:
+    """Take the lease when its holder ran on this host and its process is gone: matched by the
+    dead holder's name, so a lease taken since by anyone else is left alone."""
+    current = SchedulerLease.objects.filter(pk=1).values_list("holder", flat=True).first()
+    if not current or not holder_dead(current):
+        return False
+    return (
+        SchedulerLease.objects.filter(pk=1, holder=current).update(
+            holder=holder, acquired_at=now, rerun_requested=False
+        )
+        == 1
+    )
 
 
 def lease_acquire_or_request_rerun(*, holder: str, now: datetime | None = None) -> bool:
@@ -34,7 +56,7 @@ def lease_acquire_or_request_rerun(*, holder: str, now: datetime | None = None) 
             )
             == 1
         )
-        if taken:
+        if taken or _take_from_dead_holder(holder=holder, now=now):
             return True
         asked = (
             SchedulerLease.objects.filter(pk=1).exclude(holder="").update(rerun_requested=True) == 1

@@ -1,7 +1,6 @@
 """One tick: snapshot, pure cycle, apply; at most one at a time (the lease)."""
 
 import time
-import uuid
 from datetime import datetime
 
 from django.utils import timezone
@@ -13,6 +12,7 @@ from jobs.scheduler_bridge.apply import apply
 from jobs.scheduler_bridge.lease import (
     lease_acquire_or_request_rerun,
     lease_heartbeat,
+    lease_holder,
     lease_release_or_continue,
 )
 from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
@@ -46,7 +46,7 @@ def tick_once(now: datetime | None = None) -> dict:
 
 def tick(now: datetime | None = None) -> list[dict] | None:
     """Run a tick unless one is running (then that one runs once more). Returns summaries."""
-    holder = uuid.uuid4().hex
+    holder = lease_holder()  # names this process: a killed one's lease is taken over at once
     tick_started()
     if not lease_acquire_or_request_rerun(holder=holder):
         return None

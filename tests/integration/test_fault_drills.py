@@ -3,8 +3,13 @@
 Each drill runs ``manage.py qcluster`` (ORM broker, a temporary SQLite database, the local Docker
 engine as slave ``local``) with ``PORTAL_TEST_CRASH_AT`` set, so that the whole process group
 dies by SIGKILL at that point (core/faults.py). A fresh cluster is started, and the job must
-reach its true state within 30 s of the restart, with exactly one container ever created for it.
-Defaults as shipped (PORTAL_RECOVERY_GRACE_S and PORTAL_TICK_LEASE_S 15 s).
+reach its true state within 10 s of the restart (issue 24: 5 s at p50, 10 s at most), with
+exactly one container ever created for it. Defaults as shipped (PORTAL_RECOVERY_GRACE_S and
+PORTAL_TICK_LEASE_S 15 s): the killed workers' claims name them (host, pid, start), so the new
+cluster sees at once that they are gone instead of waiting for the claims to go stale.
+
+Each drill prints ``drill <point>: <state> <seconds> s after the restart``; docs/runtime.md
+(Recovery) keeps the figures.
 """
 
 import json
@@ -25,9 +30,11 @@ from tests.integration.docker_support import TEST_IMAGE, docker_url, require_doc
 
 pytestmark = pytest.mark.docker
 ROOT = Path(__file__).resolve().parents[2]
-RECOVERY_LIMIT_S = 30
+RECOVERY_LIMIT_S = 10
 SLEEPER = "sleep 300"
 HALTABLE = "sh -c 'trap \"exit 123\" USR1; while true; do sleep 0.2; done'"
+# Ends on SIGTERM at once: the drill times the portal's recovery, not PORTAL_STOP_GRACE_S.
+STOPPABLE = "sh -c 'trap \"exit 143\" TERM; while true; do sleep 0.2; done'"
 
 PRELUDE = textwrap.dedent(
     """
@@ -74,6 +81,15 @@ HALT = textwrap.dedent(
     from jobs.actions.services import job_halt_request
     job = Job.objects.get(uuid=sys.argv[1])
     job_halt_request(job=job, user=job.owner)
+    print(json.dumps({"status": Job.objects.get(uuid=sys.argv[1]).status}))
+    """
+)
+
+CANCEL = textwrap.dedent(
+    """
+    from jobs.actions.services import job_cancel
+    job = Job.objects.get(uuid=sys.argv[1])
+    job_cancel(job=job, user=job.owner)
     print(json.dumps({"status": Job.objects.get(uuid=sys.argv[1]).status}))
     """
 )
@@ -176,10 +192,16 @@ def containers_created(job_uuid: str, since: datetime) -> int:
 
 
 def restart_and_wait(portal: Portal, job_uuid: str, *states: str) -> tuple[dict, float]:
+    """Restart the q cluster; the job's state once it is one of ``states`` and the seconds from
+    the restart to then (polled every 0.2 s)."""
     restarted = time.time()
     portal.start()
     final = portal.status(job_uuid, *states, timeout=RECOVERY_LIMIT_S + 30)
     return final, final["at"] - restarted
+
+
+def report(point: str, final: dict, recovered_in: float) -> None:
+    print(f"drill {point}: {final['status']} {recovered_in:.1f} s after the restart")
 
 
 @pytest.mark.parametrize(
@@ -194,7 +216,7 @@ def test_killed_cluster_leaves_no_job_behind(portal, crash_at, state_at_crash):
     assert portal.status(job_uuid, timeout=0)["status"] == state_at_crash
 
     final, recovered_in = restart_and_wait(portal, job_uuid, "RUNNING", "FAILED")
-    print(f"drill {crash_at}: RUNNING {recovered_in:.1f} s after the restart")
+    report(crash_at, final, recovered_in)
     assert final["status"] == "RUNNING", (final, portal.log_tail())
     assert recovered_in <= RECOVERY_LIMIT_S
     assert final["running_events"] == 1
@@ -212,7 +234,25 @@ def test_killed_cluster_during_a_halt_still_halts_the_job(portal):
     assert portal.status(job_uuid, timeout=0)["status"] == "HALTING"
 
     final, recovered_in = restart_and_wait(portal, job_uuid, "HALTED", "FAILED", "FINISHED")
-    print(f"drill during_halt: HALTED {recovered_in:.1f} s after the restart")
+    report("during_halt", final, recovered_in)
     assert (final["status"], final["exit_code"]) == ("HALTED", 123), (final, portal.log_tail())
     assert recovered_in <= RECOVERY_LIMIT_S
+    assert containers_created(job_uuid, began) == 1
+
+
+def test_killed_cluster_during_a_cancel_still_cancels_the_job(portal):
+    began = datetime.now(UTC)
+    portal.start(crash_at="during_stop")
+    job_uuid = portal.py(SUBMIT, STOPPABLE, TEST_IMAGE)["uuid"]
+    assert portal.status(job_uuid, "RUNNING", "FAILED", timeout=60)["status"] == "RUNNING"
+    time.sleep(0.5)  # the trap is set
+    portal.py(CANCEL, job_uuid)
+    portal.wait_for_crash()
+    assert portal.status(job_uuid, timeout=0)["status"] == "CANCELLING"
+
+    final, recovered_in = restart_and_wait(portal, job_uuid, "CANCELLED", "FAILED", "FINISHED")
+    report("during_stop", final, recovered_in)
+    assert final["status"] == "CANCELLED", (final, portal.log_tail())
+    assert recovered_in <= RECOVERY_LIMIT_S
+    assert final["running_events"] == 1
     assert containers_created(job_uuid, began) == 1

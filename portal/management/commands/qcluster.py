@@ -37,6 +37,12 @@ def _set_aside_forever(stop: threading.Event) -> None:
 
 
 class Command(DjangoQCommand):
+    # Not here: Django's system checks cost a second or more of every start, and a q cluster
+    # started after a crash recovers the jobs only once it runs (docs/runtime.md, Recovery).
+    # They run where a deployment starts: in `migrate` (the web unit's ExecStartPre) and in
+    # `run_portal`'s own start, and `manage.py check` runs them in CI.
+    requires_system_checks = []
+
     def handle(self, *args, **options):
         settings.SECRET_KEY  # noqa: B018 (django-q2 signs its tasks with it: fail early)
         if options.get("cluster_name"):
