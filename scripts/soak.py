@@ -653,6 +653,21 @@ def wait_for_ends(site: Site, soak: Soak, timeout: float) -> dict[str, str]:
         time.sleep(2)
 
 
+def wait_for_deliveries(site: Site, soak: Soak, timeout: float) -> None:
+    """Until every webhook job's delivery was accepted: a retry whose sender was killed comes
+    due again when its claim runs out (jobs/lifecycle/subscriptions.py, RETRY_CLAIM_S)."""
+    hooked = {j for j, kind in soak.kinds.items() if kind == "webhook"}
+    deadline = time.monotonic() + timeout
+    while hooked and time.monotonic() < deadline:
+        rows = site.sql(
+            "select distinct j.uuid::text from jobs_jobdelivery d join jobs_job j "
+            "on j.id = d.job_id where d.ok"
+        )
+        if hooked <= {job for (job,) in rows}:
+            return
+        time.sleep(2)
+
+
 def check(site: Site, soak: Soak, finals: dict[str, str], began_wall: dt.datetime) -> dict:
     problems = list(soak.problems)
     reasons = dict(site.sql("select uuid::text, end_reason from jobs_job where status = 'FAILED'"))
@@ -791,6 +806,7 @@ def soak_one(broker: str, seconds: float, keep: bool) -> dict:
         if after:
             soak.expect(after, "FINISHED", "after restart")
         finals = wait_for_ends(site, soak, 90)
+        wait_for_deliveries(site, soak, 150)
         return check(site, soak, finals, began_wall)
     finally:
         server.shutdown()

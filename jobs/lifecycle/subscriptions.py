@@ -127,12 +127,14 @@ def _check_resolved(url: str) -> str:
     why = webhook_refusal(url, allowed)
     if why is not None:
         raise Refused(f"refused: {why}")
-    host, port = host_port(url)
+    found = host_port(url)
+    assert found is not None  # webhook_refusal refuses anything but an http(s) URL
+    host, port = found
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, proto=socket.IPPROTO_TCP)
     except OSError as error:
         raise ConnectionError(f"cannot resolve {host}: {error}") from None
-    addresses = [info[4][0] for info in infos]
+    addresses = [str(info[4][0]) for info in infos]
     if not listed_exactly(host, port, allowed):
         for address in addresses:
             if is_private_address(address):
@@ -148,8 +150,11 @@ def _post(job: Job, url: str, event: str, delivery_id: str, attempt: int) -> int
     address = _check_resolved(url)
     body = _body(job, event, delivery_id)
     parts = urlsplit(url)
-    host, port = host_port(url)
+    found = host_port(url)
+    assert found is not None  # _check_resolved passed
+    host, port = found
     timeout = urllib3.Timeout(total=settings.PORTAL_WEBHOOK_TIMEOUT_S)
+    pool: urllib3.HTTPConnectionPool
     if parts.scheme == "https":
         pool = urllib3.HTTPSConnectionPool(
             address,
@@ -206,9 +211,15 @@ def _mail(job: Job, address: str, event: str) -> None:
 def subscription_deliver(
     *, job_id: int, event: str, s_index: int, t_index: int, delivery_id: str, attempt: int
 ) -> JobDelivery | None:
-    """One attempt of one delivery; schedules the next attempt when this one failed."""
+    """One attempt of one delivery; schedules the next attempt when this one failed.
+
+    An attempt already recorded is not sent again (a task delivered twice by the queue, or a
+    retry claimed again after its sender died: see ``deliveries_retry_due``)."""
     job = Job.objects.select_related("project", "owner").filter(pk=job_id).first()
     if job is None:
+        return None
+    if JobDelivery.objects.filter(delivery_id=delivery_id, attempt=attempt).exists():
+        _retry_done(delivery_id, attempt)
         return None
     try:
         target = _subscriptions(job)[s_index]["deliveryTargets"][t_index]
@@ -245,7 +256,7 @@ def subscription_deliver(
         status_code=status_code,
         error=error[:1000],
         retry_in_s=retry_in,
-        retry_at=now + timedelta(seconds=retry_in) if queued_retry else None,
+        retry_at=now + timedelta(seconds=retry_in) if queued_retry and retry_in else None,
         subscription_index=s_index,
         target_index=t_index,
     )
@@ -253,26 +264,48 @@ def subscription_deliver(
         log.info(
             "delivery %s of job %s attempt %d failed: %s", delivery_id, job.uuid, attempt, error
         )
+    _retry_done(delivery_id, attempt)
     if retry_in is not None and not queued_retry:
         # Inline mode (development, tests) retries at once; record mode records it.
         tasks.fire(DELIVER_TASK, job_id, str(event), s_index, t_index, delivery_id, attempt + 1)
     return delivery
 
 
+def _retry_done(delivery_id: str, attempt: int) -> None:
+    """Attempt ``attempt`` is recorded: the retry that led to it is no longer due."""
+    JobDelivery.objects.filter(
+        delivery_id=delivery_id, attempt__lt=attempt, retry_at__isnull=False
+    ).update(retry_at=None)
+
+
+# A claimed retry comes due again after this long unless its attempt was recorded meanwhile: a
+# worker killed while sending it (or a queue that lost the task) delays it, never drops it.
+RETRY_CLAIM_S = 120
+
+
 def deliveries_retry_due(*, now=None, limit: int = 100) -> int:
     """Fire the next attempt of every failed delivery whose retry is due; returns how many.
 
-    Each row is claimed by clearing its ``retry_at`` where it is still set, so two timers (or
-    a timer restarted mid-pass) never send one retry twice."""
+    Each row is claimed by moving its ``retry_at`` on by RETRY_CLAIM_S where it is still the
+    time that was read (compare-and-swap), so two timers never fire one retry at once; the
+    attempt, once recorded, clears it (``_retry_done``)."""
     now = now or timezone.now()
     due = JobDelivery.objects.filter(retry_at__lte=now).order_by("retry_at")[:limit]
     fired = 0
     for row in due.values(
-        "pk", "job_id", "event", "subscription_index", "target_index", "delivery_id", "attempt"
+        "pk",
+        "job_id",
+        "event",
+        "subscription_index",
+        "target_index",
+        "delivery_id",
+        "attempt",
+        "retry_at",
     ):
-        if not JobDelivery.objects.filter(pk=row["pk"], retry_at__isnull=False).update(
-            retry_at=None
-        ):
+        claimed = JobDelivery.objects.filter(pk=row["pk"], retry_at=row["retry_at"]).update(
+            retry_at=now + timedelta(seconds=RETRY_CLAIM_S)
+        )
+        if not claimed:
             continue  # another timer claimed it
         tasks.fire(
             DELIVER_TASK,

@@ -274,7 +274,7 @@ def test_a_retry_is_due_after_the_delay_and_sent_once(
     then, once, as plain arguments (no django-q2 schedule: those are read every 30 s only)."""
     from django_q.models import Schedule
 
-    from jobs.lifecycle.subscriptions import deliveries_retry_due
+    from jobs.lifecycle.subscriptions import RETRY_CLAIM_S, deliveries_retry_due
 
     receiver.status = 503
     settings.PORTAL_TASK_MODE = "queue"
@@ -296,6 +296,25 @@ def test_a_retry_is_due_after_the_delay_and_sent_once(
     (fired,) = [args for path, args in tasks.recorded if path == "jobs.tasks.job_deliver"]
     assert fired == (job.pk, "QUEUED", 0, 0, DELIVERY, 3)
     assert all(type(value) in (int, str) for value in fired)  # plain values, no enum
+
+    # Its sender died (or the queue lost the task): the claim runs out and it is fired again.
+    lost = delivery.retry_at + timedelta(seconds=RETRY_CLAIM_S + 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deliveries_retry_due(now=lost) == 1
+    # Attempt 3 is recorded (the receiver answers now): nothing is due any more, and the same
+    # attempt delivered twice by the queue is not sent again.
+    receiver.status = 200
+    third = subscription_deliver(
+        job_id=job.pk, event="QUEUED", s_index=0, t_index=0, delivery_id=DELIVERY, attempt=3
+    )
+    assert third.ok
+    assert not JobDelivery.objects.filter(retry_at__isnull=False).exists()
+    sent = len(receiver.requests)
+    again = subscription_deliver(
+        job_id=job.pk, event="QUEUED", s_index=0, t_index=0, delivery_id=DELIVERY, attempt=3
+    )
+    assert again is None and len(receiver.requests) == sent
+    assert deliveries_retry_due(now=lost + timedelta(days=1)) == 0
 
 
 def test_an_unreachable_receiver_is_retried_too(submit, inline, settings, slave):
