@@ -56,7 +56,7 @@ def _clean_email(form) -> str:
 
 
 class PortalUserCreationForm(UserCreationForm):
-    class Meta(UserCreationForm.Meta):
+    class Meta(UserCreationForm.Meta):  # type: ignore[name-defined]  # not in django-stubs
         fields = ("username", "email")
 
     clean_email = _clean_email
@@ -101,8 +101,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ["prefix_shown", "user", "name", "created", "last_used"]
     list_select_related = ["user"]
     search_fields = ["user__username", "prefix"]
-    fields = ["user", "name", "prefix_shown", "created", "last_used"]
-    readonly_fields = fields
+    # One tuple for both: django-stubs types the two as lists of different items.
+    fields = readonly_fields = ("user", "name", "prefix_shown", "created", "last_used")
 
     @admin.display(description="token")
     def prefix_shown(self, obj):

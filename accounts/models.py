@@ -1,6 +1,7 @@
 """Projects, memberships and per-user profile data."""
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.validators import RegexValidator
 from django.db import models
 
@@ -27,7 +28,7 @@ class Project(models.Model):
     gid = models.PositiveIntegerField(
         unique=True, help_text="Unix group id of the project's shared storage."
     )
-    members = models.ManyToManyField(
+    members: "models.ManyToManyField[User, Membership]" = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )
     created = models.DateTimeField(auto_now_add=True)

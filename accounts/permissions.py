@@ -21,6 +21,15 @@ The admin's internal tables (task queue, leases, usage rows, caches) are for sup
 their ModelAdmins mix in ``SuperuserOnlyAdmin``.
 """
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the mixin's super() is the ModelAdmin it is mixed into
+    from django.contrib import admin
+
+    _AdminBase = admin.ModelAdmin[Any]
+else:
+    _AdminBase = object
+
 JOBS_VIEW_ALL = "jobs.view_job"
 JOBS_SUBMIT_ANY_PROJECT = "jobs.add_job"
 JOBS_ACT_ALL = "jobs.change_job"
@@ -81,7 +90,7 @@ def may_view_engine_errors(user) -> bool:
     return user_has_power(user, SLAVES_VIEW_ENGINE_ERRORS)
 
 
-class SuperuserOnlyAdmin:
+class SuperuserOnlyAdmin(_AdminBase):
     """Mixed into a ModelAdmin (first) of a table that only the site's operators should see
     (task queue, scheduler lease, usage rows, caches): hidden from every other staff user,
     whatever model permissions they were given, since editing them breaks the portal."""

@@ -22,6 +22,7 @@ class SlaveAdminForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        assert data is not None  # a ModelForm's clean() returns cleaned_data
         problem = insecure_tcp_problem(
             docker_url=data.get("docker_url") or "",
             tls_ca=data.get("tls_ca") or "",

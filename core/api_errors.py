@@ -16,11 +16,14 @@ error handlers (portal/error_pages.py) give every path under /api/ the same JSON
 """
 
 import logging
+from collections.abc import Callable
 from http import HTTPStatus
+from typing import Any
 
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
@@ -48,7 +51,7 @@ class PayloadTooLarge(exceptions.APIException):
     default_detail = "request body too large"
 
 
-def _flatten(detail, prefix: str = "") -> list[str]:
+def _flatten(detail: object, prefix: str = "") -> list[str]:
     """DRF ValidationError detail (dict / list / str) -> ["path: message", ...]."""
     if isinstance(detail, dict):
         out: list[str] = []
@@ -78,7 +81,7 @@ def spec_error_response(exc: FieldErrors) -> Response:
     )
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if dbbusy.is_busy(exc):
         request = context.get("request")
         if request is not None:
@@ -97,7 +100,7 @@ def exception_handler(exc, context):
         path = request.path_info if request is not None else None
         return Response({"error": too_large_message(path)}, status=413)
     if isinstance(exc, BadRequest):
-        body = {"error": str(exc.detail)}
+        body: dict[str, str | list[str]] = {"error": str(exc.detail)}
         if exc.errors:
             body["errors"] = exc.errors
         return Response(body, status=400)
@@ -136,10 +139,10 @@ class ApiJsonErrorsMiddleware:
     """First in MIDDLEWARE: an HTML error answer under /api/ becomes JSON, and a Host header
     outside ALLOWED_HOSTS gets a JSON 400 before anything else reads it."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if not is_api_path(request.path_info):
             return self.get_response(request)
         try:

@@ -7,7 +7,7 @@ class CoreConfig(AppConfig):
 
     name = "core"
 
-    def ready(self):
+    def ready(self) -> None:
         from core import forksafe
 
         # django-q2 and gunicorn fork: children must not share the parent's connections.

@@ -9,16 +9,22 @@ length). Under ``/api/`` the refusal is the API's JSON 413, elsewhere a short te
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 
 
 def body_limit(path: str) -> int:
     """The most bytes a request body to ``path`` may have."""
     by_path = getattr(settings, "PORTAL_MAX_BODY_BYTES_BY_PATH", None) or {}
     best = max((prefix for prefix in by_path if path.startswith(prefix)), key=len, default=None)
-    ceiling = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    limit = by_path[best] if best is not None else getattr(settings, "PORTAL_MAX_BODY_BYTES", None)
+    # portal.settings makes it the largest of the limits: never None there.
+    ceiling: int = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    limit: int | None = (
+        by_path[best] if best is not None else getattr(settings, "PORTAL_MAX_BODY_BYTES", None)
+    )
     if limit is None:
         return ceiling
     return limit if ceiling is None else min(limit, ceiling)
@@ -29,7 +35,7 @@ def too_large_message(path: str | None = None) -> str:
     return f"request body too large (at most {limit} bytes)"
 
 
-def declared_length(request) -> int:
+def declared_length(request: HttpRequest) -> int:
     try:
         return int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
@@ -39,10 +45,10 @@ def declared_length(request) -> int:
 class BodyLimitMiddleware:
     """413 for a body declared larger than its path's limit, before anything reads it."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         path = request.path_info
         if declared_length(request) > body_limit(path):
             message = too_large_message(path)

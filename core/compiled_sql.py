@@ -18,32 +18,41 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
 
 from django.core.exceptions import EmptyResultSet
 from django.db import DEFAULT_DB_ALIAS, connections, models
-from django.db.models import QuerySet
-from django.db.models.query import get_related_populators
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Field, QuerySet
+from django.db.models.query import (  # type: ignore[attr-defined]  # internal: not in django-stubs
+    get_related_populators,
+)
+
+# Django's value converters of a compiled query: (column position, (functions, expression)).
+Converters = list[tuple[int, tuple[list[Callable[..., Any]], Any]]]
+_Entry = TypeVar("_Entry")
+_M = TypeVar("_M", bound=models.Model)
 
 
 @dataclass(frozen=True)
 class _Compiled:
     sql: str | None  # None: Django found the query can match nothing (EmptyResultSet)
-    params: tuple
-    converters: list
+    params: tuple[Any, ...]
+    converters: Converters
 
 
-class _KeptSql:
+class _KeptSql(Generic[_Entry]):
     """The compiled queries of one kind, by key, the least recently used forgotten first."""
 
-    def __init__(self, *, maxsize: int):
+    def __init__(self, *, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._entries: OrderedDict[Hashable, object] = OrderedDict()
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self.misses = 0  # how often a query was built (tests read it)
 
-    def _entry(self, key: Hashable, using: str, compile_: Callable[[], object]):
+    def _entry(self, key: Hashable, using: str, compile_: Callable[[], _Entry]) -> _Entry:
         # The vendor too: a test process may reach two databases under one alias.
         full_key = (using, connections[using].vendor, key)
         with self._lock:
@@ -65,17 +74,17 @@ class _KeptSql:
             self.misses = 0
 
 
-class CompiledRows(_KeptSql):
+class CompiledRows(_KeptSql[_Compiled]):
     """Rows of values_list querysets, their SQL kept by the caller's key."""
 
     def rows(
         self,
         key: Hashable,
-        build: Callable[[], QuerySet],
+        build: Callable[[], QuerySet[Any, Any]],
         *,
         window: slice | None = None,
-        using=DEFAULT_DB_ALIAS,
-    ):
+        using: str = DEFAULT_DB_ALIAS,
+    ) -> list[tuple[Any, ...]]:
         """The rows (tuples) of the values_list queryset ``build()`` makes for ``key``, or of
         ``build()[window]``: the slice is added as Django adds it (``LIMIT``/``OFFSET`` at the
         end of the kept SQL), so every page of one list is one kept query."""
@@ -94,13 +103,13 @@ class CompiledRows(_KeptSql):
             sql = f"{sql} {connection.ops.limit_offset_sql(start, stop)}"
         with connection.cursor() as cursor:
             cursor.execute(sql, entry.params)
-            rows = cursor.fetchall()
+            rows: list[tuple[Any, ...]] = cursor.fetchall()
         if entry.converters:
             rows = [tuple(row) for row in _converted(rows, entry.converters, connection)]
         return rows
 
     @staticmethod
-    def _compile(queryset: QuerySet, using: str) -> _Compiled:
+    def _compile(queryset: QuerySet[Any, Any], using: str) -> _Compiled:
         query = queryset.query
         if not query.values_select or query.extra_select or query.combinator:
             raise TypeError("CompiledRows reads plain values_list querysets (no extra, union)")
@@ -120,17 +129,17 @@ class CompiledRows(_KeptSql):
 @dataclass(frozen=True)
 class _CompiledModels:
     sql: str
-    params: tuple
+    params: tuple[Any, ...]
     bound_at: int  # the position of the bound value in params
-    converters: list
-    model: type
-    init_list: list
+    converters: Converters
+    model: type[models.Model]
+    init_list: list[str]
     fields: slice
-    populators: list
-    annotations: dict
+    populators: list[Any]
+    annotations: dict[str, int]
 
 
-class CompiledModels(_KeptSql):
+class CompiledModels(_KeptSql[_CompiledModels]):
     """Model instances, as ``QuerySet`` iteration makes them (``select_related`` rows and
     annotations included), of a query whose SQL Django compiles once per key, with one value
     bound at each call: the API token of every request, the job of every job read.
@@ -142,12 +151,12 @@ class CompiledModels(_KeptSql):
     def models(
         self,
         key: Hashable,
-        build: Callable[[object], QuerySet],
+        build: Callable[[Any], QuerySet[_M, _M]],
         *,
-        field,
-        value,
-        using=DEFAULT_DB_ALIAS,
-    ) -> list:
+        field: Field[Any, Any],
+        value: object,
+        using: str = DEFAULT_DB_ALIAS,
+    ) -> list[_M]:
         connection = connections[using]
         entry = self._entry(key, using, lambda: self._compile(build, field, using))
         params = list(entry.params)
@@ -158,26 +167,29 @@ class CompiledModels(_KeptSql):
         if entry.converters:
             rows = _converted(rows, entry.converters, connection)
         # What django.db.models.query.ModelIterable does with each row.
-        instances = []
+        instances: list[_M] = []
         for row in rows:
             instance = entry.model.from_db(using, entry.init_list, row[entry.fields])
             for populator in entry.populators:
                 populator.populate(row, instance)
             for name, position in entry.annotations.items():
                 setattr(instance, name, row[position])
-            instances.append(instance)
+            instances.append(cast(_M, instance))  # build() made a queryset of _M
         return instances
 
     @staticmethod
-    def _compile(build, field, using: str) -> _CompiledModels:
+    def _compile(
+        build: Callable[[object], QuerySet[Any, Any]], field: Field[Any, Any], using: str
+    ) -> _CompiledModels:
         connection = connections[using]
         marker = _marker_for(field)
         queryset = build(marker)
         query = queryset.query
+        state: Any = queryset  # its private iteration state is not in django-stubs
         if (
-            queryset._fields is not None
-            or queryset._prefetch_related_lookups
-            or queryset._known_related_objects
+            state._fields is not None
+            or state._prefetch_related_lookups
+            or state._known_related_objects
             or query.combinator
             or query.extra_select
             or query.select_for_update
@@ -206,7 +218,9 @@ class CompiledModels(_KeptSql):
         )
 
 
-def _converted(rows, converters: list, connection):
+def _converted(
+    rows: Iterable[Iterable[Any]], converters: Converters, connection: BaseDatabaseWrapper
+) -> Iterator[list[Any]]:
     """Django's ``SQLCompiler.apply_converters``, without keeping the compiler (and its query:
     60-70 KB an entry) for it."""
     for row in map(list, rows):
@@ -218,7 +232,7 @@ def _converted(rows, converters: list, connection):
         yield row
 
 
-def _marker_for(field):
+def _marker_for(field: Field[Any, Any]) -> object:
     """A value of ``field``'s type that no real row holds and no constant equals."""
     if isinstance(field, models.UUIDField):
         return uuid.uuid4()
@@ -227,6 +241,6 @@ def _marker_for(field):
     raise TypeError(f"no marker for {type(field).__name__}")
 
 
-def _prepared(field, value, connection):
+def _prepared(field: Field[Any, Any], value: object, connection: BaseDatabaseWrapper) -> object:
     # What an exact lookup binds: the field's prep value, then its value for this database.
     return field.get_db_prep_value(field.get_prep_value(value), connection, prepared=True)

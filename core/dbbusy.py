@@ -9,10 +9,12 @@ The API's exception handler and, for pages, ``DatabaseBusyMiddleware`` both use
 """
 
 import logging
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +30,7 @@ def retry_after() -> str:
     return str(settings.PORTAL_DB_BUSY_RETRY_AFTER_S)
 
 
-def log_busy(request, exc: BaseException) -> None:
+def log_busy(request: HttpRequest, exc: BaseException) -> None:
     # The message names the database's problem, never the request's data.
     log.warning("database busy on %s %s: %s", request.method, request.path, exc)
 
@@ -36,13 +38,13 @@ def log_busy(request, exc: BaseException) -> None:
 class DatabaseBusyMiddleware:
     """Pages and any view outside DRF: a busy database becomes 503 + Retry-After."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         return self.get_response(request)
 
-    def process_exception(self, request, exc):
+    def process_exception(self, request: HttpRequest, exc: Exception) -> JsonResponse | None:
         if not is_busy(exc):
             return None
         log_busy(request, exc)

@@ -8,10 +8,18 @@ first use and kept in it (the secret key, the instance id), each in a file of mo
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+
+
+class Writer(Protocol):
+    """Where a message goes: a stream, or a management command's ``self.stderr``."""
+
+    def write(self, text: str, /) -> object: ...
 
 
 def private_dir(path: Path) -> Path:
@@ -37,7 +45,7 @@ def make_private(path: Path) -> None:
     os.chmod(path, mode)
 
 
-def private_open(path: Path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
+def private_open(path: Path, flags: int = os.O_WRONLY | os.O_CREAT | os.O_TRUNC) -> int:
     """``os.open`` that creates the file as 0600 whatever the umask, and fixes an old one."""
     fd = os.open(path, flags, PRIVATE_FILE)
     os.fchmod(fd, PRIVATE_FILE)
@@ -58,7 +66,7 @@ def write_private(path: Path, data: bytes) -> None:
         raise
 
 
-def kept_value(path: Path, make) -> str:
+def kept_value(path: Path, make: Callable[[], str]) -> str:
     """The value stored in ``path``; made with ``make()`` and stored (0600) the first time.
 
     Processes starting together (web, workers, watcher) agree: the value is written to a
@@ -99,7 +107,7 @@ def new_instance_id() -> str:
     return "gp-" + secrets.token_hex(6)
 
 
-def database_migrate_if_needed(*, stderr=None) -> bool:
+def database_migrate_if_needed(*, stderr: Writer | None = None) -> bool:
     """Bring an unmigrated database up to date (True when migrations ran).
 
     For commands that use the portal's own database on a fresh clone (the benchmarks): they

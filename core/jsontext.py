@@ -8,6 +8,7 @@ at line 12 column 5: a comma is missing between two items``.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from core.errors import DOCUMENT_PATH, JSON_PATH, FieldError
 from core.errors import FieldErrors as SpecError
@@ -20,7 +21,7 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def load_json(text: str | bytes) -> dict:
+def load_json(text: str | bytes) -> dict[str, Any]:
     """Parse ``text`` (str, or UTF-8 bytes with or without a BOM) into a JSON object (a dict).
 
     Raises SpecError with path ``(json)`` for a syntax error or bad encoding, path

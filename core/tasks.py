@@ -7,7 +7,9 @@ process right after commit (``inline``), or only record it (``record``, for unit
 
 import json
 import logging
+from collections.abc import Callable
 from importlib import import_module
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -15,17 +17,17 @@ from django.db import transaction
 log = logging.getLogger(__name__)
 
 # Tasks recorded in "record" mode, as (dotted_path, args) tuples; tests read and clear it.
-recorded: list[tuple[str, tuple]] = []
+recorded: list[tuple[str, tuple[Any, ...]]] = []
 
 
 class UnknownTask(LookupError):
     """A task path that names no function (a typo: see jobs.task_names)."""
 
 
-def resolve(dotted_path: str):
+def resolve(dotted_path: str) -> Callable[..., Any]:
     module_name, _, attr = dotted_path.rpartition(".")
     try:
-        task = getattr(import_module(module_name), attr)
+        task: object = getattr(import_module(module_name), attr)
     except (ImportError, AttributeError, ValueError) as error:
         raise UnknownTask(f"task {dotted_path!r} does not resolve: {error}") from None
     if not callable(task):
@@ -53,7 +55,7 @@ def task_timeouts() -> dict[str, int]:
     }
 
 
-def fire(dotted_path: str, *args, group: str | None = None) -> None:
+def fire(dotted_path: str, *args: Any, group: str | None = None) -> None:
     """Run ``dotted_path(*args)`` in the background once the current transaction commits.
 
     The path is resolved now, in every mode: a misspelt task fails the caller (and the fast
@@ -63,7 +65,7 @@ def fire(dotted_path: str, *args, group: str | None = None) -> None:
     transaction.on_commit(lambda: _dispatch(dotted_path, plain, group))
 
 
-def plain_args(args: tuple) -> tuple:
+def plain_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """``args`` as plain JSON values (an enum becomes its value, a tuple a list).
 
     Whatever waits in the queue is read back by another process, perhaps another release:
@@ -75,7 +77,7 @@ def plain_args(args: tuple) -> tuple:
         raise TypeError(f"task arguments must be plain JSON values: {error}") from None
 
 
-def _dispatch(dotted_path: str, args: tuple, group: str | None) -> None:
+def _dispatch(dotted_path: str, args: tuple[Any, ...], group: str | None) -> None:
     mode = settings.PORTAL_TASK_MODE
     if mode == "record":
         recorded.append((dotted_path, args))
@@ -87,7 +89,7 @@ def _dispatch(dotted_path: str, args: tuple, group: str | None) -> None:
     else:
         from django_q.tasks import async_task
 
-        options = {"group": group or dotted_path.rsplit(".", 1)[-1]}
+        options: dict[str, str | int] = {"group": group or dotted_path.rsplit(".", 1)[-1]}
         timeout = task_timeout(dotted_path)
         if timeout is not None:
             options["timeout"] = timeout

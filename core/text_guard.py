@@ -19,6 +19,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the module itself stays free of Django at run time
+    from django.http import HttpRequest, HttpResponse
+    from django.http.response import HttpResponseBase
 
 NUL_MESSAGE = "contains a NUL byte, which cannot be stored"
 SURROGATE_MESSAGE = "contains an unpaired surrogate, which cannot be stored"
@@ -98,7 +104,7 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
-def request_problems(request) -> tuple[list[str], bool]:
+def request_problems(request: HttpRequest) -> tuple[list[str], bool]:
     """``(["where: why", ...], only_query)`` for every unstorable text in a Django request."""
     problems: list[str] = []
     only_query = True
@@ -112,12 +118,12 @@ def request_problems(request) -> tuple[list[str], bool]:
     if "\x00" in request.path_info:
         add("(path)", NUL_MESSAGE)
     for key, value in request.META.items():
-        if key.startswith("HTTP_") and isinstance(value, str) and unstorable(value):
-            add(f"header {key[5:].replace('_', '-').title()}", unstorable(value))
+        if key.startswith("HTTP_") and isinstance(value, str) and (why := unstorable(value)):
+            add(f"header {key[5:].replace('_', '-').title()}", why)
     for key, values in request.GET.lists():
         for text in (key, *values):
-            if unstorable(text):
-                add(printable(key), unstorable(text), query=True)
+            if why := unstorable(text):
+                add(printable(key), why, query=True)
                 break
     if request.method in WRITE_METHODS:
         for where, why in _body_problems(request):
@@ -125,7 +131,7 @@ def request_problems(request) -> tuple[list[str], bool]:
     return problems[:MAX_PROBLEMS], bool(problems) and only_query
 
 
-def _body_problems(request) -> list[tuple[str, str]]:
+def _body_problems(request: HttpRequest) -> list[tuple[str, str]]:
     from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
     from django.http.multipartparser import MultiPartParserError
 
@@ -144,8 +150,8 @@ def _body_problems(request) -> list[tuple[str, str]]:
         problems = []
         for key, values in fields.lists():
             for text in (key, *values):
-                if unstorable(text):
-                    problems.append((printable(key), unstorable(text)))
+                if why := unstorable(text):
+                    problems.append((printable(key), why))
                     break
         return problems
     return _json_problems(body, content_type)
@@ -178,17 +184,17 @@ class TextGuardMiddleware:
     elsewhere it is a short plain-text page.
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         problems, only_query = request_problems(request)
         if problems:
             return self._refuse(request, problems, only_query)
         return self.get_response(request)
 
     @staticmethod
-    def _refuse(request, problems: list[str], only_query: bool):
+    def _refuse(request: HttpRequest, problems: list[str], only_query: bool) -> HttpResponse:
         from django.http import HttpResponseBadRequest, JsonResponse
 
         if only_query:

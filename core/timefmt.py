@@ -5,8 +5,13 @@ at all in `gpulab-cli jobs ID`; the client parses any ISO 8601 time with a zone.
 """
 
 from datetime import UTC, datetime
+from typing import overload
 
 
+@overload
+def utc_z(value: datetime, *, timespec: str = ...) -> str: ...
+@overload
+def utc_z(value: datetime | None, *, timespec: str = ...) -> str | None: ...
 def utc_z(value: datetime | None, *, timespec: str = "milliseconds") -> str | None:
     """The one UTC formatter: ``2026-11-23T04:05:06.789Z`` (``timespec="seconds"``:
     ``2026-11-23T04:05:06Z``, for page attributes, messages and the job document's times)."""

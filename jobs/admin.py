@@ -40,8 +40,8 @@ class JobEventInline(admin.TabularInline):
     model = JobEvent
     extra = 0
     can_delete = False
-    fields = ["time", "type", "new_state", "message"]
-    readonly_fields = fields
+    # One tuple for both: django-stubs types the two as lists of different items.
+    fields = readonly_fields = ("time", "type", "new_state", "message")
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -120,6 +120,7 @@ def _admin_action(action: JobAction):
             )
         _apply(modeladmin, request, queryset, action.run, action.admin_verb)
 
+    assert action.admin_name is not None  # only the registry's admin actions come here
     run.__name__ = action.admin_name
     return admin.action(
         description=action.admin_description, permissions=[action.admin_permission]
@@ -199,7 +200,8 @@ class JobAdmin(admin.ModelAdmin):
     def log_deletions(self, request, queryset):
         # The delete page logs before delete_model: not for a job that is only cancelled.
         kept = [job for job in queryset if job.status not in HOLDS_RESOURCES]
-        return super().log_deletions(request, kept) if kept else []
+        # A list does what the queryset did: Django only iterates it (its types say QuerySet).
+        return super().log_deletions(request, kept) if kept else []  # type: ignore[arg-type]
 
     def get_deleted_objects(self, objs, request):
         # The delete page below shows the job's state, not every one of its events.
@@ -250,8 +252,8 @@ class JobPullSecretAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
 
     list_display = ["job", "image_redacted"]
     search_fields = ["job__uuid", "job__name"]
-    fields = ["job", "image_redacted"]
-    readonly_fields = fields
+    # One tuple for both: django-stubs types the two as lists of different items.
+    fields = readonly_fields = ("job", "image_redacted")
 
     @admin.display(description="image")
     def image_redacted(self, obj):
@@ -268,8 +270,14 @@ class JobPullSecretAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
 class SchedulerLeaseAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Who holds the scheduler tick now, and how long the last tick took."""
 
-    list_display = ["holder", "acquired_at", "rerun_requested", "last_tick_at", "last_tick_seconds"]
-    readonly_fields = list_display
+    # One tuple for both: django-stubs types the two as lists of different items.
+    list_display = readonly_fields = (
+        "holder",
+        "acquired_at",
+        "rerun_requested",
+        "last_tick_at",
+        "last_tick_seconds",
+    )
 
     def has_add_permission(self, request):
         return False
@@ -282,9 +290,9 @@ class SchedulerLeaseAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
 class SlaveEventCursorAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
     """Read-only: per slave, the last Docker event the watcher handled (where it resumes)."""
 
-    list_display = ["slave", "event_time"]
+    # One tuple for both: django-stubs types the two as lists of different items.
+    list_display = readonly_fields = ("slave", "event_time")
     list_select_related = ["slave"]
-    readonly_fields = list_display
 
     def has_add_permission(self, request):
         return False
@@ -424,7 +432,8 @@ class SlaveAdminWithJobs(SlaveAdmin):
     def get_actions(self, request):
         actions = super().get_actions(request)
         if "delete_selected" in actions:
-            _function, name, description = actions["delete_selected"]
+            # (present: checked above; django-stubs types an entry as Optional)
+            _function, name, description = actions["delete_selected"]  # type: ignore[misc]
             actions["delete_selected"] = (self.delete_with_warning, name, description)
         return actions
 
@@ -432,8 +441,10 @@ class SlaveAdminWithJobs(SlaveAdmin):
     def delete_with_warning(modeladmin, request, queryset):
         response = delete_selected(modeladmin, request, queryset)
         if response is not None:  # the confirmation page (rendered lazily)
-            response.context_data["running"] = SlaveAdminWithJobs.running_on(queryset)
-            response.context_data["running_slaves"] = list(queryset)
+            context = response.context_data
+            assert context is not None  # a TemplateResponse's
+            context["running"] = SlaveAdminWithJobs.running_on(queryset)
+            context["running_slaves"] = list(queryset)
         return response
 
 

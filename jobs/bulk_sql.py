@@ -49,6 +49,13 @@ _AS_IS = {
 }  # fmt: skip
 
 
+def field_attname(model: type[models.Model], name: str) -> str:
+    """The column attribute of the model's field ``name`` (``owner`` -> ``owner_id``)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field), f"{name} is not a column of {model.__name__}"
+    return field.attname
+
+
 def _preparer(field, db, *, json_as_is: bool):
     """``value -> the value to send``, or None when the value goes as it is (JSON columns
     inside PostgreSQL's JSON document, ``json_as_is``). Values of the types in ``_AS_IS`` skip
@@ -334,7 +341,7 @@ def rows_insert(
                 cursor.execute(f"{plan.head}{source}{plan.returning}", [*constant_params, *params])
                 if key is not None:
                     returned.extend(cursor.fetchall())
-    if key is None:
+    if keys is None:  # no key asked for
         return None
     by_key = {key_field.to_python(k): pk for pk, k in returned}
     return [by_key[key_field.to_python(k)] for k in keys]

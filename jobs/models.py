@@ -135,6 +135,21 @@ class Job(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resubmissions"
     )
 
+    # What a page shows of the job to its viewer, set on the instances it renders, never
+    # stored (jobs.web.views.common.present and the list, live and gang pages).
+    ui_full: bool
+    ui_name: str
+    ui_owner: str
+    ui_project: str
+    ui_image: str
+    ui_active: bool
+    ui_run_seconds: int | None
+    ui_queue_position: int | None
+    ui_actions: list[str]
+    ui_can_act: bool
+    ui_gang: dict[str, object]
+    ui_gang_task: str
+
     class Meta:
         ordering = ["-created", "-id"]
         indexes = [

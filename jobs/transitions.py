@@ -15,7 +15,7 @@ from core.errors import Conflict
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.bulk_sql import keys_locked, rows_insert, rows_update
+from jobs.bulk_sql import field_attname, keys_locked, rows_insert, rows_update
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
 from jobs.states import FINISHED as ENDED
@@ -47,7 +47,7 @@ def _cas(job: Job, to: str, fields: dict | None, now: datetime) -> dict | None:
 
 # gpulab-cli's `debug` prints only the state of a status change, never its message: the reason
 # for these changes is also written as a message event, which it prints ("LOG ERROR: ...").
-REASON_EVENT_TYPES = {
+REASON_EVENT_TYPES: dict[str, str] = {
     JobStatus.FAILED: JobEvent.Type.ERROR,
     JobStatus.CANCELLING: JobEvent.Type.INFO,
     JobStatus.CANCELLED: JobEvent.Type.INFO,
@@ -138,7 +138,7 @@ def _write_rows(jobs: list[Job], names: list[str]) -> None:
     row on PostgreSQL; both cost seconds for a few thousand jobs."""
     if not jobs:
         return
-    attnames = [Job._meta.get_field(name).attname for name in names]
+    attnames = [field_attname(Job, name) for name in names]
     rows_update(
         Job,
         key="id",

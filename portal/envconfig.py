@@ -2,6 +2,7 @@
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 
@@ -14,7 +15,7 @@ def env_bool(name: str, default: bool) -> bool:
 
 def env_int(name: str, default: int) -> int:
     value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
+    return int(value) if value else default
 
 
 def env_count(name: str, default: int) -> int:
@@ -86,7 +87,7 @@ def database_from_url(
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
         raise ValueError(f"PORTAL_DATABASE_URL: unsupported scheme {parsed.scheme!r}")
-    entry = {
+    entry: dict[str, Any] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": parsed.path.lstrip("/"),
         "USER": unquote(parsed.username or ""),

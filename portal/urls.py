@@ -2,10 +2,10 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-api_patterns = [
+api_patterns: list[URLPattern | URLResolver] = [
     # GPULab v4.0 endpoints and the portal's own beside them (never inside GPULab's objects).
     path("", include("core.api.urls")),
     path("", include("jobs.api.urls")),

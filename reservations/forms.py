@@ -2,6 +2,7 @@
 accounts.timezones), as explicit ISO text ``2026-11-22 14:00``, never a locale date picker."""
 
 from datetime import datetime, timedelta
+from typing import cast
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -58,6 +59,7 @@ class ValidatedReservationForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        assert data is not None  # a ModelForm's clean() returns cleaned_data
         given = {name: data[name] for name in FIELDS if name in data}
         instance = self.instance if self.instance.pk else None
         for field, rule in reservation_validate(data=given, instance=instance):
@@ -85,14 +87,19 @@ class ReservationForm(ValidatedReservationForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["slaves"].queryset = Slave.objects.select_related("cluster").order_by(
-            "cluster_id", "name"
-        )
-        self.fields["slaves"].label_from_instance = lambda s: f"{s.name} (cluster {s.cluster_id})"
-        self.fields["projects"].queryset = Project.objects.order_by("name")
-        self.fields["users"].queryset = get_user_model().objects.order_by("username")
+        # The fields the model's many-to-many and datetime fields get.
+        slaves = cast(forms.ModelMultipleChoiceField, self.fields["slaves"])
+        slaves.queryset = Slave.objects.select_related("cluster").order_by("cluster_id", "name")
+        # Django's documented way to label the choices (stubs see a method).
+        slaves.label_from_instance = lambda obj: f"{obj.name} (cluster {obj.cluster_id})"  # type: ignore[method-assign]
+        cast(
+            forms.ModelMultipleChoiceField, self.fields["projects"]
+        ).queryset = Project.objects.order_by("name")
+        cast(
+            forms.ModelMultipleChoiceField, self.fields["users"]
+        ).queryset = get_user_model().objects.order_by("username")
         zone = timezone.get_current_timezone_name()
         for name in ("start", "end"):
-            self.fields[name].input_formats = INPUT_FORMATS
+            cast(forms.DateTimeField, self.fields[name]).input_formats = INPUT_FORMATS
             self.fields[name].label = f"{name.capitalize()} ({zone})"
             self.fields[name].help_text = f"YYYY-MM-DD HH:MM, 24-hour, in {zone}."

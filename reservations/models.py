@@ -48,6 +48,9 @@ class Reservation(models.Model):
     )
     created = models.DateTimeField(auto_now_add=True)
 
+    # Set by the Live > Clusters page on the reservations it shows, never stored.
+    ui_entitled: bool
+
     class Meta:
         ordering = ["start"]
         constraints = [

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import cast
 
 from django.db import transaction
 from django.db.models import prefetch_related_objects
@@ -26,7 +27,7 @@ from reservations.models import Reservation
 
 FIELDS = ("name", "description", "cluster", "slaves", "gpu_count", "start", "end")
 RELATIONS = ("slaves", "projects", "users")
-NAME_MAX = Reservation._meta.get_field("name").max_length
+NAME_MAX = cast(int, Reservation._meta.get_field("name").max_length)  # a CharField's
 
 
 class ReservationInvalid(Exception):
@@ -78,7 +79,7 @@ def reservation_validate(
         if value is None:
             errors.append((field, "required"))
     times_ok = start is not None and end is not None
-    if times_ok and end <= start:
+    if start is not None and end is not None and end <= start:
         errors.append(("end", "must be after start"))
         times_ok = False
     slaves = list(values.get("slaves") or [])
@@ -97,7 +98,13 @@ def reservation_validate(
     if gpu_count is not None and gpu_count > available:
         errors.append(("gpu_count", f"those slaves have only {available} GPU(s) for jobs"))
         return errors
-    if capacity and times_ok and (gpu_count is None or gpu_count >= 1):
+    if (
+        capacity
+        and times_ok
+        and start is not None
+        and end is not None
+        and (gpu_count is None or gpu_count >= 1)
+    ):
         own = None if instance is None else instance.pk
         errors.extend(
             _capacity_errors(
@@ -137,12 +144,10 @@ def _capacity_errors(
     if transaction.get_connection().in_atomic_block:
         # Serialises reservation writes per cluster (SQLite: IMMEDIATE transactions already do).
         list(Cluster.objects.select_for_update().filter(pk=cluster.pk).values_list("pk"))
-    others = list(
-        Reservation.objects.filter(cluster=cluster, start__lt=end, end__gt=start)
-        .exclude(pk=exclude_pk)
-        .prefetch_related("slaves")
-        .order_by("start", "pk")
-    )
+    overlapping = Reservation.objects.filter(cluster=cluster, start__lt=end, end__gt=start)
+    if exclude_pk is not None:
+        overlapping = overlapping.exclude(pk=exclude_pk)
+    others = list(overlapping.prefetch_related("slaves").order_by("start", "pk"))
     every = set(gpus)
     cover = {o.pk: ({s.pk for s in o.slaves.all()} or every) for o in others}
     others = [o for o in others if cover[o.pk] & covered]
@@ -209,16 +214,21 @@ def _capacity_errors(
     ]
 
 
+# A node of the flow graph: the source "s", the sink "t", ("r", reservation index), ("g", slave pk).
+Node = str | tuple[str, int]
+
+
 def _max_flow(parts: Sequence[tuple[int, set[int]]], gpus: dict[int, int]) -> tuple[int, set[int]]:
     """How many reserved GPUs fit at once (reservation -> covered slave -> its GPUs), and the
     indexes of the reservations on the source side of a minimum cut (those that cannot all fit
     together when the flow falls short). Edmonds-Karp on a graph of a few dozen nodes."""
     slaves = sorted({pk for _, covered in parts for pk in covered})
-    source, sink = "s", "t"
-    cap: dict[tuple, int] = {}
-    adj: dict[object, set] = {source: set(), sink: set()}
+    source: Node = "s"
+    sink: Node = "t"
+    cap: dict[tuple[Node, Node], int] = {}
+    adj: dict[Node, set[Node]] = {source: set(), sink: set()}
 
-    def edge(a, b, c):
+    def edge(a: Node, b: Node, c: int) -> None:
         cap[(a, b)] = cap.get((a, b), 0) + c
         cap.setdefault((b, a), 0)
         adj.setdefault(a, set()).add(b)
@@ -232,7 +242,7 @@ def _max_flow(parts: Sequence[tuple[int, set[int]]], gpus: dict[int, int]) -> tu
         edge(("g", pk), sink, gpus.get(pk, 0))
     flow = 0
     while True:
-        parent = {source: None}
+        parent: dict[Node, Node | None] = {source: None}
         queue = deque([source])
         while queue and sink not in parent:
             node = queue.popleft()
@@ -243,10 +253,11 @@ def _max_flow(parts: Sequence[tuple[int, set[int]]], gpus: dict[int, int]) -> tu
         if sink not in parent:
             reached = {n[1] for n in parent if isinstance(n, tuple) and n[0] == "r"}
             return flow, reached
-        path, node = [], sink
-        while parent[node] is not None:
-            path.append((parent[node], node))
-            node = parent[node]
+        path: list[tuple[Node, Node]] = []
+        node = sink
+        while (previous := parent[node]) is not None:
+            path.append((previous, node))
+            node = previous
         pushed = min(cap[e] for e in path)
         for a, b in path:
             cap[(a, b)] -= pushed

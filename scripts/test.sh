@@ -12,6 +12,9 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 .venv/bin/python manage.py makemigrations --check --dry-run
 # The import contract: floors run one way, no cycles, a pure scheduler (pyproject.toml).
 .venv/bin/lint-imports
+# Static types (pyproject.toml's [tool.mypy]: every product package; core and the pure
+# scheduler strict). Incremental: the cache in .mypy_cache makes a rerun take seconds.
+.venv/bin/mypy
 # Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the in-memory
 # engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
 exec .venv/bin/pytest \

@@ -36,6 +36,7 @@ class AppAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        assert cleaned is not None  # a ModelForm's clean() returns cleaned_data
         owner = cleaned.get("owner")
         project = cleaned.get("project")
         probe = App(**{k: v for k, v in cleaned.items() if k in {f.name for f in App._meta.fields}})

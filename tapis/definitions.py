@@ -297,7 +297,7 @@ def app_to_json(app: App) -> dict:
         "description": app.description,
         "owner": app.owner.username,
         "visibility": app.visibility,
-        "project": app.project.name if app.project_id else None,
+        "project": app.project.name if app.project is not None else None,
         "containerImage": app.image,
         "command": app.command,
         "locked": app.locked,

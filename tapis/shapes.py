@@ -96,7 +96,7 @@ def job_to_tapis(job: Job, *, now=None) -> dict:
         "appId": job.app_id,
         "appVersion": job.app_version,
         "execSystemId": str(
-            job.slave.cluster_id if job.slave_id else job.requested_cluster_id or ""
+            job.slave.cluster_id if job.slave is not None else job.requested_cluster_id or ""
         ),
         "execSystemExecDir": CONTAINER_WORKING_DIR,
         "execSystemInputDir": CONTAINER_INPUT_DIR,
@@ -121,7 +121,7 @@ def job_to_tapis(job: Job, *, now=None) -> dict:
         "remoteJobId": job.container_id or None,
         "remoteOutcome": remote_outcome,
         "remoteResultInfo": str(job.exit_code) if job.exit_code is not None else None,
-        "remoteQueue": job.slave.name if job.slave_id else None,
+        "remoteQueue": job.slave.name if job.slave is not None else None,
         "remoteStarted": utc_z(job.started_at),
         "remoteEnded": utc_z(job.ended_at),
         "visible": job.status != "DELETED",
@@ -149,7 +149,7 @@ def job_list_item(job: Job, *, now=None) -> dict:
         "ended": utc_z(job.ended_at),
         "tenant": TENANT,
         "execSystemId": str(
-            job.slave.cluster_id if job.slave_id else job.requested_cluster_id or ""
+            job.slave.cluster_id if job.slave is not None else job.requested_cluster_id or ""
         ),
         "archiveSystemId": ARCHIVE_SYSTEM,
         "lastUpdated": utc_z(job.status_updated),

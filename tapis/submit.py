@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import uuid as uuid_module
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
@@ -158,7 +159,9 @@ def combine_args(app: App, request_args: list, errs: _Errors, path: str) -> list
         if meta is not None and not isinstance(meta, dict):
             errs.add(f"{where}.meta", 'must be an object like {"name": ..., "required": ...}')
             continue
-        notes = item.get("notes") if isinstance(item.get("notes"), dict) else {}
+        notes = item.get("notes")
+        if not isinstance(notes, dict):
+            notes = {}
         required = bool((meta or {}).get("required", notes.get("required", False)))
         name = _arg_name(item)
         if name in by_name:
@@ -242,10 +245,10 @@ def combine_inputs(app: App, request_inputs: list, errs: _Errors, path: str) -> 
     out = []
     for app_input in app.file_inputs:
         name = app_input["name"]
-        index, item = given.get(name, (None, {}))
+        given_at, item = given.get(name, (None, {}))
         source = item.get("sourceUrl") or app_input["sourceUrl"]
         target = item.get("targetPath") or app_input["targetPath"]
-        where = f"{path}[{index}]" if index is not None else path
+        where = f"{path}[{given_at}]" if given_at is not None else path
         if not source:
             if app_input["inputMode"] == "REQUIRED":
                 errs.add(where, f"required input {name!r} is missing")
@@ -264,17 +267,18 @@ def combine_inputs(app: App, request_inputs: list, errs: _Errors, path: str) -> 
     checked = []
     targets = set()
     for where, item in out:
-        if not isinstance(item["source"], str) or (reason := input_source_error(item["source"])):
-            errs.add(
-                f"{where}.sourceUrl",
-                reason if isinstance(item["source"], str) else "must be a string",
-            )
+        source, target = item["source"], item["target"]
+        if not isinstance(source, str):
+            errs.add(f"{where}.sourceUrl", "must be a string")
             continue
-        if not isinstance(item["target"], str) or (reason := input_target_error(item["target"])):
-            errs.add(
-                f"{where}.targetPath",
-                reason if isinstance(item["target"], str) else "must be a string",
-            )
+        if reason := input_source_error(source):
+            errs.add(f"{where}.sourceUrl", reason)
+            continue
+        if not isinstance(target, str):
+            errs.add(f"{where}.targetPath", "must be a string")
+            continue
+        if reason := input_target_error(target):
+            errs.add(f"{where}.targetPath", reason)
             continue
         if item["target"] in targets:
             errs.add(f"{where}.targetPath", f"two inputs land on {item['target']!r}")
@@ -460,6 +464,7 @@ def tapis_job_prepare(*, user, request) -> Prepared:
     )
     if errs:
         raise SpecError(list(errs))
+    assert project is not None  # _project added its reason to errs otherwise
 
     job_uuid = uuid_module.uuid4()
     values = macro_values(
@@ -471,7 +476,7 @@ def tapis_job_prepare(*, user, request) -> Prepared:
     )
     words = [substitute(arg, values) for arg in args]
     command = " ".join(part for part in [app.command, *words] if part)
-    document = {
+    document: dict[str, Any] = {
         "name": name,
         "description": description,
         "request": {

@@ -68,6 +68,8 @@ def ca_load() -> CertificateAuthority | None:
     if cached is not None:
         return cached
     key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ImproperlyConfigured(f"{key_path} is not the portal CA's (elliptic curve) key")
     certificate = x509.load_pem_x509_certificate(cert_path.read_bytes())
     authority = CertificateAuthority(key=key, certificate=certificate, cert_path=cert_path)
     with _cache_lock:
@@ -104,7 +106,9 @@ def ca_get_or_create(*, now: datetime.datetime | None = None) -> tuple[Certifica
             ),
             mode=0o600,
         )
-    return ca_load(), True
+    created = ca_load()
+    assert created is not None  # its key was just written
+    return created, True
 
 
 def ca_get() -> CertificateAuthority:

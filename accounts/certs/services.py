@@ -97,7 +97,8 @@ def login_certificate_issue(*, user, now: datetime.datetime | None = None) -> Is
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
         .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.certificate.public_key()),
+            # The CA certificate's public key, read from the CA's own (EC) key.
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()),
             critical=False,
         )
         .sign(ca.key, hashes.SHA256())

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlparse
 
 import docker
@@ -191,7 +192,7 @@ class DockerEngine:
         self._tls = None
         if tls_ca or tls_cert:
             self._tls = docker.tls.TLSConfig(
-                client_cert=(tls_cert, tls_key) if tls_cert else None,
+                client_cert=(tls_cert, tls_key) if tls_cert and tls_key else None,
                 ca_cert=tls_ca or None,
                 verify=tls_ca or True,
             )
@@ -209,9 +210,18 @@ class DockerEngine:
         if self._client is None:
             with self._translated("connect"):
                 self._client = _APIClient(
-                    base_url=self.url, version="auto", timeout=self.timeout, tls=self._tls or False
+                    base_url=self.url,
+                    version="auto",
+                    timeout=self.timeout,  # type: ignore[arg-type]  # requests takes a float
+                    tls=self._tls or False,
                 )
         return self._client
+
+    @property
+    def _private(self) -> Any:
+        """The SDK's own request helpers (``_url``, ``_get``, ``_put``, ``_post_json``,
+        ``_raise_for_status``) for the Engine API calls it has no method for; not typed."""
+        return self.api
 
     @contextmanager
     def _translated(
@@ -303,11 +313,11 @@ class DockerEngine:
         auth = {"username": username, "password": password} if username else None
         secrets = (password, f"{username}:{password}" if username else None)
         # A digest reference ("name@sha256:...") carries no tag.
-        tag = tag or (None if "@" in repository else "latest")
-        shown = f"pull {repository}:{tag}" if tag else f"pull {repository}"
+        pull_tag = tag or (None if "@" in repository else "latest")
+        shown = f"pull {repository}:{pull_tag}" if pull_tag else f"pull {repository}"
         with self._translated("pull", secrets=secrets, what=shown):
             for line in self.api.pull(
-                repository, tag=tag, stream=True, decode=True, auth_config=auth
+                repository, tag=pull_tag, stream=True, decode=True, auth_config=auth
             ):
                 if isinstance(line, dict) and line.get("error"):
                     message = redact(f"{shown}: {line['error']}", secrets)
@@ -363,7 +373,8 @@ class DockerEngine:
                     capabilities=[["gpu"]],
                 )
             ]
-        ports, bindings = [], {}
+        ports: list[int | str | tuple[str, ...]] = []
+        bindings: dict[int | str, Any] = {}
         for mapping in spec.port_mappings:
             key = str(mapping.container_port)
             port = key if "/" in key else int(key)
@@ -412,13 +423,13 @@ class DockerEngine:
         owner = numeric_owner(spec.user)
         data = folders_tar(spec.folders, owner=owner or (0, 0))
         with self._translated("copy to", container=container_id):
-            response = self.api._put(
-                self.api._url("/containers/{0}/archive", container_id),
+            response = self._private._put(
+                self._private._url("/containers/{0}/archive", container_id),
                 # A user name: Docker resolves it in the image and owns the entries to it.
                 params={"path": "/", "copyUIDGID": "false" if owner else "true"},
                 data=data,
             )
-            self.api._raise_for_status(response)
+            self._private._raise_for_status(response)
 
     def start(self, container_id: str) -> None:
         """Start a created (or stopped) container, e.g. one a crash left created only."""
@@ -466,7 +477,9 @@ class DockerEngine:
     def wait(self, container_id: str, *, timeout_s: float) -> int:
         """Block until the container stops; its exit code. Transient failure on timeout."""
         with self._translated("wait", container=container_id):
-            return int(self.api.wait(container_id, timeout=timeout_s)["StatusCode"])
+            # A float timeout goes to requests as it is (the SDK's types say int).
+            status = self.api.wait(container_id, timeout=timeout_s)  # type: ignore[arg-type]
+            return int(status["StatusCode"])
 
     def remove(self, container_id: str, *, force: bool = True) -> None:
         """Remove the container (killing it when ``force``); a missing one is fine."""
@@ -502,9 +515,9 @@ class DockerEngine:
         if since and since > 0:
             params["since"] = since
         with self._translated("logs", container=container_id):
-            url = self.api._url("/containers/{0}/logs", container_id)
-            response = self.api._get(url, params=params, stream=False)
-            self.api._raise_for_status(response)
+            url = self._private._url("/containers/{0}/logs", container_id)
+            response = self._private._get(url, params=params, stream=False)
+            self._private._raise_for_status(response)
             return split_frames(response.content)
 
     def events(
@@ -526,7 +539,8 @@ class DockerEngine:
         merged: dict[str, object] = {"type": "container", "event": list(CONTAINER_EVENTS)}
         merged.update(filters or {})
         with self._translated("events"):
-            stream = self.api.events(
+            # The SDK passes a string time on as is (nanoseconds; its types say int).
+            stream = self.api.events(  # type: ignore[call-overload]
                 since=_seconds(since), until=_seconds(until), filters=merged, decode=True
             )
         return self._event_dicts(stream, endless=until is None)
@@ -583,13 +597,13 @@ class DockerEngine:
                 environment=dict(environment or {}) or None,
             )
             exec_id = created["Id"]
-            response = self.api._post_json(
-                self.api._url("/exec/{0}/start", exec_id),
+            response = self._private._post_json(
+                self._private._url("/exec/{0}/start", exec_id),
                 headers={"Connection": "Upgrade", "Upgrade": "tcp"},
                 data={"Tty": tty, "Detach": False},
                 stream=True,
             )
-            self.api._raise_for_status(response)
+            self._private._raise_for_status(response)
             buffered = response.raw._fp.fp  # the reader that read the HTTP headers
             sock = getattr(buffered.raw, "_sock", buffered.raw)
             # Output that arrived with the headers already sits in that reader: take it, so
@@ -643,11 +657,11 @@ class DockerEngine:
 
         with self._translated("stat", container=container_id):
             response = self.api.head(
-                self.api._url("/containers/{0}/archive", container_id), params={"path": path}
+                self._private._url("/containers/{0}/archive", container_id), params={"path": path}
             )
             if response.status_code == 404 and "container" not in response.text.lower():
                 return None
-            self.api._raise_for_status(response)
+            self._private._raise_for_status(response)
         header = response.headers.get("X-Docker-Container-Path-Stat") or ""
         if not header:
             return None
@@ -676,12 +690,12 @@ class DockerEngine:
         """Unpack the tar ``data`` (bytes or a file) into ``directory`` inside the container
         (Docker's ``cp -a``): new files belong to the container's configured user."""
         with self._translated("copy to", container=container_id):
-            response = self.api._put(
-                self.api._url("/containers/{0}/archive", container_id),
+            response = self._private._put(
+                self._private._url("/containers/{0}/archive", container_id),
                 params={"path": directory, "copyUIDGID": "true"},
                 data=data,
             )
-            self.api._raise_for_status(response)
+            self._private._raise_for_status(response)
 
 
 @dataclass(eq=False)
@@ -693,9 +707,9 @@ class ExecStream:
     must not be read and written concurrently) they take turns under a lock."""
 
     exec_id: str
-    sock: object
+    sock: socket.socket
     pending: bytes = b""
-    response: object = None
+    response: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property

@@ -47,9 +47,10 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import cast
 from urllib.parse import urlparse
 
 from clusters.runtime.engine import ContainerState, EngineInfo
@@ -136,7 +137,7 @@ class _Container:
     log: list[tuple[int, bytes]] = field(default_factory=list)  # (ns, one line)
     stderr_ns: set[int] = field(default_factory=set)  # entries written to stderr
     host_ports: list[dict] = field(default_factory=list)
-    program: Iterator | None = None
+    program: Generator | None = None
     wake_at: float | None = None  # seconds since the epoch; None: blocked forever
     handlers: dict[str, str] = field(default_factory=dict)
     last_status: int = 0  # $? of the model shell
@@ -275,6 +276,7 @@ class _Daemon:
         """Run the program from its wake-up time until it sleeps again or ends."""
         at = container.wake_at if container.wake_at is not None else time.time()
         try:
+            assert container.program is not None  # started: it has its program
             request = container.program.send(None)
         except StopIteration as stop:
             self.exit(container, stop.value or 0, at=at)
@@ -305,7 +307,7 @@ class _Daemon:
             ]
             if not due:
                 return
-            self.resume(min(due, key=lambda c: c.wake_at))
+            self.resume(min(due, key=lambda c: c.wake_at or 0.0))  # (all set: filtered)
 
     def next_wake(self) -> float | None:
         wakes = [c.wake_at for c in self.containers.values() if c.running and c.wake_at]
@@ -506,8 +508,8 @@ class MemoryEngine:
         password: str | None = None,
     ) -> None:
         secrets = (password, f"{username}:{password}" if username else None)
-        tag = tag or (None if "@" in repository else "latest")
-        ref = f"{repository}:{tag}" if tag else repository
+        pull_tag = tag or (None if "@" in repository else "latest")
+        ref = f"{repository}:{pull_tag}" if pull_tag else repository
         shown = f"pull {ref}"
         with self._daemon.cond:
             daemon = self._enter("pull")
@@ -594,7 +596,7 @@ class MemoryEngine:
         try:
             with tarfile.open(fileobj=io.BytesIO(data)) as archive:
                 members = [
-                    (m.name, archive.extractfile(m).read() if m.isfile() else None)
+                    (m.name, f.read() if m.isfile() and (f := archive.extractfile(m)) else None)
                     for m in archive
                     if m.isfile() or m.isdir()
                 ]
@@ -847,7 +849,7 @@ class MemoryEngine:
             permanent=permanent,
             status_code=status_code,
         )
-        failure.times = times
+        failure.times = times  # type: ignore[attr-defined]  # this engine's mark, read below
         with self._daemon.cond:
             queue = self._daemon.failures.setdefault(operation, deque())
             queue.extend([failure] * (1 if times == -1 else times))
@@ -902,7 +904,7 @@ def _event_filter(filters: Mapping[str, object]):
         value = filters.get(key)
         if value is None:
             return []
-        return [value] if isinstance(value, str) else list(value)
+        return [value] if isinstance(value, str) else list(cast(Iterable[str], value))
 
     labels = values("label")
     actions = values("event")
@@ -1057,7 +1059,7 @@ class _Parser:
         self.i += 1
 
     def sequence(self, stop=()) -> list:
-        items = []
+        items: list[list] = []
         while True:
             while self.peek() in (";", "&"):
                 self.i += 1
@@ -1256,11 +1258,13 @@ class _Shell:
             if not append:
                 self.container.files[posixpath.normpath(path)] = b""
 
-            def out(text):
+            def to_file(text):
                 self.container.file_write(path, text.encode(), append=True)
 
             return (
-                yield from self.builtin(argv, out, lambda text: self.emit(text, "err", None), stdin)
+                yield from self.builtin(
+                    argv, to_file, lambda text: self.emit(text, "err", None), stdin
+                )
             )
 
         def out(text):

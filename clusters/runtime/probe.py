@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from clusters.runtime.errors import RuntimeFailure
 from clusters.runtime.gpus import (
@@ -21,6 +22,9 @@ from clusters.runtime.gpus import (
     parse_nvidia_smi_utilisation,
 )
 from clusters.runtime.spec import ContainerSpec
+
+if TYPE_CHECKING:  # for types only: this module stays free of the SDK
+    from clusters.runtime.engine import EngineInfo
 
 DEFAULT_PROBE_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 PROBE_LABEL = "gpuportal.probe"
@@ -37,7 +41,7 @@ PROBE_COMMAND = (
 class ProbeResult:
     """``error`` says why GPU discovery failed although the NVIDIA runtime is there."""
 
-    info: object  # engine.EngineInfo (not imported: this module stays free of the SDK)
+    info: EngineInfo
     gpus: list[DiscoveredGpu] = field(default_factory=list)
     cuda_version: str | None = None
     nvidia_runtime: bool = False

@@ -4,10 +4,12 @@ parsing with messages that name what was wrong."""
 from __future__ import annotations
 
 import uuid
+from typing import Any, overload
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404
+from django.http import Http404, HttpRequest
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from core.api.renderers import PortalJSONRenderer
@@ -34,16 +36,16 @@ class PortalAPIView(APIView):
     renderer_classes = [PortalJSONRenderer, PlainTextRenderer]
     parser_classes = [FormParser, MultiPartParser, RawBodyParser]
 
-    def get_authenticate_header(self, request):
+    def get_authenticate_header(self, request: Request) -> str:
         return super().get_authenticate_header(request) or 'Token realm="api"'
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         if request.method in ("POST", "PUT", "PATCH", "DELETE"):
             read_body(request)
         super().initial(request, *args, **kwargs)
 
 
-def read_body(request) -> bytes:
+def read_body(request: HttpRequest) -> bytes:
     """The raw request body, refused with 413 above its path's limit (core/body_limits.py).
 
     DRF's own parsers read the stream directly and skip Django's size check; reading
@@ -54,7 +56,7 @@ def read_body(request) -> bytes:
     if limit is not None and declared_length(request) > limit:
         raise PayloadTooLarge(too_large_message(path))
     try:
-        body = request.body
+        body: bytes = request.body
     except RequestDataTooBig:
         raise PayloadTooLarge(too_large_message(path)) from None
     if limit is not None and len(body) > limit:
@@ -62,12 +64,12 @@ def read_body(request) -> bytes:
     return body
 
 
-def read_json_object(request) -> dict:
+def read_json_object(request: HttpRequest) -> dict[str, Any]:
     """The body parsed as a JSON object; SpecError (400 with line and column) otherwise."""
     return load_json(read_body(request))
 
 
-def read_text(request) -> str:
+def read_text(request: HttpRequest) -> str:
     """A plain-text body (``CANCELLED``), decoded as UTF-8 and stripped."""
     try:
         return read_body(request).decode("utf-8-sig").strip()
@@ -75,6 +77,10 @@ def read_text(request) -> str:
         raise BadRequest("the body must be UTF-8 text") from None
 
 
+@overload
+def parse_bool(value: str | None, name: str, default: bool = ...) -> bool: ...
+@overload
+def parse_bool(value: str | None, name: str, default: bool | None) -> bool | None: ...
 def parse_bool(value: str | None, name: str, default: bool | None = False) -> bool | None:
     """A query parameter as a boolean (true/false/1/0/yes/no/on/off; empty = true)."""
     if value is None:

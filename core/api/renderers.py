@@ -9,6 +9,9 @@ refuses (an integer beyond 64 bits, indentation asked for by the client) is rend
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import orjson
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
@@ -18,10 +21,16 @@ _default = JSONEncoder().default
 
 
 class PortalJSONRenderer(JSONRenderer):
-    def render(self, data, accepted_media_type=None, renderer_context=None):
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
         if data is None:
             return b""
-        if self.get_indent(accepted_media_type, renderer_context or {}) is None:
+        # (DRF reads a missing media type as "" does: no indent asked for.)
+        if self.get_indent(accepted_media_type or "", renderer_context or {}) is None:
             try:
                 text = orjson.dumps(data, default=_default, option=_OPTIONS)
             except TypeError:
@@ -31,4 +40,5 @@ class PortalJSONRenderer(JSONRenderer):
                 return text.replace(b"\xe2\x80\xa8", b"\\u2028").replace(
                     b"\xe2\x80\xa9", b"\\u2029"
                 )
-        return super().render(data, accepted_media_type, renderer_context)
+        rendered: bytes = super().render(data, accepted_media_type, renderer_context)
+        return rendered

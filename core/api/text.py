@@ -7,6 +7,8 @@ or half-parsing a body while it checks the CSRF token of a session request.
 """
 
 import json
+from collections.abc import Mapping
+from typing import IO, Any
 
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
@@ -17,7 +19,12 @@ class PlainTextRenderer(BaseRenderer):
     format = "txt"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
         if data is None:
             return b""
         if isinstance(data, bytes):
@@ -32,5 +39,10 @@ class RawBodyParser(BaseParser):
 
     media_type = "*/*"
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(  # type: ignore[override]  # the raw bytes, not the parsed mapping DRF's stubs expect
+        self,
+        stream: IO[Any] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
         return stream.read() if stream is not None else b""

@@ -6,12 +6,13 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.api.common import PortalAPIView
 
 
-class VersionSerializer(serializers.Serializer):
+class VersionSerializer(serializers.Serializer[dict[str, str]]):
     latest_client_version = serializers.CharField()
     portal_version = serializers.CharField()
     api_version = serializers.CharField()
@@ -27,7 +28,7 @@ class VersionView(PortalAPIView):
         summary="Server version; gpulab-cli warns when older than latest_client_version",
         responses={200: VersionSerializer},
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(
             {
                 "latest_client_version": settings.PORTAL_LATEST_CLIENT_VERSION,

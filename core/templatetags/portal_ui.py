@@ -3,18 +3,19 @@ badges: jobs/templatetags/job_states.py)."""
 
 import re
 from datetime import UTC, date, datetime
+from typing import Any
 
 from django import template
 from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 
 from core.timefmt import parse_utc_z, utc_z
 
 register = template.Library()
 
 
-def _as_datetime(value) -> datetime | None:
+def _as_datetime(value: object) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -48,7 +49,7 @@ def relative_text(moment: datetime, now: datetime) -> str:
 
 
 @register.simple_tag
-def usertime(value, style: str = "datetime"):
+def usertime(value: object, style: str = "datetime") -> SafeString:
     """The one way a page shows a time: ``<time>`` in the viewer's zone (the one activated by
     accounts.timezones), labelled, 24-hour ISO style: ``2026-11-22 14:05 CET``.
 
@@ -77,7 +78,7 @@ def usertime(value, style: str = "datetime"):
 
 
 @register.filter
-def iso_utc(value) -> str:
+def iso_utc(value: object) -> str:
     """``2026-11-22T13:05:00Z`` for scripts (data attributes), "" for no time."""
     moment = _as_datetime(value)
     return utc_z(moment, timespec="seconds") if moment else ""
@@ -92,9 +93,9 @@ _EXPLANATION_TIME = re.compile(r"(?:(\d{4}-\d{2}-\d{2}) )?(\d{2}):(\d{2}) UTC")
 
 
 @register.filter
-def zoned_explanation(text) -> str:
+def zoned_explanation(text: object) -> str:
     """An explanation with its UTC times shown in the viewer's zone (same rule as usertime)."""
-    text = str(text)
+    text = str(text)  # a lazy translation or a SafeString too
     zone = timezone.get_current_timezone()
     today = timezone.now().astimezone(UTC).date()
     parts, last = [], 0
@@ -120,7 +121,7 @@ def zoned_explanation(text) -> str:
 
 
 @register.filter
-def duration(seconds) -> str:
+def duration(seconds: int | float | str | None) -> str:
     """1d 2h, 3h 04m, 5m 06s, 7s."""
     if seconds is None or seconds == "":
         return "—"
@@ -140,7 +141,7 @@ def duration(seconds) -> str:
 
 
 @register.filter
-def gb_from_mb(mb) -> str:
+def gb_from_mb(mb: int | float | str | None) -> str:
     if mb is None:
         return "—"
     value = int(mb) / 1024
@@ -148,12 +149,12 @@ def gb_from_mb(mb) -> str:
 
 
 @register.filter
-def percent(part, whole) -> int:
+def percent(part: Any, whole: Any) -> int:
     """Integer percentage of part/whole, clamped to 0-100 (0 when whole is 0)."""
     try:
-        part, whole = float(part or 0), float(whole or 0)
+        share, total = float(part or 0), float(whole or 0)
     except (TypeError, ValueError):
         return 0
-    if whole <= 0:
+    if total <= 0:
         return 0
-    return max(0, min(100, round(100 * part / whole)))
+    return max(0, min(100, round(100 * share / total)))

@@ -17,7 +17,7 @@ from accounts.models import Membership, Project
 from accounts.permissions import may_delete_all_jobs, may_submit_to_any_project
 from core.errors import Conflict, NotAllowed
 from core.timefmt import utc_z
-from jobs.bulk_sql import rows_insert
+from jobs.bulk_sql import field_attname, rows_insert
 from jobs.gang.create import gang_create
 from jobs.gang.whole import gang_cancel, gang_delete, gang_hold, gang_release
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
@@ -249,8 +249,8 @@ def _new_jobs(*, shared: dict, rows: list[dict]) -> list[Job]:
     which also keep the related object (``job.owner`` without a query)."""
     meta = Job._meta
     relations = {name: v for name, v in shared.items() if isinstance(v, models.Model)}
-    given = {meta.get_field(name).attname: v for name, v in shared.items()}
-    given.update({meta.get_field(name).attname: v.pk for name, v in relations.items()})
+    given = {field_attname(Job, name): v for name, v in shared.items()}
+    given.update({field_attname(Job, name): v.pk for name, v in relations.items()})
     # Per concrete field (by position), where its value comes from: a value the same in every
     # job, the row, a fresh copy of a shared JSON value, or a call of the field's default.
     fixed: list = []
@@ -342,6 +342,7 @@ def _jobs_create(
             rows=[[row[name] for name in names] for row in rows],
             key="uuid",
         )
+        assert pks is not None  # a key was given
         for job, pk in zip(jobs, pks, strict=True):
             job.pk = pk
             job._state.adding = False

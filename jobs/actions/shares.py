@@ -40,8 +40,9 @@ def share_refusal(*, owner, user, grantee_user=None, grantee_project=None) -> st
 
 
 def _grantee_name(share: JobShare) -> str:
-    if share.grantee_user_id:
+    if share.grantee_user is not None:
         return f"user {share.grantee_user.username}"
+    assert share.grantee_project is not None  # a share has a user or a project
     return f"project {share.grantee_project.name}"
 
 
@@ -131,8 +132,8 @@ def share_as_json(share: JobShare) -> dict:
     return {
         "id": share.pk,
         "job": str(share.job.uuid),
-        "user": share.grantee_user.username if share.grantee_user_id else None,
-        "project": share.grantee_project.name if share.grantee_project_id else None,
+        "user": share.grantee_user.username if share.grantee_user is not None else None,
+        "project": share.grantee_project.name if share.grantee_project is not None else None,
         "createdBy": share.created_by.username,
         "created": utc_z(share.created),
     }

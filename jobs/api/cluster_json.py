@@ -75,7 +75,7 @@ def _usage_by_slave() -> dict[int, dict]:
             jobs=Count("id"),
             gpus=Sum("gpus"),
             cpus=Sum("cpus"),
-            held_memory_gb=Sum(Job.held_memory_gb_sql()),
+            memory_gb_held=Sum(Job.held_memory_gb_sql()),
         )
     )
     return {
@@ -83,7 +83,7 @@ def _usage_by_slave() -> dict[int, dict]:
             "jobs": row["jobs"] or 0,
             "gpus": row["gpus"] or 0,
             "cpus": row["cpus"] or 0,
-            "memory_mb": (row["held_memory_gb"] or 0) * 1024,
+            "memory_mb": (row["memory_gb_held"] or 0) * 1024,
         }
         for row in rows
     }

@@ -101,8 +101,8 @@ def _statuses(params) -> set[str]:
     if chosen:
         return set().union(*(GROUPS[group] for group in chosen))
     result = set(EVERY_STATE - DELETED)
-    for group, value in given.items():
-        if value is False:
+    for group, flag in given.items():
+        if flag is False:
             result -= set(GROUPS[group])
     return result
 
@@ -127,9 +127,8 @@ def _uuids(values: list[str], name: str) -> list[str]:
 def job_filter_from_query(params) -> JobFilter:
     """The ``JobFilter`` that the query parameters ``params`` (a QueryDict) ask for."""
     statuses = frozenset(_statuses(params))
-    cluster_ids = comma_list(params, "cluster_id")
-    if cluster_ids is not None:
-        cluster_ids = frozenset(_ints(cluster_ids, "cluster_id"))
+    given_clusters = comma_list(params, "cluster_id")
+    cluster_ids = None if given_clusters is None else frozenset(_ints(given_clusters, "cluster_id"))
     usernames = []
     user_urns = comma_list(params, "user_urn")
     if user_urns is not None:
@@ -147,9 +146,12 @@ def job_filter_from_query(params) -> JobFilter:
     or_running = parse_bool(params.get("other_user_running"), "other_user_running")
     slave_names = comma_list(params, "assigned_slave_name")
     interactive = parse_bool(params.get("interactive"), "interactive", default=None)
-    reservation_ids = comma_list(params, "reservation_id")
-    if reservation_ids is not None:
-        reservation_ids = frozenset(_uuids(reservation_ids, "reservation_id"))
+    given_reservations = comma_list(params, "reservation_id")
+    reservation_ids = (
+        None
+        if given_reservations is None
+        else frozenset(_uuids(given_reservations, "reservation_id"))
+    )
     return JobFilter(
         statuses=statuses,
         cluster_ids=cluster_ids,

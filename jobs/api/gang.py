@@ -35,6 +35,7 @@ def _visible_gang(request, gang_id: str) -> JobGang:
         raise Http404("no such multi-task job")
     if not job_sees_full(request.user, task):
         raise NotAllowed("only members of the job's project may see its tasks")
+    assert task.gang_id is not None  # filtered: a gang task
     return JobGang.objects.get(pk=task.gang_id)
 
 
@@ -81,5 +82,6 @@ class GangResubmitView(PortalAPIView):
         if errors:
             raise SpecError(errors)
         first = gang_resubmit(user=request.user, gang=gang, job_name=job_name)
+        assert first.gang_id is not None  # the first task of the copy
         copy = JobGang.objects.get(pk=first.gang_id)
         return Response({**gang_summary(copy), "firstTask": str(first.uuid)}, status=201)

@@ -156,7 +156,8 @@ def _stored_json(text: str):
     jobs request after request (the first pages most), and decoding their JSON was the largest
     part of a page's CPU (12% of a loaded web worker's time on PostgreSQL). Keyed by the whole
     text, an entry is never stale. Answers share the value: the presenter only reads it."""
-    return _JSON_FIELD.from_db_value(text, None, connection)
+    # No expression: JSONField's decoding does not use it (django-stubs asks for one).
+    return _JSON_FIELD.from_db_value(text, None, connection)  # type: ignore[arg-type]
 
 
 class ListedJob:
@@ -165,6 +166,13 @@ class ListedJob:
 
     __slots__ = (*_ATTRIBUTES, "owner", "project", "slave", "queued_explanations")
     initial_uuid = Job.initial_uuid
+    # Those read here (the other columns are set by name from _ATTRIBUTES).
+    request_text: str | None
+    slave_id: int | None
+    owner: _ListedOwner
+    project: _ListedProject
+    slave: _ListedSlave | None
+    queued_explanations: list[str] | None
 
     @property
     def request(self):
@@ -173,15 +181,23 @@ class ListedJob:
 
 class _ListedOwner:
     __slots__ = ("username", "email")
+    username: str
+    email: str
 
 
 class _ListedProject:
     __slots__ = ("name",)
     urn = Project.urn
+    name: str
 
 
 class _ListedSlave:
     __slots__ = ("name", "host", "instance_id", "cluster_id", "gpus")
+    name: str
+    host: str
+    instance_id: str
+    cluster_id: int
+    gpus: _SlaveGpus
 
 
 _ListedGpu = namedtuple("_ListedGpu", ("index", "memory_mb"))

@@ -35,7 +35,8 @@ def explanation(job) -> dict:
 
 class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField()
-    errors = serializers.ListField(
+    # A field named like Serializer.errors: DRF's metaclass moves it into the declared fields.
+    errors = serializers.ListField(  # type: ignore[assignment]
         child=serializers.CharField(), required=False, help_text='"path: rule" per problem'
     )
 

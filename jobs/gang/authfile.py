@@ -99,6 +99,7 @@ def authfile_credentials(job: Job) -> AuthFile | None:
     path = storage_path(value)  # /a/b/file in the project's storage
     shown = PROJECT_STORAGE_ROOT + path
     slave = job.slave
+    assert slave is not None  # read when the job is launched on its slave
     if not slave.docker_url.startswith("unix://"):
         # The portal reads storage on local slaves only (docs/runtime.md, remote slaves).
         raise refused(
@@ -114,6 +115,7 @@ def authfile_credentials(job: Job) -> AuthFile | None:
             project=job.project.name,
             user=job.owner.username,
         )
+        assert mount is not None  # a host folder (only tmpfs has none)
         mount = storage_prepare(
             mount=mount, gid=job.project.gid, base=Path(settings.PORTAL_STORAGE_BASE)
         )

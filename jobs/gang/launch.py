@@ -87,13 +87,13 @@ def _task_plan(gang: JobGang, tasks: list[Job]) -> dict[int, dict]:
     """Per task: its ports by label (allocated now on its slave) and its address."""
     roles = {r["name"]: r for r in gang.config["taskRoles"]}
     policy = _port_policy()
-    slave_ids = {t.slave_id for t in tasks}
+    slave_ids = {t.slave_id for t in tasks if t.slave_id is not None}  # (assigned: all have one)
     # One set of taken ports for all the gang's slaves: no two tasks of a gang share a port
     # number even on different slaves, so slaves that share a host's port space (several
     # engines on one machine) never collide either; ports are plentiful.
     taken: set[int] = set()
-    for ports in _ports_in_use(slave_ids, {t.pk for t in tasks}).values():
-        taken |= ports
+    for in_use in _ports_in_use(slave_ids, {t.pk for t in tasks}).values():
+        taken |= in_use
     for task in tasks:
         taken |= _fixed_ports(task.request)
     # Ports an earlier attempt found taken on its slave's machine (jobs.gang.ports).
@@ -101,6 +101,7 @@ def _task_plan(gang: JobGang, tasks: list[Job]) -> dict[int, dict]:
     used = {pk: taken for pk in slave_ids}
     plan: dict[int, dict] = {}
     for task in sorted(tasks, key=lambda t: (t.task_role, t.task_index)):
+        assert task.slave_id is not None and task.slave is not None  # assigned to a slave
         ports: dict[str, list[int]] = {}
         for item in role_ports(roles[task.task_role]):
             if item["hostPorts"][0] is not None:
@@ -132,7 +133,7 @@ def peer_environment(config: dict, tasks: list[Job], plan: dict[int, dict]) -> d
                 env[f"PAI_PORT_LIST_{part}_{task.task_index}_{env_part(label)}"] = ",".join(
                     str(p) for p in ports
                 )
-            first = next(iter(info["ports"].values()), [])
+            first: list[int] = next(iter(info["ports"].values()), [])
             hosts.append(f"{info['address']}:{first[0]}" if first else info["address"])
         env[f"PAI_TASK_ROLE_{part}_HOST_LIST"] = ",".join(hosts)
     return env
@@ -146,9 +147,11 @@ def gang_tasks_assigned(*, job_pks: list[int], now: datetime) -> list[int]:
     launched: list[int] = []
     by_gang: dict[int, list[Job]] = {}
     for task in tasks:
+        assert task.gang_id is not None  # the bridge passes gang tasks only
         by_gang.setdefault(task.gang_id, []).append(task)
     for gang_id in sorted(by_gang):
         gang = by_gang[gang_id][0].gang
+        assert gang is not None
         members = list(
             Job.objects.filter(gang_id=gang_id, gang_attempt=gang.attempt).select_related("slave")
         )

@@ -31,7 +31,7 @@ def _task_summary(task: Job) -> dict:
         "role": task.task_role,
         "index": task.task_index,
         "status": task.status,
-        "slave": task.slave.name if task.slave_id else None,
+        "slave": task.slave.name if task.slave is not None else None,
         "exitCode": task.exit_code,
         "ports": [m.get("hostPort") for m in task.request["docker"].get("portMappings") or ()],
         "endReason": task.end_reason,

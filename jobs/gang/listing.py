@@ -29,7 +29,7 @@ _WORDS = [
     (JobStatus.DELETED, "deleted"),
 ]
 _ORDER = {word: i for i, (_, word) in enumerate(_WORDS)}
-_WORD = dict(_WORDS)
+_WORD: dict[str, str] = dict(_WORDS)
 
 
 def task_counts_text(statuses: list[str]) -> str:
@@ -53,7 +53,7 @@ def gang_rows_annotate(jobs: list[Job]) -> None:
         if attempt == gangs[gang_id].attempt:
             statuses.setdefault(gang_id, []).append(status)
     for job in jobs:
-        gang = gangs.get(job.gang_id)
+        gang = gangs.get(job.gang_id) if job.gang_id is not None else None
         if gang is None:
             continue
         states = statuses.get(gang.pk, [])
@@ -69,6 +69,6 @@ def gang_rows_annotate(jobs: list[Job]) -> None:
 def gang_task_label(job: Job) -> str:
     """``gang pai, role worker, task 1`` for a gang task (what Live > Slaves shows on a GPU
     it holds), "" for any other job."""
-    if not job.gang_id:
+    if job.gang is None:
         return ""
     return f"gang {job.gang.name}, role {job.task_role}, task {job.task_index}"

@@ -9,7 +9,7 @@ from jobs.states import PENDING, TERMINAL, JobStatus
 # A gang's summary states: in progress (its current attempt's tasks are pending or running),
 # or how it ended.
 GANG_ACTIVE = JobStatus.QUEUED
-GANG_FINAL = frozenset(
+GANG_FINAL: frozenset[str] = frozenset(
     {JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.HALTED}
 )
 

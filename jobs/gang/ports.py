@@ -108,7 +108,7 @@ def requeue_for_port_clash(gang: JobGang, tasks: list[Job]) -> PortRequeue | Non
     for task in tasks:
         if task.status == JobStatus.FAILED and (ports := ports_of_reason(task.end_reason)):
             taken |= ports
-            slaves.add(task.slave.name if task.slave_id else "?")
+            slaves.add(task.slave.name if task.slave is not None else "?")
     if not taken:
         return None
     named = ", ".join(str(p) for p in sorted(taken))

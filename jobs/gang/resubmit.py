@@ -67,6 +67,7 @@ def gang_resubmit(
     document = {**gang.config, "image": image, "jobName": name}
     with transaction.atomic():  # the copy, its link and events, or nothing
         first = job_submit(user=user, project=gang.project, document=document, now=now)
+        assert first.gang_id is not None  # the first task of the copy
         JobGang.objects.filter(pk=first.gang_id).update(copy_of=gang)
         job_event_add(
             job=first,

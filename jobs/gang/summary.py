@@ -46,7 +46,7 @@ def gang_summary(gang: JobGang) -> dict:
                         "uuid": str(t.uuid),
                         "index": t.task_index,
                         "state": t.status,
-                        "slave": t.slave.name if t.slave_id else None,
+                        "slave": t.slave.name if t.slave is not None else None,
                         "ports": [
                             m.get("hostPort")
                             for m in t.request["docker"].get("portMappings") or ()
@@ -61,7 +61,7 @@ def gang_summary(gang: JobGang) -> dict:
         ],
         "attempts": gang.attempts,
         # Resubmitted copies (jobs.gang.resubmit): the gang this one copies, and its copies.
-        "copyOf": _link(gang.copy_of) if gang.copy_of_id else None,
+        "copyOf": _link(gang.copy_of) if gang.copy_of is not None else None,
         "copies": [_link(copy) for copy in gang.copies.order_by("created", "id")],
     }
 

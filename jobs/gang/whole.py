@@ -27,6 +27,7 @@ HALT_TASK = task_names.JOB_HALT
 
 def gang_tasks(job: Job) -> list[Job]:
     """Every task of the gang's current attempt (for actions) with their slave."""
+    assert job.gang is not None  # a gang task
     return list(
         Job.objects.filter(gang_id=job.gang_id, gang_attempt=job.gang.attempt)
         .select_related("slave", "owner", "project", "gang")
@@ -36,6 +37,7 @@ def gang_tasks(job: Job) -> list[Job]:
 
 def gang_info(job: Job, verb: str) -> str:
     """What the API (header X-Portal-Info) and the pages say after an action on one task."""
+    assert job.gang_id is not None  # a gang task
     gang = JobGang.objects.get(pk=job.gang_id)
     count = Job.objects.filter(gang=gang, gang_attempt=gang.attempt).count()
     return (
@@ -45,6 +47,7 @@ def gang_info(job: Job, verb: str) -> str:
 
 
 def gang_cancel(*, job: Job, reason: str, now: datetime | None = None) -> int:
+    assert job.gang is not None and job.gang_id is not None  # a gang task
     now = now or timezone.now()
     with transaction.atomic():
         JobGang.objects.filter(pk=job.gang_id).update(
@@ -114,6 +117,7 @@ def gang_release(*, job: Job, who: str, now: datetime | None = None) -> int:
 def gang_delete(*, job: Job, who: str, now: datetime | None = None) -> int:
     """Hide every task of every attempt. A gang still waiting is revoked first (cancelled, as
     ``gpulab-cli rm`` revokes a job that has not run); one with a task on a slave is refused."""
+    assert job.gang_id is not None  # a gang task
     now = now or timezone.now()
     tasks = list(Job.objects.filter(gang_id=job.gang_id).exclude(status=JobStatus.DELETED))
     if any(t.status in HOLDS_RESOURCES for t in tasks):

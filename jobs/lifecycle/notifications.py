@@ -16,7 +16,7 @@ from jobs.models import Job
 from jobs.states import JobStatus
 
 NOTIFY_TASK = task_names.JOB_NOTIFY
-LIST_FOR_STATUS = {
+LIST_FOR_STATUS: dict[str, str] = {
     JobStatus.QUEUED: "emailOnQueue",
     JobStatus.RUNNING: "emailOnRun",
     JobStatus.FINISHED: "emailOnEnd",

@@ -256,7 +256,9 @@ def subscription_deliver(
         status_code=status_code,
         error=error[:1000],
         retry_in_s=retry_in,
-        retry_at=now + timedelta(seconds=retry_in) if queued_retry and retry_in else None,
+        retry_at=(
+            now + timedelta(seconds=retry_in) if queued_retry and retry_in is not None else None
+        ),
         subscription_index=s_index,
         target_index=t_index,
     )

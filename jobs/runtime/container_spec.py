@@ -146,9 +146,10 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
     target = pull_target(job)
     # An OpenPAI job's codeDir is read-only (docs/openpai.md).
     read_only = read_only_paths(job.openpai_config) if job.openpai_config else set()
+    words = split_command(docker.get("command"))
     return ContainerSpec(
         image=target.reference,
-        command=split_command(docker.get("command")),
+        command=tuple(words) if words is not None else None,
         environment=job_environment(job, slave),
         labels=job_labels(job, slave),
         cpuset_cpus=",".join(str(c) for c in job.cpu_ids) or None,

@@ -161,6 +161,7 @@ def _spool_refresh(job: Job) -> None:
         # A spool state from before LATE_NS (no "taken") re-takes at most its last LATE_NS
         # once; the archive, written when the job ends, is whole either way.
         cursor = log_cursor(json.loads(state_path.read_text()) if state_path.exists() else None)
+        assert job.slave is not None  # called for a job on a slave only
         try:
             with engine_for(job.slave) as engine:
                 frames = engine.log_frames(
@@ -208,8 +209,8 @@ def job_log_range_marked(job: Job, start: int) -> tuple[bytes, int, list[tuple[i
     except FileNotFoundError:
         lines = []
     for line in lines:
-        a, _, b = line.partition(b" ")
-        a, b = max(int(a), first), min(int(b), last)
+        text_a, _, text_b = line.partition(b" ")
+        a, b = max(int(text_a), first), min(int(text_b), last)
         if a < b:
             ranges.append((a - first, b - first))
     return data, total, ranges

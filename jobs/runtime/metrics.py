@@ -18,6 +18,7 @@ is stopped automatically.
 
 import logging
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -191,7 +192,13 @@ def cluster_utilisation_series(
         per_bucket.setdefault(bucket, {}).setdefault(job_id, []).append(
             (cpu, memory, gpus, len(held or []))
         )
-    series = {"time": [], "cpuCores": [], "memoryGb": [], "gpusHeld": [], "gpusBusy": []}
+    series: dict[str, list[Any]] = {
+        "time": [],
+        "cpuCores": [],
+        "memoryGb": [],
+        "gpusHeld": [],
+        "gpusBusy": [],
+    }
     for bucket in range(int((until - since).total_seconds() // bucket_s) + 1):
         jobs = per_bucket.get(bucket, {})
         start = since + timedelta(seconds=bucket * bucket_s)

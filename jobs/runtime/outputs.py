@@ -126,7 +126,8 @@ def outputs_extract(
     dest.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     os.chmod(dest, DIR_MODE)
     root = os.path.realpath(dest)
-    with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as tar:
+    # Stream mode ("r|") only reads: typeshed's file protocol also wants write/seek/tell.
+    with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as tar:  # type: ignore[call-overload]
         for member in tar:
             name = member.name
             if name == top or name == top + "/":
@@ -353,12 +354,12 @@ def _zip_members(root: Path, target: Path) -> list[tuple[Path, str]]:
 class _Pipe:
     """A write-only file that zipfile writes into and the response reads from."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.position = 0
         self.buffered = 0
 
-    def write(self, data) -> int:
+    def write(self, data: bytes) -> int:
         self.chunks.append(bytes(data))
         self.position += len(data)
         self.buffered += len(data)
@@ -369,6 +370,9 @@ class _Pipe:
 
     def flush(self) -> None:
         pass
+
+    def close(self) -> None:
+        pass  # zipfile never closes a file it was handed; here for the file protocol
 
     def drain(self) -> bytes:
         data = b"".join(self.chunks)

@@ -47,8 +47,8 @@ def _user_fixed_ports(job: Job) -> set[int]:
 def start_despite_port_clashes(*, engine, job: Job, start: Callable[[], str]) -> str:
     """``start()`` (create and start the job's container, removing it when the start fails;
     returns its id), with a taken host port handled by who chose it (see the module)."""
-    slave = job.slave.name if job.slave_id else "?"
-    replaced: list[int] = []
+    slave = job.slave.name if job.slave is not None else "?"
+    replaced: list[int | None] = []  # None: a port Docker did not name
     for attempt in range(1, PORT_CLASH_STARTS + 1):
         try:
             container_id = start()

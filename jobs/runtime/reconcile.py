@@ -154,7 +154,7 @@ def _stop_orphan(*, slave: Slave, container, job_uuid: str, now: datetime) -> No
     """A portal container whose job ended or is unknown: stop it and say so."""
     job = Job.objects.filter(uuid=job_uuid).first() if _is_uuid(job_uuid) else None
     keep_until = debug_keep_until(job) if job is not None and not container.running else None
-    if keep_until is not None:
+    if job is not None and keep_until is not None:
         if now < keep_until:
             return  # OpenPAI isDebug: kept for inspection until then (jobs.gang.debug)
         job_event_add(job=job, message="debug container removed (jobEnvs.isDebug time is over)")

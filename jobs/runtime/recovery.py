@@ -66,7 +66,7 @@ def _claims_stale_in() -> float:
         for beat, holder in Job.objects.filter(
             status__in=ON_SLAVE, runtime_heartbeat__gt=now - job_grace
         ).values_list("runtime_heartbeat", "runtime_holder")
-        if not holder_here(holder)
+        if beat is not None and not holder_here(holder)  # (set: filtered by it)
     ]
     claims += [
         (acquired, timedelta(seconds=settings.PORTAL_TICK_LEASE_S))

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from clusters.models import Slave
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
 from clusters.services import engine_for
 from core.faults import crash_point
@@ -108,6 +109,12 @@ def _beating(job: Job) -> Heartbeat:
     return Heartbeat(beat, settings.PORTAL_RECOVERY_GRACE_S / 5)
 
 
+def _on_slave(job: Job) -> Slave:
+    """The slave of a job these services act on: assigned, or on it (ON_SLAVE)."""
+    assert job.slave is not None, f"job {job.pk} has no slave"
+    return job.slave
+
+
 def _load(job_id: int) -> Job | None:
     return (
         Job.objects.select_related("slave", "slave__cluster", "project", "owner")
@@ -128,8 +135,8 @@ def _fail(job: Job, reason: str, **fields) -> bool:
 def _prepare_storage(job: Job) -> list:
     """Resolve mounts on this slave and create their folders with the project's group, never
     following a link (``jobs.runtime.storage_prepare``); runs right before ``engine.run``."""
-    mounts = job_mounts(job, job.slave)
-    if not job.slave.docker_url.startswith("unix://"):
+    mounts = job_mounts(job, _on_slave(job))
+    if not _on_slave(job).docker_url.startswith("unix://"):
         return mounts  # a remote slave's folders live on that machine (documented)
     base = Path(settings.PORTAL_STORAGE_BASE)
     return [storage_prepare(mount=mount, gid=job.project.gid, base=base) for mount in mounts]
@@ -146,7 +153,8 @@ def _ensure_image(engine, job: Job) -> None:
     note = ""
     if auth is not None:
         username, password = auth.username, auth.password
-        note = f" (registry credentials of authFile {job.openpai_config['authFile']})"
+        # (auth comes from the job's OpenPAI config: it is there)
+        note = f" (registry credentials of authFile {(job.openpai_config or {})['authFile']})"
     job_event_add(job=job, message=f"pulling {target.reference}{note}")
     engine.pull(target.repository, target.tag, username=username, password=password)
 
@@ -178,7 +186,7 @@ def _start_container(engine, job: Job) -> str:
     try:
         # Inputs of a job from an app are staged between create and start (jobs/staging.py).
         return job_container_start(
-            engine=engine, job=job, spec=container_spec(job, job.slave, mounts)
+            engine=engine, job=job, spec=container_spec(job, _on_slave(job), mounts)
         )
     except RuntimeFailure as failure:
         adopted = _adopt(engine, job) if failure.status_code == 409 else None
@@ -191,7 +199,7 @@ def _launch_with_retries(job: Job):
     """Start (or find) the container; transient engine errors are retried a few times."""
     for attempt in range(LAUNCH_ATTEMPTS):
         try:
-            with engine_for(job.slave) as engine:
+            with engine_for(_on_slave(job)) as engine:
                 container_id = _start_container(engine, job)
                 return container_id, engine.inspect(container_id)
         except RuntimeFailure as failure:
@@ -216,7 +224,7 @@ def job_launch_run(*, job_id: int) -> None:
         if not job_transition(
             job=job,
             to=S.STARTING,
-            message=f"starting on {job.slave.name}",
+            message=f"starting on {_on_slave(job).name}",
             fields={"runtime_heartbeat": now, "runtime_holder": holder_name()},
             now=now,
         ):
@@ -247,7 +255,7 @@ def _launch_failed(job: Job, reason: str, *, remove: bool = False) -> None:
         _fail(job, reason)
     if remove:  # it may have got as far as a container
         try:
-            with engine_for(job.slave) as engine:
+            with engine_for(_on_slave(job)) as engine:
                 for container in engine.find_by_label(LABEL_JOB, str(job.uuid)):
                     engine.remove(container.id, force=True)
         except Exception:
@@ -285,7 +293,7 @@ def _inspect_or_none(job: Job, container_id: str):
     """The container's state now; None when the engine cannot say (the watcher's event or
     reconcile finishes the job then)."""
     try:
-        with engine_for(job.slave) as engine:
+        with engine_for(_on_slave(job)) as engine:
             return engine.inspect(container_id)
     except RuntimeFailure as failure:
         log.info("could not look at the container of %s again: %s", job.uuid, failure)
@@ -397,7 +405,7 @@ def job_finish_run(*, job_id: int) -> None:
     if job.status in (S.ASSIGNED, S.STARTING):
         return
     try:
-        with engine_for(job.slave) as engine:
+        with engine_for(_on_slave(job)) as engine:
             state = engine.inspect(job.container_id)
             if state.running:
                 return  # a spurious event: still running
@@ -465,7 +473,7 @@ def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> N
 
 def _remove_container(job: Job) -> None:
     try:
-        with engine_for(job.slave) as engine:
+        with engine_for(_on_slave(job)) as engine:
             engine.remove(job.container_id)
     except RuntimeFailure as failure:
         log.warning("could not remove container of %s: %s", job.uuid, failure)
@@ -537,7 +545,7 @@ def job_stop_run(*, job_id: int) -> None:
     if job is None or job.status != S.CANCELLING or not _claim(job):
         return
     try:
-        with _beating(job), engine_for(job.slave) as engine:
+        with _beating(job), engine_for(_on_slave(job)) as engine:
             container_id = _find_container(engine, job)
             if container_id is None:
                 if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
@@ -584,7 +592,7 @@ def job_halt_run(*, job_id: int) -> None:
         job_event_add(job=job, message="halt procedure resumed after a worker was lost")
     grace = settings.PORTAL_HALT_GRACE_S
     try:
-        with _beating(job), engine_for(job.slave) as engine:
+        with _beating(job), engine_for(_on_slave(job)) as engine:
             container_id = _find_container(engine, job)
             if container_id is None:
                 raise ContainerNotFound(f"no container for {job.uuid}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 import tarfile
 import tempfile
 import time
@@ -79,8 +80,8 @@ def input_source_error(source: str) -> str | None:
             return f"host {host} is not allowed for inputs (PORTAL_INPUT_ALLOWED_HOSTS: {listed})"
         return None
     if source.startswith("/"):
-        parts = source.split("/")[1:]
-        if any(part in ("", ".", "..") for part in parts) or len(parts) < 2:
+        segments = source.split("/")[1:]
+        if any(part in ("", ".", "..") for part in segments) or len(segments) < 2:
             return (
                 "must be a file below a storage root, without '.', '..' or empty parts "
                 "(like /project/data/file.txt)"
@@ -102,6 +103,7 @@ def _read_project_file(job: Job, source: str, limit: int):
         )
     except StorageRefused as refused:
         raise InputStagingFailed(f"{source}: {refused.message}") from None
+    assert mount is not None  # a host folder (only tmpfs has none)
     root = os.path.realpath(mount.root_host_path)
     real = os.path.realpath(mount.host_path)
     if os.path.commonpath([root, real]) != root:
@@ -111,7 +113,7 @@ def _read_project_file(job: Job, source: str, limit: int):
     except OSError as exc:
         raise InputStagingFailed(f"{source}: {exc.strerror or exc}") from None
     info = os.fstat(handle.fileno())
-    if not os.path.stat.S_ISREG(info.st_mode):
+    if not stat.S_ISREG(info.st_mode):
         handle.close()
         raise InputStagingFailed(f"{source}: not a regular file")
     if info.st_size > limit:
@@ -211,6 +213,7 @@ def _container_start(*, engine, job: Job, spec) -> str:
     job_stage_record(
         job=job, stage=Stage.STAGING_INPUTS, message=f"reading inputs into {CONTAINER_INPUT_DIR}"
     )
+    assert job.slave is not None  # started on its slave
     tar, size = inputs_tar(job)
     with tar:
         job_stage_record(

@@ -89,6 +89,7 @@ def _plan(mount: ResolvedMount, base: Path) -> _Plan:
     if leaf[: len(root)] != root:
         raise StorageRefused(field, "the host folder is not inside its storage root")
     base_parts = _parts(os.path.abspath(base))
+    anchor: list[str] | None
     if len(root) > len(base_parts) and root[: len(base_parts)] == base_parts:
         anchor = base_parts
     else:

@@ -41,9 +41,9 @@ def handle_event(event: dict) -> None:
     """A die event: finish the job the container belongs to (or enqueue its finish)."""
     if event.get("action") != "die":
         return
-    job_uuid = (event.get("labels") or {}).get(LABEL_JOB)
+    job_uuid: str = (event.get("labels") or {}).get(LABEL_JOB) or ""
     try:
-        uuid.UUID(job_uuid or "")
+        uuid.UUID(job_uuid)
     except ValueError:
         # Not a job of ours (a hand-made label): querying with it would raise, and the
         # stream, resumed from this event, would raise again forever.

@@ -207,11 +207,11 @@ class _Cycle:
             else:
                 self.interactive_waiting.append((job, shape))
             return
-        found = self._find_room(job, shape)
-        if found is None:
+        room = self._find_room(job, shape)
+        if room is None:
             self.waiting.setdefault(shape, []).append(job)
             return
-        plan, kind = found
+        plan, kind = room
         self._settle(job)
         self._hold(job, plan, kind)
         if kind == HaltReason.SCORE:

@@ -21,9 +21,10 @@ simulation says start sooner.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from .core import run_cycle
 from .model import QueuedJob, RunningJob, Snapshot, Start
@@ -104,12 +105,12 @@ def simulate(
     left &= {job.id for job in queued}
     queued_ids = {job.id for job in snapshot.queued}
     for job_id in set(targets) - left:
-        reason = (
+        why = (
             f"at least {max_position} jobs are ahead of it in the queue"
             if job_id in queued_ids
             else "not queued"
         )
-        found[job_id] = Estimate(job_id, None, 0, reason)
+        found[job_id] = Estimate(job_id, None, 0, why)
     running = list(snapshot.running)
     gone_at: dict[str, datetime] = {}  # halted or cancelled in the simulation
     t = now
@@ -158,7 +159,7 @@ def simulate(
     return found
 
 
-def estimate(snapshot: Snapshot, job_id: str, **kw) -> Estimate:
+def estimate(snapshot: Snapshot, job_id: str, **kw: Any) -> Estimate:
     return simulate(snapshot, [job_id], **kw)[job_id]
 
 
@@ -208,7 +209,7 @@ def advise(
     usable_clusters: Iterable[int] | None = None,
     max_variants: int = MAX_VARIANTS,
     max_cycles: int = MAX_ADVICE_CYCLES,
-    **kw,
+    **kw: Any,
 ) -> list[Advice]:
     """Changes to the job's request that the simulation says start it sooner, best first.
 
@@ -255,7 +256,9 @@ def _sooner(start: datetime, baseline: datetime | None) -> bool:
     return baseline is None or start < baseline
 
 
-def _variants(snapshot: Snapshot, job: QueuedJob, usable_clusters):
+def _variants(
+    snapshot: Snapshot, job: QueuedJob, usable_clusters: Iterable[int] | None
+) -> Iterator[tuple[str, str, object, QueuedJob]]:
     """(kind, change, new value, variant job), fewest changes first."""
     # At most three smaller GPU counts, largest first: one less, half, one.
     for gpus in sorted({n for n in (job.gpus - 1, job.gpus // 2, 1) if 0 < n < job.gpus})[::-1]:

@@ -15,7 +15,7 @@ from .filters import Env
 from .model import QueuedJob, SchedulerConfig, SlaveState
 from .pipeline import DEFAULT_PIPELINE, Pipeline
 from .shape import Shape, ShapeFactory
-from .state import Context, SlaveRuntime, build_classes
+from .state import Context, SlaveClass, SlaveRuntime, build_classes
 
 
 def impossible_reason(
@@ -41,7 +41,7 @@ def shape_reasons(
     shape: Shape,
     ctx: Context,
     env: Env,
-    identity: Callable | None = None,
+    identity: Callable[[Shape], tuple[list[SlaveClass], str | None]] | None = None,
     pipeline: Pipeline = DEFAULT_PIPELINE,
 ) -> tuple[str, ...]:
     """Why jobs of this shape found no room in this cycle (evaluated on the final state).

@@ -18,6 +18,8 @@ queued until they end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .model import QueuedJob, RunningJob, SchedulerConfig
 from .reservations import ENTITLED, running_entitled
 from .shape import Shape
@@ -50,7 +52,9 @@ def may_halt_for(job: QueuedJob, ctx: Context, halts_so_far: int) -> bool:
     )
 
 
-def victim_rule(job: QueuedJob, shape: Shape, ctx: Context):
+def victim_rule(
+    job: QueuedJob, shape: Shape, ctx: Context
+) -> Callable[[RunningJob, SlaveClass], bool]:
     """The predicate choosing which running jobs this queued job may halt."""
     job_usage = ctx.usage_of(job.user)
     config = ctx.config

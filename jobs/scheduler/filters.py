@@ -22,9 +22,9 @@ Stages, in pipeline order (``Stage``):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from enum import IntEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from . import reservations as res_rules
 from .model import SchedulerConfig, SlaveState
@@ -68,9 +68,19 @@ class Filter(Protocol):
 
     def relevant(self, shape: Shape) -> bool: ...
 
-    def rejects(self, shape: Shape, target, env: Env) -> str | None: ...
+    # ``target``: a SlaveClass, or a SlaveRuntime in ROOM.
+    def rejects(self, shape: Shape, target: Any, env: Env) -> str | None: ...
 
-    def summarize(self, shape: Shape, rejected, env: Env, *args) -> list[str]: ...
+    # ``rejected``: classes; ROOM filters also take ``skip`` (ranks explained already).
+    def summarize(
+        self, shape: Shape, rejected: Any, env: Env, *args: Any, **kwargs: Any
+    ) -> list[str]: ...
+
+    # ``pins`` filters only: the one-slave view of the named slave, or None.
+    def pin(self, shape: Shape, left: Sequence[SlaveClass]) -> SlaveClass | None: ...
+
+    # ROOM filters only: the boolean form of ``rejects`` for the placement search.
+    def fits(self, shape: Shape, slave: SlaveRuntime) -> bool: ...
 
 
 class BaseFilter:
@@ -85,6 +95,12 @@ class BaseFilter:
 
     def relevant(self, shape: Shape) -> bool:
         return True
+
+    def pin(self, shape: Shape, left: Sequence[SlaveClass]) -> SlaveClass | None:
+        raise NotImplementedError(f"{self.name} does not pin (pins is False)")
+
+    def fits(self, shape: Shape, slave: SlaveRuntime) -> bool:
+        raise NotImplementedError(f"{self.name} is not a room filter")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -102,7 +118,8 @@ class Env:
     def __init__(self, config: SchedulerConfig, ctx: Context | None = None) -> None:
         self.config = config
         self.ctx = ctx
-        self.memo: dict = {}  # per-cycle memo for plugins (keyed by plugin and objects alive)
+        # Per-cycle memo for plugins (keyed by plugin and objects alive).
+        self.memo: dict[tuple[object, ...], Any] = {}
         self._models: dict[int, dict[int, str]] = {}
         self._matching: dict[tuple[int, tuple[str, ...]], int] = {}
         self._cpus: dict[int, int] = {}
@@ -342,7 +359,12 @@ CAPACITY = CapacityFilter()
 # --- runtime filters (fixed for the cycle) ---------------------------------------------------
 
 
-def _describe_reservations(blocking, shape: Shape, rejected: Sequence[SlaveClass], env: Env):
+def _describe_reservations(
+    blocking: Callable[[Shape, SlaveClass], res_rules.ResRuntime | None],
+    shape: Shape,
+    rejected: Sequence[SlaveClass],
+    env: Env,
+) -> list[str]:
     """One line per reservation that keeps the job off some of the slaves."""
     assert env.ctx is not None
     seen: dict[str, str] = {}
@@ -417,6 +439,7 @@ class OwnerDemandFilter(BaseFilter):
         return f"private cluster {cluster_id}: its owners' jobs are waiting for room"
 
     def rejects(self, shape: Shape, cls: SlaveClass, env: Env) -> str | None:
+        assert env.ctx is not None
         if (
             cls.private
             and cls.cluster_id not in shape.owner_of
@@ -508,7 +531,7 @@ def _ports_text(ports: Sequence[int]) -> str:
 
 
 def rejected_members(
-    plugin, shape: Shape, classes: Sequence[SlaveClass], skip: frozenset[int] = frozenset()
+    plugin: Filter, shape: Shape, classes: Sequence[SlaveClass], skip: frozenset[int] = frozenset()
 ) -> list[SlaveRuntime]:
     """The members of these classes (ranks in ``skip`` left out) that a room filter rejects."""
     if not plugin.relevant(shape):
@@ -585,7 +608,9 @@ class FreeResources(BaseFilter):
         return lines
 
 
-def _members_with(shape: Shape, members: Sequence[SlaveClass], min_free: int, skip: frozenset[int]):
+def _members_with(
+    shape: Shape, members: Sequence[SlaveClass], min_free: int, skip: frozenset[int]
+) -> Iterator[tuple[int, int]]:
     """(rank, matching free GPUs) of the members with at least ``min_free`` of them."""
     wanted = shape.gpu_models
     for cls in members:
@@ -637,7 +662,7 @@ def _cluster_line(
     members: Sequence[SlaveClass],
     ctx: Context,
     skip: frozenset[int] = frozenset(),
-):
+) -> tuple[float, str]:
     """(closeness, line) for one cluster: the first resource its best slave lacks."""
     slaves = ctx.slaves  # index == rank
     best_gpus, best_rank = _largest_block(shape, members, skip)

@@ -27,10 +27,12 @@ bridge (jobs/gang/).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .explain import shape_reasons
 from .filters import FREE_RESOURCES, HOST_PORTS
 from .model import QueuedJob, Start
+from .reservations import ResRuntime
 from .shape import Shape
 from .state import SlaveRuntime
 
@@ -44,7 +46,7 @@ class _Saved:
     free_cpus: list[int]
     free_mem: float
     ports: set[int]
-    budgets: list[tuple[object, int, int]]
+    budgets: list[tuple[ResRuntime, int, int]]
 
 
 def _save(slave: SlaveRuntime) -> _Saved:
@@ -81,7 +83,8 @@ class GangScheduler:
     """Places the gangs of one cycle; ``cycle`` is core's ``_Cycle`` (shapes, placer, limits,
     decisions, explanations)."""
 
-    def __init__(self, cycle, live: list[QueuedJob]) -> None:
+    # ``cycle``: core's _Cycle, untyped here: naming it would make core and gang import each other.
+    def __init__(self, cycle: Any, live: list[QueuedJob]) -> None:
         self.cycle = cycle
         self.members: dict[str, list[QueuedJob]] = {}
         for job in live:
@@ -95,6 +98,7 @@ class GangScheduler:
     def schedule(self, job: QueuedJob) -> None:
         """Called for every gang task in queue order; the first one places the whole gang."""
         gang = job.gang
+        assert gang is not None, "schedule() is called for gang tasks only"
         if gang in self.done:
             return
         self.done.add(gang)
@@ -165,6 +169,7 @@ class GangScheduler:
         room: dict[Shape, int] = {}
         for tasks, shape, placed, why in self.waiting:
             n = len(tasks)
+            lines: tuple[str, ...]
             if shape is None:
                 lines = (f"gang of {n} tasks waits whole: {why}",)
             else:
@@ -187,7 +192,7 @@ def _one(shape: Shape) -> str:
     return f"{shape.gpus} GPU(s), {shape.cpus} CPU(s), {shape.memory_gb:g} GB{where}"
 
 
-def _needs(cycle, tasks: list[QueuedJob]) -> str:
+def _needs(cycle: Any, tasks: list[QueuedJob]) -> str:
     """``2 tasks of 0 GPU(s), ... and 2 tasks of 4 GPU(s), ...`` in task order."""
     counts: dict[Shape, int] = {}
     for task in tasks:

@@ -28,6 +28,8 @@ from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches
 from .timing import past_min_duration
 
 Eligible = Callable[[RunningJob, SlaveClass], bool]
+# A job that could make room: (cost: 0 leaving, 1 to halt; the job; GPUs, CPUs, memory it frees).
+Candidate = tuple[int, RunningJob, int, int, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,7 @@ class HaltPlanner:
         usage than this), used to skip slaves without looking at their jobs.
         """
         best: RoomPlan | None = None
-        best_key: tuple | None = None
+        best_key: tuple[int, int, int] | None = None
         may_halt = eligible is not None and max_new > 0
         for cls in classes:
             for slave in self._slaves(cls):
@@ -146,16 +148,16 @@ class HaltPlanner:
         if need_g > total_g or need_c > total_c or need_m > total_m + EPS:
             return None  # even every job of the pool would not be enough
         leaving, claimed = self.ctx.leaving, self.claimed
-        may_halt = max_new > 0 and eligible is not None
+        may_halt = eligible if max_new > 0 else None
         models = slave.gpu_models
         # (cost, job, GPUs, CPUs, memory it frees): each size computed once per job.
-        candidates = []
+        candidates: list[Candidate] = []
         for job in self.pool[slave.name]:
             if job.id in claimed:
                 continue
             if job.id in leaving:
                 cost = 0
-            elif may_halt and eligible(job, cls):
+            elif may_halt is not None and may_halt(job, cls):
                 cost = 1
             else:
                 continue
@@ -209,14 +211,16 @@ class HaltPlanner:
             plan.slave.cls.touch()
 
 
-def _minimal_cover(need_g, need_c, need_m, candidates):
+def _minimal_cover(
+    need_g: int, need_c: int, need_m: float, candidates: list[Candidate]
+) -> list[Candidate] | None:
     """A small set covering the needs: greedy in preference order, pruned, or one job if better.
 
     ``candidates`` are (cost, job, GPUs, CPUs, memory) sorted by preference. Returns such
     items or None.
     """
 
-    def covers(items) -> bool:
+    def covers(items: list[Candidate]) -> bool:
         return (
             sum(item[2] for item in items) >= need_g
             and sum(item[3] for item in items) >= need_c

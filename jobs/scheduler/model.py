@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
 
 HOUR = 3600
 DAY = 24 * HOUR
@@ -25,7 +26,7 @@ WEEK = 7 * DAY
 DEFAULT_MIN_DURATION_S = WEEK
 DEFAULT_MAX_DURATION_S = 2 * WEEK
 
-_EMPTY: Mapping = MappingProxyType({})
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +253,7 @@ class HaltInfo:
     started_job_scores: tuple[float, ...]
     halted_job_scores: tuple[float, ...]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """GPULab's camelCase HaltInfo object (JSON-ready: str, lists, floats)."""
         return {
             "reason": str(self.reason),

@@ -11,11 +11,12 @@ order total, so the result never depends on the order of the input.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 
 from .model import QueuedJob
 
 
-def queue_key(job: QueuedJob, usage: Mapping[str, float]) -> tuple:
+def queue_key(job: QueuedJob, usage: Mapping[str, float]) -> tuple[bool, float, int, datetime, str]:
     """Sort key of one queued job; smaller starts first."""
     return (
         not job.interactive,

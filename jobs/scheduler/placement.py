@@ -20,12 +20,15 @@ Cost control, since one cycle may see 10,000 queued jobs and 1,000 slaves:
 from __future__ import annotations
 
 from . import reservations as res_rules
-from .filters import Env
+from .filters import Env, Filter
 from .model import QueuedJob, Start
 from .pipeline import DEFAULT_PIPELINE, Pipeline
 from .scorers import Scoring
 from .shape import Shape
 from .state import EPS, Context, SlaveClass, SlaveRuntime
+
+# (every room filter a shape needs, those the class index does not answer)
+RoomFilters = tuple[tuple[Filter, ...], tuple[Filter, ...]]
 
 
 class FailureMemo:
@@ -36,10 +39,10 @@ class FailureMemo:
     """
 
     def __init__(self) -> None:
-        self._failed: dict[tuple, list[tuple[int, int, float]]] = {}
-        self._rest: dict[Shape, tuple] = {}
+        self._failed: dict[tuple[object, ...], list[tuple[int, int, float]]] = {}
+        self._rest: dict[Shape, tuple[object, ...]] = {}
 
-    def _rest_of(self, shape: Shape) -> tuple:
+    def _rest_of(self, shape: Shape) -> tuple[object, ...]:
         rest = self._rest.get(shape)
         if rest is None:
             rest = self._rest[shape] = (
@@ -88,12 +91,14 @@ class Placer:
         self._failed = FailureMemo()
         self._skip: dict[Shape, set[int]] = {}
         # Per shape: the dynamic and room filters it needs (the indexed room filter apart).
-        self._dynamic: dict[Shape, tuple] = {}
-        self._room: dict[Shape, tuple[tuple, tuple]] = {}
+        self._dynamic: dict[Shape, tuple[Filter, ...]] = {}
+        self._room: dict[Shape, RoomFilters] = {}
         self._indexed = pipeline.indexed is not None
         # Per shape and class id: (the class's version, (-score, rank) of its best member and
         # that member, or None twice). A placement changes one class; the others' answers stand.
-        self._found: dict[Shape, dict[int, tuple]] = {}
+        self._found: dict[
+            Shape, dict[int, tuple[int, tuple[float, int] | None, SlaveRuntime | None]]
+        ] = {}
         # While a gang is placed tentatively (gang.py) its room is only borrowed: failures
         # and skips seen then are not remembered for the rest of the cycle.
         self.tentative = False
@@ -135,7 +140,7 @@ class Placer:
         if self._failed.known(shape):
             return None
         best: SlaveRuntime | None = None
-        best_key: tuple | None = None
+        best_key: tuple[float, int] | None = None
         score = self.scoring.total
         room = self._room.get(shape) or self._room_filters(shape)
         found = self._found.get(shape)
@@ -160,7 +165,7 @@ class Placer:
             self._failed.add(shape)
         return best
 
-    def _room_filters(self, shape: Shape) -> tuple[tuple, tuple]:
+    def _room_filters(self, shape: Shape) -> RoomFilters:
         """(every room filter the shape needs, those the class index does not answer)."""
         pipeline = self.pipeline
         room = pipeline.relevant(shape, pipeline.room, self.env)
@@ -168,7 +173,7 @@ class Placer:
         return found
 
     def _find(
-        self, shape: Shape, cls: SlaveClass, filters: tuple[tuple, tuple]
+        self, shape: Shape, cls: SlaveClass, filters: RoomFilters
     ) -> tuple[SlaveRuntime, int, int] | None:
         """Best-packed member of the class with room: (slave, its free GPUs, its GPUs).
 

@@ -9,6 +9,8 @@ so the placement search only needs the best-packed member of each class.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+
 from . import reservations as res_rules
 from .model import SchedulerConfig
 from .shape import Shape
@@ -45,15 +47,18 @@ def reservation_affinity(shape: Shape, cls: SlaveClass) -> float:
     return score
 
 
-# Plugins by name; each takes (shape, class, free GPUs of the slave, its GPUs).
-SCORERS = {
+# A plugin takes (shape, class, free GPUs of the slave, its GPUs).
+Scorer = Callable[[Shape, SlaveClass, int, int], float]
+
+# Plugins by name.
+SCORERS: dict[str, Scorer] = {
     "packing": packing,
     "private_preference": lambda shape, cls, free, total: private_preference(shape, cls),
     "reservation_affinity": lambda shape, cls, free, total: reservation_affinity(shape, cls),
 }
 
 
-def check_weights(weights) -> None:
+def check_weights(weights: Iterable[Sequence[object]]) -> None:
     """Raise ValueError for an unknown plugin name or a weight that is not a finite number."""
     for item in weights:
         name, weight = item
@@ -73,7 +78,9 @@ class Scoring:
             (SCORERS[name], float(weight)) for name, weight in config.scorer_weights if weight
         )
         if self.plugins == _DEFAULT_PLUGINS:
-            self.total = _default_total  # the same sum, without the loop (placement is hot)
+            # The same sum, without the loop (placement is hot): an instance attribute over
+            # the method, which mypy refuses to see assigned.
+            self.total = _default_total  # type: ignore[method-assign]
 
     def total(self, shape: Shape, cls: SlaveClass, free: int, total: int) -> float:
         result = 0.0

@@ -66,7 +66,7 @@ class ShapeFactory:
         self._rrs = rrs
         self._owner_of: dict[str, frozenset[int]] = {}
         self._models: dict[tuple[str, ...], tuple[str, ...]] = {}
-        self._interned: dict[tuple, Shape] = {}
+        self._interned: dict[tuple[object, ...], Shape] = {}
 
     def owner_of(self, project: str) -> frozenset[int]:
         found = self._owner_of.get(project)
@@ -78,18 +78,21 @@ class ShapeFactory:
         return found
 
     def shape(self, job: QueuedJob) -> Shape:
-        models = ()
+        models: tuple[str, ...] = ()
         if job.gpus > 0 and job.gpu_models:
             # gpuModel only narrows the GPUs a job gets: a job without GPUs ignores it.
-            models = self._models.get(job.gpu_models)
-            if models is None:
-                models = self._models[job.gpu_models] = normalise_models(job.gpu_models)
+            cached = self._models.get(job.gpu_models)
+            if cached is None:
+                cached = self._models[job.gpu_models] = normalise_models(job.gpu_models)
+            models = cached
         relations = []
         for rr in self._rrs:
             if job.cluster_id is not None and job.cluster_id != rr.res.cluster_id:
                 continue  # cannot land on its slaves anyway
             if job.slave_name is not None and job.slave_name not in rr.slave_names:
                 continue
+            # Reservations come with the cycle's time; explain's factories have neither.
+            assert self._now is not None, "a ShapeFactory with reservations needs now"
             relation = res_rules.relation(job, rr, self._now)
             if relation is not None:
                 relations.append((rr.id, relation))

@@ -80,7 +80,9 @@ class SlaveClass:
         "version",
     )
 
-    def __init__(self, cid: int, rep: SlaveState, reservations: tuple) -> None:
+    def __init__(
+        self, cid: int, rep: SlaveState, reservations: tuple[res_rules.ResRuntime, ...]
+    ) -> None:
         self.id = cid
         self.single = False  # a one-slave view (pinned slaveName), not indexed
         self.rep = rep  # any member: all share the static attributes
@@ -144,7 +146,7 @@ def single_class(slave: SlaveRuntime) -> SlaveClass:
     return view
 
 
-def class_key(slave: SlaveState, covering: tuple[str, ...]) -> tuple:
+def class_key(slave: SlaveState, covering: tuple[str, ...]) -> tuple[object, ...]:
     return (
         slave.cluster_id,
         slave.cluster_private,
@@ -164,7 +166,7 @@ def build_classes(
     slaves: Sequence[SlaveRuntime], rrs: Sequence[res_rules.ResRuntime]
 ) -> list[SlaveClass]:
     """Group slaves (already in name order) into classes, numbered in order of first member."""
-    by_key: dict[tuple, SlaveClass] = {}
+    by_key: dict[tuple[object, ...], SlaveClass] = {}
     classes: list[SlaveClass] = []
     for slave in slaves:
         covering = tuple(rr for rr in rrs if slave.name in rr.slave_names)

@@ -21,7 +21,7 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
-def _sort_key(name: str) -> tuple:
+def _sort_key(name: str) -> tuple[str, int, str]:
     match = _NUMBERED.fullmatch(name)
     if match is None:
         return (name, -1, name)
@@ -35,7 +35,7 @@ def compress_names(names: Iterable[str], limit: int = 4) -> str:
     """
     ordered = sorted(set(names), key=_sort_key)
     runs: list[list[str]] = []
-    previous: tuple | None = None
+    previous: tuple[str, int, str] | None = None
     for name in ordered:
         key = _sort_key(name)
         if (

@@ -53,12 +53,12 @@ def next_wakeup(
         consider(window.start)
         consider(window.end)
     gone = set(leaving)
-    for job in snapshot.running:
-        if job.halting or job.id in gone:
+    for running in snapshot.running:
+        if running.halting or running.id in gone:
             continue
-        consider(max_end(job))
+        consider(max_end(running))
         if waiting:
-            consider(min_end(job))
+            consider(min_end(running))
     # An interactive job waiting behind jobs halted for it fails at its deadline: on time, not
     # at the next periodic tick (scheduler/interactive.py).
     wait_limit = timedelta(seconds=snapshot.config.interactive_halt_wait_s)

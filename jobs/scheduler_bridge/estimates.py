@@ -71,7 +71,9 @@ def estimate_accuracy() -> dict | None:
         .order_by("-first_made_at")
         .values_list("job__started_at", "first_start")[:ACCURACY_SAMPLE]
     )
-    errors = sorted(abs((started - said).total_seconds()) for started, said in pairs)
+    errors = sorted(  # (both are set: filtered above)
+        abs((started - said).total_seconds()) for started, said in pairs if started and said
+    )
     if not errors:
         return None
     return {

@@ -2,13 +2,14 @@
 
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Count, F, Func, JSONField
+from django.db.models import Count, F, Func, JSONField, Model
 
 from accounts.models import Project
 from clusters.models import Cluster, Gpu, Slave
@@ -168,9 +169,10 @@ def halt_wait_since(queued: list[dict]) -> dict[str, datetime]:
     rows = Job.objects.filter(uuid__in=interactive).values_list("uuid", "halt_events")
     for uuid, events in rows:
         times = [
-            parse_utc_z(e["time"])
+            moment
             for e in events or ()
-            if str(uuid) in (e.get("startedJobUuids") or ()) and e.get("time")
+            if str(uuid) in (e.get("startedJobUuids") or ())
+            and (moment := parse_utc_z(e.get("time"))) is not None
         ]
         if times:
             found[str(uuid)] = min(times)
@@ -182,7 +184,7 @@ def halt_wait_since(queued: list[dict]) -> dict[str, datetime]:
 # after a bulk load, the benchmark) and then nests loops over users and slaves per job row
 # (0.4 s per query at 10k jobs). The ids go as one parameter (``keys_in``): a subquery of the
 # job filter instead gets the same bad plans (1.3 s). One query per name, whatever the rows.
-JOINED_NAMES = {
+JOINED_NAMES: dict[str, tuple[str, Callable[[], type[Model]], str]] = {
     "owner__username": ("owner_id", get_user_model, "username"),
     "project__name": ("project_id", lambda: Project, "name"),
     "slave__name": ("slave_id", lambda: Slave, "name"),

@@ -94,6 +94,7 @@ def expand_array(body, *, max_jobs: int) -> tuple[list, str]:
         errors.append(FieldError("template", "must be a job document (an object)"))
     if errors:
         raise SpecError(errors)
+    assert isinstance(items, list)  # anything else was an error above
     if has_jobs:
         return list(items), name
     template = body["template"]

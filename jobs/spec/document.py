@@ -46,6 +46,8 @@ def detect_version(doc: dict) -> int | str:
 def is_openpai_document(source: object) -> bool:
     """Whether a job file's text or parsed object is an OpenPAI config; False for anything that
     is not even JSON (the GPULab parser then names what is wrong)."""
+    if not isinstance(source, dict | str | bytes | bytearray):
+        return False
     try:
         doc = source if isinstance(source, dict) else load_json(source)
         return detect_version(doc) == OPENPAI

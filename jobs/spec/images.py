@@ -224,7 +224,7 @@ def _parse_reference(text: str) -> ImageRef | str:
             return f'must not contain a "{part}" path component'
     repository = parts[0] if len(parts) > 1 else None
     path = parts[1:] if repository is not None and _is_domain(repository) else parts
-    if len(path) < len(parts):
+    if repository is not None and len(path) < len(parts):
         problem = _domain_problem(repository, quote)
         if problem:
             return problem
@@ -239,7 +239,7 @@ def _parse_reference(text: str) -> ImageRef | str:
 def _digest_problem(digest: str) -> str | None:
     match = _DIGEST_RE.fullmatch(digest)
     expected = DIGEST_HEX_LENGTHS.get(match.group(1)) if match else None
-    if expected is None or len(match.group(2)) != expected:
+    if match is None or expected is None or len(match.group(2)) != expected:
         return (
             "the digest after @ must be sha256: and 64 lowercase hex digits "
             "(or sha384: 96, sha512: 128)"

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection
+from typing import Any
 
 from .checks import (
     Errors,
@@ -314,8 +315,8 @@ def _task_role(item: object, path: str, errs: Errors, limits: RequestLimits) -> 
     counts = {}
     for key in ("minFailedTaskCount", "minSucceededTaskCount"):
         # null: the seed's "not set" meaning (never fail / succeed when all tasks completed).
-        counts[key] = read_int(f, key, errs, minimum=1)
-        if counts[key] is not None and task_number is not None and counts[key] > task_number:
+        count = counts[key] = read_int(f, key, errs, minimum=1)
+        if count is not None and task_number is not None and count > task_number:
             errs.add(f.path_of(key), f"must be <= taskNumber ({task_number})")
     return {
         "name": name,
@@ -339,7 +340,7 @@ def _port_list(value: object, path: str, errs: Errors, limits: RequestLimits) ->
     if len(value) > limits.ports_per_job:  # every item opens a port at least: count first
         errs.add(path, _too_many_ports(len(value), limits.ports_per_job, at_least=True))
         return []
-    ports = []
+    ports: list[dict[str, Any]] = []
     labels: dict[str, int] = {}
     fixed: list[tuple[int, int, int]] = []  # (first, last, position) of beginAt > 0 ranges
     for position, item in enumerate(value):

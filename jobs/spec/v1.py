@@ -85,6 +85,7 @@ def convert_v1(doc: dict) -> dict:
             "is required" if job is None else f"must be an object, not {describe(job)}",
         )
         errs.raise_if_any()
+    assert isinstance(job, dict)  # raised above otherwise
     path = "jobDefinition"
     _check_keys(job, path, V1_JOB_KEYS, errs)
 

@@ -133,7 +133,7 @@ def _command(value: object, path: str, errs: Errors, limits: RequestLimits) -> s
             errs.add(path, _too_long(len(value), limits.command_chars))
             return []
         try:
-            words = split_command(value)
+            words = split_command(value) or []  # blanks only: no words, the image's CMD
         except ValueError as exc:  # unbalanced quote, trailing backslash
             errs.add(path, str(exc).removeprefix("command "))
             return value

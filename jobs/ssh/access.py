@@ -101,6 +101,7 @@ def ssh_login_check(*, username: str, blob: bytes, fingerprint: str, now=None) -
         return SshDecision(False, "the job has no container")
     if not job.owner.is_active:
         return SshDecision(False, "the job owner's account is disabled")
+    assert job.slave is not None  # slave_id is set
     target = SshTarget(
         job_id=job.pk,
         job_uuid=str(job.uuid),

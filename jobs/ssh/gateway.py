@@ -55,6 +55,12 @@ class _Server(asyncssh.SSHServer):
         self.fingerprint = ""
         self._accepted: tuple[access.SshTarget, str, str, str] | None = None
 
+    @property
+    def target(self) -> access.SshTarget:
+        """The job it was let into: set before the gateway remembers the connection."""
+        assert self.session is not None
+        return self.session.target
+
     def connection_made(self, conn):
         self.conn = conn
         peer = conn.get_extra_info("peername")
@@ -101,6 +107,7 @@ class _Server(asyncssh.SSHServer):
         return True
 
     def auth_completed(self):
+        assert self._accepted is not None  # validate_public_key accepted a key first
         target, fingerprint, algorithm, reason = self._accepted
         self.fingerprint = fingerprint
         self.session = JobSession(self.gateway, target)
@@ -146,7 +153,7 @@ class Gateway:
         self.poll_s = poll_s
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="ssh-gateway")
         self.connections: set[_Server] = set()
-        self.server = None
+        self.server: asyncssh.SSHAcceptor | None = None
         self.listening_port = port
         self._watchdog: asyncio.Task | None = None
 
@@ -174,7 +181,7 @@ class Gateway:
     async def start(self) -> int:
         """Listen; returns the port (useful with port 0)."""
         key = await self.run(host_key_load_or_create, self.host_key_path)
-        self.server = await asyncssh.create_server(
+        self.server = server = await asyncssh.create_server(
             lambda: _Server(self),
             self.host,
             self.port,
@@ -190,7 +197,7 @@ class Gateway:
             keepalive_interval=30,
         )
         self._watchdog = asyncio.create_task(self._watch())
-        self.listening_port = self.server.sockets[0].getsockname()[1]
+        self.listening_port = server.sockets[0].getsockname()[1]
         return self.listening_port
 
     async def _watch(self) -> None:
@@ -201,7 +208,7 @@ class Gateway:
                 continue
             try:
                 running = await self.run(
-                    access.ssh_job_running, job_ids=sorted({c.session.target.job_id for c in live})
+                    access.ssh_job_running, job_ids=sorted({c.target.job_id for c in live})
                 )
                 withdrawn = await self.run(
                     access.ssh_keys_withdrawn, fingerprints=sorted({c.fingerprint for c in live})
@@ -210,7 +217,7 @@ class Gateway:
                 log.exception("SSH gateway: cannot read job states")
                 continue
             for conn in live:
-                if conn.session.target.job_id not in running:
+                if conn.target.job_id not in running:
                     self._end(conn, "the job is no longer running")
                 elif conn.fingerprint in withdrawn:
                     self._end(conn, "the key's login certificate is no longer valid")
@@ -219,8 +226,9 @@ class Gateway:
         if conn.conn is None:
             return
         self.forget(conn)
-        self.record(conn.session.target.job_id, f"SSH connection from {conn.peer} ended: {why}")
-        conn.session.close()
+        self.record(conn.target.job_id, f"SSH connection from {conn.peer} ended: {why}")
+        if conn.session is not None:
+            conn.session.close()
         conn.conn.disconnect(asyncssh.DISC_BY_APPLICATION, why)
 
     async def stop(self) -> None:

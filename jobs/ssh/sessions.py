@@ -13,7 +13,7 @@ import logging
 import struct
 import threading
 from concurrent.futures import Executor
-from typing import Protocol
+from typing import Any, Protocol
 
 import asyncssh
 
@@ -33,7 +33,8 @@ class Gateway(Protocol):
     """What a session needs of ``jobs.ssh.gateway.Gateway`` (which imports this module): its
     thread pool, and a way to run a blocking call there."""
 
-    executor: Executor
+    @property
+    def executor(self) -> Executor: ...
 
     async def run(self, fn, *args, **kwargs): ...
 
@@ -98,7 +99,8 @@ class JobSession:
 
 async def run_process(gateway: Gateway, process: asyncssh.SSHServerProcess) -> None:
     """One session channel: a shell or a command, as an exec in the container."""
-    server = process.channel.get_connection().get_owner()  # the connection's _Server
+    # The connection's gateway._Server (not named here: gateway.py imports this module).
+    server: Any = process.channel.get_connection().get_owner()
     session = server.session
     if session is None or process.subsystem:
         process.stderr.write(b"this gateway serves shells, commands, sftp and scp only\n")

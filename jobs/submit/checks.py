@@ -90,6 +90,7 @@ def check_storage(*, request: dict, slaves, project: str, user: str) -> None:
             return
         except StorageRefused as refused:
             first_error = first_error or refused
+    assert first_error is not None  # roots_options is never empty
     raise SpecError([FieldError(first_error.path, first_error.message)])
 
 

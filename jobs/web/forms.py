@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from typing import Any, cast
 
 from django import forms
 
@@ -47,10 +48,10 @@ class JobFilterForm(forms.Form):
 
     def __init__(self, *args, projects, clusters, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["project"].choices = [("", "Any project")] + [
+        cast(forms.ChoiceField, self.fields["project"]).choices = [("", "Any project")] + [
             (str(p.pk), p.name) for p in projects
         ]
-        self.fields["cluster"].choices = [("", "Any cluster")] + [
+        cast(forms.ChoiceField, self.fields["cluster"]).choices = [("", "Any cluster")] + [
             (str(c.pk), f"{c.pk}" + (f" – {c.comment}" if c.comment else "")) for c in clusters
         ]
         self.fields["q"].widget.attrs["placeholder"] = "Name or job id"
@@ -62,6 +63,7 @@ class JobFilterForm(forms.Form):
         self.is_valid()
         data = getattr(self, "cleaned_data", {})
         state = data.get("state") or ""
+        statuses: frozenset[str]
         if state == "active":
             statuses = ACTIVE
         elif state in GROUPS:
@@ -122,7 +124,7 @@ RESTARTABLE = {
     },
 }
 
-JOB_TEMPLATES = {
+JOB_TEMPLATES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "hello": ("HelloWorld", "Prints a greeting (GPULab's first example)", HELLO_WORLD),
     "restartable": (
         "Restartable job",
@@ -192,8 +194,10 @@ class JobFieldsForm(forms.Form):
 
     def __init__(self, *args, projects, clusters, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["project"].choices = [(str(p.pk), p.name) for p in projects]
-        self.fields["cluster"].choices = [("", "Any cluster")] + [
+        cast(forms.ChoiceField, self.fields["project"]).choices = [
+            (str(p.pk), p.name) for p in projects
+        ]
+        cast(forms.ChoiceField, self.fields["cluster"]).choices = [("", "Any cluster")] + [
             (str(c.pk), f"{c.pk}" + (f" – {c.comment}" if c.comment else "")) for c in clusters
         ]
         for name in FIELD_TO_PATH:
@@ -266,8 +270,8 @@ def error_items(error: SpecError) -> list[dict]:
     return items
 
 
-def _get(doc: dict, dotted: str):
-    value = doc
+def _get(doc: dict, dotted: str) -> Any:
+    value: Any = doc
     for key in dotted.split("."):
         if not isinstance(value, dict):
             return None

@@ -1,6 +1,9 @@
 """Live pages: clusters (one card each) and slaves (one row each, GPU cells, refreshed by htmx
 while the tab is visible)."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
@@ -36,7 +39,7 @@ def cluster_list(request):
     now = timezone.now()
     infos = cluster_infos(viewer=user)
     clusters = {c.pk: c for c in Cluster.objects.prefetch_related("owner_projects")}
-    slaves_by_cluster: dict[int, list[dict]] = {}
+    slaves_by_cluster: dict[int, list[Mapping[str, Any]]] = {}
     for row in Slave.objects.order_by("cluster_id", "name").values(
         "id", "name", "cluster_id", "online", "accepting_jobs", "offline_reason"
     ):
@@ -88,7 +91,8 @@ def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
         present(job, user, now=now)
         # Which task of a multi-task job holds the GPUs; named only to who sees the job in full.
         job.ui_gang_task = gang_task_label(job) if job.ui_full else ""
-        jobs_by_slave.setdefault(job.slave_id, []).append(job)
+        if job.slave_id is not None:  # filtered: slave_id__in
+            jobs_by_slave.setdefault(job.slave_id, []).append(job)
     reservations = _active_reservations(now, cluster_ids={s.cluster_id for s in slaves})
     reserved_left = {r.pk: r.gpu_count for r in reservations}
 
@@ -96,10 +100,10 @@ def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
     for slave in slaves:
         gpus = list(slave.gpus.all())
         slave_jobs = jobs_by_slave.get(slave.pk, [])
-        by_gpu = {}
-        for job in slave_jobs:
-            for index in job.gpu_ids or []:
-                by_gpu[index] = job
+        by_gpu: dict[int, Job] = {}
+        for holder in slave_jobs:
+            for index in holder.gpu_ids or []:
+                by_gpu[index] = holder
         covering = [
             r
             for r in reservations
@@ -108,11 +112,11 @@ def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
         ]
         cells = []
         for gpu in gpus:
-            job = by_gpu.get(gpu.index)
-            cell = {"gpu": gpu, "job": job, "reservation": None}
+            user_of = by_gpu.get(gpu.index)
+            cell: dict[str, Any] = {"gpu": gpu, "job": user_of, "reservation": None}
             if not slave.online:
                 cell["state"] = "offline"
-            elif job is not None:
+            elif user_of is not None:
                 cell["state"] = "used"
             elif not gpu.acquired:
                 cell["state"] = "unavailable"

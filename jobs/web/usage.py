@@ -11,6 +11,7 @@ columns) and split into days in Python.
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
@@ -108,6 +109,7 @@ def usage_page_data(user, *, now: datetime) -> dict:
             Job.run_end_of(status=status, ended_at=ended, status_updated=updated, now=now) or now,
             now,
         )
+        assert started is not None  # filtered: started_at__isnull=False
         start = max(started, since)
         if end <= start or not gpus:
             continue
@@ -167,6 +169,7 @@ def usage_values(*, now: datetime, config) -> dict[int, float]:
         "owner_id", "gpus", "cpus", "cpu_memory_gb", "tmpfs_gb", "started_at"
     )
     for owner_id, gpus, cpus, memory_gb, tmpfs_gb, started_at in running:
+        assert started_at is not None  # filtered: started_at__isnull=False
         since = max(updated.get(owner_id, started_at), started_at)
         memory = Job.held_memory_of(memory_gb, tmpfs_gb)
         rate = usage_rate(gpus=gpus, cpus=cpus, memory_gb=memory, config=config)
@@ -194,7 +197,9 @@ def fair_share(user, *, now: datetime | None = None) -> dict:
     total = len(values) + 1
     rank = sum(1 for v in values.values() if v < own) + 1
     top = sorted(values.items(), key=lambda item: (-item[1], item[0]))[:TOP_USERS]
-    entries = [{"label": None, "value": v, "me": False} for _user_id, v in top]
+    entries: list[dict[str, Any]] = [
+        {"label": None, "value": v, "me": False} for _user_id, v in top
+    ]
     entries.append({"label": "you", "value": own, "me": True})
     entries.sort(key=lambda e: (-e["value"], not e["me"]))
     for entry in entries:

@@ -37,7 +37,15 @@ from reservations.services import (
 )
 
 TAG = "portal"
-FIELDS = ("name", "description", "cluster_id", "slaves", "gpu_count", "start", "end")
+FIELDS: tuple[str, ...] = (
+    "name",
+    "description",
+    "cluster_id",
+    "slaves",
+    "gpu_count",
+    "start",
+    "end",
+)
 FIELDS += ("projects", "users")
 _URN_RE = re.compile(r"^urn:publicid:IDN\+[^+]+\+(?P<kind>user|project)\+(?P<name>[^+]+)$")
 
@@ -134,11 +142,11 @@ def _resolve(data: dict, *, current: Reservation | None = None) -> dict:
         resolved["projects"] = [found[n] for n in names if n in found]
     if "users" in data:
         names = _names(data["users"], "user")
-        found = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
+        users = {u.username: u for u in get_user_model().objects.filter(username__in=names)}
         for index, name in enumerate(names):
-            if name not in found:
+            if name not in users:
                 errors.append(f"users[{index}]: no user {name!r}")
-        resolved["users"] = [found[n] for n in names if n in found]
+        resolved["users"] = [users[n] for n in names if n in users]
     given = {name: resolved[name] for name in RULE_FIELDS if name in resolved}
     unresolved = any(e.startswith("slaves[") for e in errors)
     for field, rule in reservation_validate(data=given, instance=current, capacity=not unresolved):

@@ -21,11 +21,11 @@ _FIELDS = ("grantee", "appPermission")
 
 
 def app_share_item(share: AppShare) -> dict:
-    grantee = (
-        share.grantee_user.username
-        if share.grantee_user_id
-        else PROJECT_PREFIX + share.grantee_project.name
-    )
+    if share.grantee_user is not None:
+        grantee = share.grantee_user.username
+    else:
+        assert share.grantee_project is not None  # a share has a user or a project
+        grantee = PROJECT_PREFIX + share.grantee_project.name
     return {
         "grantee": grantee,
         "appId": share.app.app_id,

@@ -93,11 +93,11 @@ class JobOutputDownloadView(TapisAPIView):
 
 def share_item(share: JobShare) -> dict:
     """A share as Tapis' JobShareListDTO (a project grantee as ``project:<name>``)."""
-    grantee = (
-        share.grantee_user.username
-        if share.grantee_user_id
-        else PROJECT_PREFIX + share.grantee_project.name
-    )
+    if share.grantee_user is not None:
+        grantee = share.grantee_user.username
+    else:
+        assert share.grantee_project is not None  # a share has a user or a project
+        grantee = PROJECT_PREFIX + share.grantee_project.name
     return {
         "tenant": TENANT,
         "createdby": share.created_by.username,

@@ -55,7 +55,8 @@ def tapis_exception_handler(exc, context):
 class TapisAPIView(PortalAPIView):
     authentication_classes = [
         TapisTokenAuthentication,
-        *api_settings.DEFAULT_AUTHENTICATION_CLASSES,
+        # api_settings imports the configured dotted paths: classes here (stubs say str).
+        *api_settings.DEFAULT_AUTHENTICATION_CLASSES,  # type: ignore[list-item]
     ]
     permission_classes = [IsAuthenticated]
 

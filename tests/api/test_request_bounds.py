@@ -187,6 +187,11 @@ def test_command_length_and_words(member_client, slave, settings, nothing_writte
     ]
 
 
+def test_a_blank_command_is_the_image_cmd(member_client, slave):
+    # Spaces only are no words, like "": the image's CMD (the word count crashed on it: a 500).
+    assert post(member_client, v2(command="   ")).status_code == 201
+
+
 def test_command_bounds_are_inclusive(member_client, slave, settings):
     settings.PORTAL_MAX_COMMAND_CHARS = 10
     settings.PORTAL_MAX_COMMAND_WORDS = 2

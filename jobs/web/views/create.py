@@ -141,6 +141,7 @@ def job_create(request):
         if error is not None:
             _show_errors(form, context, error)
             return render(request, "jobs/create.html", context, status=400)
+        assert base is not None  # a document whenever there is no error
         if _is_openpai(base):
             context["notices"].append(OPENPAI_FIELDS_NOTE)
             return render(request, "jobs/create.html", context)
@@ -254,6 +255,7 @@ def job_convert(request):
         return JsonResponse(
             {"ok": False, "converted": False, "errors": error_items(error), "warnings": []}
         )
+    assert doc is not None  # a document whenever there is no error
     if _is_openpai(doc):
         return JsonResponse(_openpai_answer(doc))
     answer = {"converted": converted, "warnings": document_warnings(doc)}

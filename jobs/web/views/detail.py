@@ -40,12 +40,12 @@ def _live_context(request, job: Job) -> dict:
     full = job.ui_full
     can_act = job_can_act(user, job)
 
-    events = JobEvent.objects.filter(job=job)
+    shown = JobEvent.objects.filter(job=job)
     if not full:
         # Messages name people ("cancelled by alice"): outsiders see the state changes only.
-        events = events.filter(type=JobEvent.Type.STATUS_CHANGE)
-    total_events = events.count()
-    events = list(events.order_by("-time", "-id")[:TIMELINE_LIMIT])[::-1]
+        shown = shown.filter(type=JobEvent.Type.STATUS_CHANGE)
+    total_events = shown.count()
+    events = list(shown.order_by("-time", "-id")[:TIMELINE_LIMIT])[::-1]
 
     gpus = []
     if job.slave_id and job.gpu_ids:
@@ -56,7 +56,7 @@ def _live_context(request, job: Job) -> dict:
         gpus = [{"index": i, "gpu": by_index.get(i)} for i in job.gpu_ids]
 
     ports = []
-    if full and job.slave_id:
+    if full and job.slave is not None:
         host = job.slave.host or job.slave.name
         for mapping in job.port_mappings or []:
             if isinstance(mapping, int):
@@ -107,7 +107,7 @@ def _live_context(request, job: Job) -> dict:
         "live_every": "1s" if job.status in STARTS_SOON else "2s",
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
         # A task of a multi-task OpenPAI job: its gang's roles x tasks and attempts.
-        "gang": gang_summary(job.gang) if full and job.gang_id else None,
+        "gang": gang_summary(job.gang) if full and job.gang is not None else None,
         "can_resubmit_gang": bool(full and job.gang_id)
         and gang_may_resubmit(user=user, gang_project_id=job.project_id),
         "job_uuid": str(job.uuid),

@@ -26,5 +26,6 @@ def job_gang_resubmit(request, uuid):
     except (ServiceError, FieldErrors) as error:
         messages.error(request, f"Resubmit failed: {error}")
         return redirect("jobs:detail", uuid=job.uuid)
+    assert first.gang is not None  # the first task of the copy
     messages.success(request, f"Resubmitted as a copy: OpenPAI job {first.gang.name}.")
     return redirect("jobs:detail", uuid=first.uuid)

@@ -158,6 +158,7 @@ def job_log(request, uuid):
     if interval or more:
         data = data[: complete_utf8_length(data)]
     next_offset = min(offset, total) + len(data)
+    trigger: str | None
     if more:
         trigger = "load delay:100ms"  # the rest of a long log, right away
     else:

@@ -3,6 +3,7 @@ _job_shares.html, _job_deliveries.html), with their download and share/revoke ro
 ``jobs.runtime.outputs`` and ``jobs.actions.shares``; these views only call them."""
 
 from functools import partial
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -34,7 +35,7 @@ def outputs_context(request, job: Job) -> dict:
     """What the two include templates show: the output files (readers only) and the shares
     (the job's project and admins; the owner gets the form)."""
     user = request.user
-    context = {
+    context: dict[str, Any] = {
         "outputs": None,
         "outputs_note": "",
         "shares": None,

@@ -41,7 +41,7 @@ class Command(DjangoQCommand):
     # started after a crash recovers the jobs only once it runs (docs/runtime.md, Recovery).
     # They run where a deployment starts: in `migrate` (the web unit's ExecStartPre) and in
     # `run_portal`'s own start, and `manage.py check` runs them in CI.
-    requires_system_checks = []
+    requires_system_checks: list[str] = []
 
     def handle(self, *args, **options):
         settings.SECRET_KEY  # noqa: B018 (django-q2 signs its tasks with it: fail early)
