@@ -127,13 +127,24 @@ def cluster(db):
 @pytest.fixture
 def slave(cluster):
     """An online slave with 4 declared GPUs, 16 CPUs and 64 GB memory (no Docker behind it)."""
+    return _declared_slave(cluster, "gpu1", "unix:///nonexistent.sock")
+
+
+@pytest.fixture
+def second_slave(slave):
+    """Another slave like ``slave`` in its cluster ("gpu2"): a gang of two 4-GPU tasks, which
+    one slave could never hold at once (refused at submit), fits the two."""
+    return _declared_slave(slave.cluster, "gpu2", "unix:///nonexistent-gpu2.sock")
+
+
+def _declared_slave(cluster, name: str, docker_url: str):
     from clusters.models import Gpu, Slave
 
     slave = Slave.objects.create(
-        name="gpu1",
+        name=name,
         cluster=cluster,
-        docker_url="unix:///nonexistent.sock",
-        host="gpu1.example.org",
+        docker_url=docker_url,
+        host=f"{name}.example.org",
         cpus_total=16,
         memory_total_mb=64 * 1024,
         cuda_version="12.2",
@@ -146,31 +157,6 @@ def slave(cluster):
             slave=slave, index=index, model="Tesla V100-PCIE-32GB", memory_mb=32768, declared=True
         )
     return slave
-
-
-@pytest.fixture
-def second_slave(slave):
-    """Another slave like ``slave`` in its cluster ("gpu2"): a gang of two 4-GPU tasks, which
-    one slave could never hold at once (refused at submit), fits the two."""
-    from clusters.models import Gpu, Slave
-
-    other = Slave.objects.create(
-        name="gpu2",
-        cluster=slave.cluster,
-        docker_url="unix:///nonexistent-gpu2.sock",
-        host="gpu2.example.org",
-        cpus_total=16,
-        memory_total_mb=64 * 1024,
-        cuda_version="12.2",
-        online=True,
-        offline_reason="",
-        last_seen=timezone.now(),
-    )
-    for index in range(4):
-        Gpu.objects.create(
-            slave=other, index=index, model="Tesla V100-PCIE-32GB", memory_mb=32768, declared=True
-        )
-    return other
 
 
 HELLO_WORLD = {

@@ -29,6 +29,12 @@ def impossible_reason_for_request(
         states = [slave_state(s) for s in slaves or ()]
     if not states:
         return None  # an empty portal accepts jobs: slaves may be registered later
+    job = _checked_job(request, project)
+    return impossible_reason(job, list(states), config=scheduler_config())
+
+
+def _checked_job(request: dict, project, **extra):
+    """The scheduler's view of a job of ``request`` that is being submitted."""
     columns = columns_from_request(request)
     row = {
         "uuid": "submit-check",
@@ -36,9 +42,10 @@ def impossible_reason_for_request(
         "project__name": project.name,
         "created": timezone.now(),
         "queued_explanations": [],
+        **extra,
         **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
     }
-    return impossible_reason(queued_job(row), list(states), config=scheduler_config())
+    return queued_job(row)
 
 
 def gang_impossible_reasons_for_requests(
@@ -49,15 +56,6 @@ def gang_impossible_reasons_for_requests(
     of each role and its number of tasks; ``states``: the slaves' ``slave_state``s."""
     jobs = []
     for request, count in roles:
-        columns = columns_from_request(request)
-        row = {
-            "uuid": "submit-check",
-            "owner__username": "",
-            "project__name": project.name,
-            "created": timezone.now(),
-            "queued_explanations": [],
-            PORT_MAPPINGS: request["docker"].get("portMappings"),
-            **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
-        }
-        jobs.append((queued_job(row), count))
+        ports = {PORT_MAPPINGS: request["docker"].get("portMappings")}
+        jobs.append((_checked_job(request, project, **ports), count))
     return gang_impossible_reasons(jobs, list(states), config=scheduler_config())

@@ -309,35 +309,38 @@ def job_status(portal, job_id: str) -> str:
 
 def install_cli() -> Path:
     """The gpulab-cli executable from a throwaway virtual environment, reused between runs."""
-    executable = CLI_VENV / "bin" / "gpulab-cli"
-    marker = CLI_VENV / ".installed"
-    if executable.exists() and marker.exists():
-        return executable
-    # Built in place; the marker written last tells a complete environment from a broken one.
-    shutil.rmtree(CLI_VENV, ignore_errors=True)
-    CLI_VENV.parent.mkdir(parents=True, exist_ok=True)
+    executable = client_venv(CLI_VENV, CLI_REQUIREMENT) / "bin" / "gpulab-cli"
+    version = subprocess.run([str(executable), "--version"], capture_output=True, text=True)
+    assert version.stdout.strip() == CLI_VERSION, version
+    return executable
+
+
+def client_venv(venv: Path, requirement: str) -> Path:
+    """A virtual environment with ``requirement`` installed (a real client the tests drive),
+    built once and reused. Built in place; the marker written last tells a complete
+    environment from a broken one."""
+    marker = venv / ".installed"
+    if marker.exists() and marker.read_text().strip() == requirement:
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    venv.parent.mkdir(parents=True, exist_ok=True)
     try:
         subprocess.run(
-            [sys.executable, "-m", "venv", str(CLI_VENV)],
-            check=True,
-            capture_output=True,
-            timeout=300,
+            [sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300
         )
         pip = subprocess.run(
-            [str(CLI_VENV / "bin" / "python"), "-m", "pip", "install", "-q", CLI_REQUIREMENT],
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", requirement],
             capture_output=True,
             text=True,
             timeout=900,
         )
     except (subprocess.SubprocessError, OSError) as error:
-        unavailable(f"cannot create a virtual environment for gpulab-cli: {error}")
+        unavailable(f"cannot create a virtual environment for {requirement}: {error}")
     if pip.returncode != 0:
         tail = (pip.stderr or pip.stdout).strip().splitlines()[-3:]
-        unavailable(f"cannot install {CLI_REQUIREMENT} (no network?): {' | '.join(tail)}")
-    version = subprocess.run([str(executable), "--version"], capture_output=True, text=True)
-    assert version.stdout.strip() == CLI_VERSION, version
-    marker.write_text(CLI_REQUIREMENT + "\n")
-    return executable
+        unavailable(f"cannot install {requirement} (no network?): {' | '.join(tail)}")
+    marker.write_text(requirement + "\n")
+    return venv
 
 
 def foreign_login_pem(path: Path, *, san: list | None = None) -> Path:
