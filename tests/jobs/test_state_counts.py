@@ -117,7 +117,9 @@ def check_state_counts() -> dict:
     # The job as that schema had it: today's model has columns added since.
     from django.db.migrations.executor import MigrationExecutor
 
-    old_apps = MigrationExecutor(connection).loader.project_state(("jobs", "0016_jobgang_copy_of")).apps
+    old_apps = (
+        MigrationExecutor(connection).loader.project_state(("jobs", "0016_jobgang_copy_of")).apps
+    )
     old_fields = {k: v for k, v in fields.items() if k not in ("owner", "project")}
     old_apps.get_model("jobs", "Job").objects.create(
         name="before-counting", status="HALTED", owner_id=owner.pk, project_id=project.pk,
