@@ -414,9 +414,15 @@ class Soak:
         response = self.request("POST", "/api/gpulab/v4.0/jobs", what, json=document)
         if response is not None and response.status_code == 201:
             return created_uuid(response)
-        if response is not None:
-            self.problems.append(f"{what}: HTTP {response.status_code} {response.text[:300]}")
+        self.refused(what, response)
         return None
+
+    def refused(self, what: str, response: requests.Response | None) -> None:
+        """A submit that was not accepted. The front end's 503 (a web process killed with the
+        request in its hands: nginx does not resend a POST) and no answer at all are judged
+        with every other answer, by whether a restart was under way (``check``)."""
+        if response is not None and response.status_code != 503:
+            self.problems.append(f"{what}: HTTP {response.status_code} {response.text[:300]}")
 
     # --- the workload -------------------------------------------------------------------
 
@@ -470,8 +476,8 @@ class Soak:
         if response is not None and response.status_code == 201:
             for job in response.json()["uuids"]:
                 self.expect(job, "FINISHED", "array")
-        elif response is not None:
-            self.problems.append(f"array: HTTP {response.status_code} {response.text[:300]}")
+        else:
+            self.refused("array", response)
 
     def gang(self, n: int) -> None:
         role = {
@@ -486,9 +492,7 @@ class Soak:
         }
         response = self.request("POST", "/api/gpulab/v4.0/jobs", "openpai gang", json=config)
         if response is None or response.status_code != 201:
-            self.problems.append(
-                f"gang: {response and response.status_code} {response and response.text[:300]}"
-            )
+            self.refused("gang", response)
             return
         # Every task of the gang: read back from the database once they exist.
         with self.lock:
