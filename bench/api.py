@@ -93,6 +93,22 @@ def array_document(size: int) -> dict | None:
 # --- the server ---------------------------------------------------------------------------
 
 
+def measured_env(var: Path) -> dict:
+    """The environment of a measured portal: production settings, its own var dir and SQLite
+    database (the caller sets PORTAL_DATABASE_URL for PostgreSQL)."""
+    env = {
+        **os.environ,
+        "PORTAL_VAR_DIR": str(var),
+        "PORTAL_DEBUG": "false",
+        "PORTAL_SECRET_KEY": secrets.token_hex(32),
+        "PORTAL_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "PORTAL_TASK_MODE": "queue",
+        "PORTAL_LOG_LEVEL": "WARNING",
+    }
+    env.pop("PORTAL_DATABASE_URL", None)
+    return env
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -405,16 +421,7 @@ class Command(BaseCommand):
         users = min(clients, 20)
         var = Path(tempfile.mkdtemp(prefix="bench_api_"))
         pg = FreshPostgres(o["database_url"]) if o["database_url"] else None
-        env = {
-            **os.environ,
-            "PORTAL_VAR_DIR": str(var),
-            "PORTAL_DEBUG": "false",
-            "PORTAL_SECRET_KEY": secrets.token_hex(32),
-            "PORTAL_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "PORTAL_TASK_MODE": "queue",
-            "PORTAL_LOG_LEVEL": "WARNING",
-        }
-        env.pop("PORTAL_DATABASE_URL", None)
+        env = measured_env(var)
         if pg:
             env["PORTAL_DATABASE_URL"] = pg.url
         if o["pool_max"] is not None:

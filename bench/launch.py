@@ -69,6 +69,18 @@ def pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 4)
 
 
+def bare_docker_runs(slave, image: str, runs: int) -> list[float]:
+    """The floor: seconds of each of ``runs`` bare ``docker run true`` on the slave's engine."""
+    bare = []
+    with engine_for(slave) as engine:
+        for _ in range(runs):
+            began = time.perf_counter()
+            container = engine.run(ContainerSpec(image=image, command=("true",)))
+            bare.append(time.perf_counter() - began)
+            engine.remove(container)
+    return bare
+
+
 def queue_env(var: str, environ) -> dict:
     """The environment of queue mode's processes: a fresh SQLite database in ``var`` and the
     ORM broker (no Redis: the measured cluster must consume the measured queue); everything
@@ -171,13 +183,7 @@ class Command(BaseCommand):
             to_running.append((running - began).total_seconds())
             # ended_at is Docker's own finish time of the container; status_updated is ours.
             to_finished.append((job.status_updated - job.ended_at).total_seconds())
-        bare = []
-        with engine_for(slave) as engine:
-            for _ in range(runs):
-                began = time.perf_counter()
-                container = engine.run(ContainerSpec(image=image, command=("true",)))
-                bare.append(time.perf_counter() - began)
-                engine.remove(container)
+        bare = bare_docker_runs(slave, image, runs)
         return {
             "runs": runs,
             "engine": slave.docker_url,
@@ -319,13 +325,7 @@ class Command(BaseCommand):
             job.refresh_from_db(fields=["started_at"])
             deadline = job.started_at + timedelta(minutes=1)
             overdue.append((event_time(job, "CANCELLING") - deadline).total_seconds())
-        bare = []
-        with engine_for(slave) as engine:
-            for _ in range(runs):
-                began = time.perf_counter()
-                container = engine.run(ContainerSpec(image=image, command=("true",)))
-                bare.append(time.perf_counter() - began)
-                engine.remove(container)
+        bare = bare_docker_runs(slave, image, runs)
 
         def stats(values):
             return {"p50": pct(values, 0.5), "p90": pct(values, 0.9)}

@@ -30,7 +30,6 @@ if __name__ == "__main__":
 import json
 import os
 import platform
-import secrets
 import shutil
 import subprocess
 import sys
@@ -120,16 +119,7 @@ class Command(BaseCommand):
 
     def _portal(self, o) -> dict:
         var = Path(tempfile.mkdtemp(prefix="bench_peer_"))
-        env = {
-            **os.environ,
-            "PORTAL_VAR_DIR": str(var),
-            "PORTAL_DEBUG": "false",
-            "PORTAL_SECRET_KEY": secrets.token_hex(32),
-            "PORTAL_ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "PORTAL_TASK_MODE": "queue",
-            "PORTAL_LOG_LEVEL": "WARNING",
-        }
-        env.pop("PORTAL_DATABASE_URL", None)
+        env = api.measured_env(var)
         env.pop("PORTAL_REDIS_URL", None)
         out: dict = {"database": "sqlite", "server": f"gunicorn sync x{o['workers']}"}
         server = None
