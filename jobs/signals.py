@@ -4,7 +4,3 @@ in their ``AppConfig.ready``. One signal per event; each says who sends it, when
 which keyword arguments."""
 
 from __future__ import annotations
-
-from django.dispatch import Signal
-
-__all__: list[str] = []
