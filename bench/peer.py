@@ -8,8 +8,8 @@ bench/peers/slurm.py for how they are run) and, for the latencies, a Docker engi
 image. The phases, portal first (each side's server idle while the other runs):
 
 - single submits: ``--clients`` clients for ``--seconds``, one connection per request.
-  Portal: ``POST /api/gpulab/v4.0/jobs`` on gunicorn (sync x3, SQLite in a temporary directory,
-  production settings and task mode: the tick is requested, no scheduler runs), beside its floor
+  Portal: ``POST /api/gpulab/v4.0/jobs`` on gunicorn (sync x3, SQLite in a temporary directory
+  or, with ``--database-url postgres://...``, a fresh PostgreSQL database there; production settings and task mode: the tick is requested, no scheduler runs), beside its floor
   (bench/floor.py: a bare token-authenticated insert on the same stack). Slurm: ``POST
   /slurm/v0.0.38/job/submit`` to slurmrestd, held jobs. Per submit: the servers' CPU time
   (gunicorn and its workers; slurmrestd, slurmctld and munged), read with psutil.
@@ -68,6 +68,12 @@ class Command(BaseCommand):
         parser.add_argument("--docker", default=None, help="engine URL for the latencies")
         parser.add_argument("--image", default="gpuportal/busybox:latest")
         parser.add_argument("--no-slurm", action="store_true", help="the portal's side only")
+        parser.add_argument(
+            "--database-url",
+            default="",
+            help="postgres://... : the portal's submits and sweep on a fresh database there "
+            "(else SQLite)",
+        )
 
     def handle(self, *args, **o):
         if not o["no_slurm"]:
@@ -121,7 +127,13 @@ class Command(BaseCommand):
         var = Path(tempfile.mkdtemp(prefix="bench_peer_"))
         env = api.measured_env(var)
         env.pop("PORTAL_REDIS_URL", None)
-        out: dict = {"database": "sqlite", "server": f"gunicorn sync x{o['workers']}"}
+        pg = api.FreshPostgres(o["database_url"]) if o["database_url"] else None
+        if pg:
+            env["PORTAL_DATABASE_URL"] = pg.url
+        out: dict = {
+            "database": "postgresql" if pg else "sqlite",
+            "server": f"gunicorn sync x{o['workers']}",
+        }
         server = None
         try:
             api._manage(env, "migrate", "--no-input")
@@ -138,6 +150,8 @@ class Command(BaseCommand):
         finally:
             if server:
                 server.stop()
+            if pg:
+                pg.drop()
             shutil.rmtree(var, ignore_errors=True)
         out["latency"] = self._latency(o) if o["runs"] else None
         return out
