@@ -16,7 +16,9 @@ from django.utils import timezone
 from accounts.models import Membership, Project
 from accounts.permissions import may_delete_all_jobs, may_submit_to_any_project
 from core.errors import Conflict, NotAllowed
+from core.tasks import fire
 from core.timefmt import utc_z
+from jobs import task_names
 from jobs.bulk_sql import field_attname, rows_insert
 from jobs.gang.create import gang_create
 from jobs.gang.whole import gang_cancel, gang_delete, gang_hold, gang_release
@@ -438,6 +440,14 @@ def job_delete(
         job.refresh_from_db()
         return job
     if job.status in HOLDS_RESOURCES:
+        if force and real:
+            # gpulab-cli rm --real --force: one call cancels and removes. The stop task finds
+            # no row once it runs, so the reconcile pass removes the container as an unknown
+            # one of this installation (the same path a lost stop takes).
+            job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)
+            job.delete()
+            fire(task_names.RECONCILE)
+            return None
         if force:
             job_cancel_by_system(job=job, reason=f"force-deleted by {user.username}", now=now)
             raise Conflict(

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_ssh_public_key,
 )
 
-from .checks import Errors, check_str, describe, join, read_list, read_object, read_str
+from .checks import Errors, check_str, describe, index, join, read_list, read_object, read_str
 from .durations import parse_duration
 from .errors import SpecError
 from .jsontext import DOCUMENT_PATH, check_storable
@@ -163,6 +163,27 @@ def _ssh_key(item: object, path: str, errs: Errors) -> str | None:
     return None
 
 
+def _ssh_keys(f, errs: Errors) -> list:
+    """``extra.sshPubKeys``, with lists inside it flattened one level: the real gpulab-cli
+    (3.11) appends its ``--ssh-pub-key`` values to the keys it found as one nested list
+    (``extra_ssh_pubkeys.append(ssh_pub_key)``), so ``["ssh-ed25519 A…", ["ssh-rsa B…"]]`` is
+    what it sends. Deeper nesting is refused at the inner item's path."""
+    value = f.get("sshPubKeys")
+    if not isinstance(value, list):
+        return read_list(f, "sshPubKeys", errs, _ssh_key, bare_ok=False)
+    path = f.path_of("sshPubKeys")
+    keys = []
+    for position, item in enumerate(value):
+        item_path = index(path, position)
+        inner = enumerate(item) if isinstance(item, list) else [(None, item)]
+        for inner_position, key in inner:
+            key_path = item_path if inner_position is None else index(item_path, inner_position)
+            checked = _ssh_key(key, key_path, errs)
+            if checked is not None:
+                keys.append(checked)
+    return keys
+
+
 def _email(item: object, path: str, errs: Errors) -> str | None:
     return check_str(
         item,
@@ -178,7 +199,7 @@ def _extra(value: object, path: str, errs: Errors, email_limit: int) -> dict | N
     f = read_object({} if value is None else value, path, errs, fields=EXTRA_FIELDS)
     if f is None:
         return None
-    result = {"sshPubKeys": read_list(f, "sshPubKeys", errs, _ssh_key, bare_ok=False)}
+    result = {"sshPubKeys": _ssh_keys(f, errs)}
     for name in EXTRA_FIELDS[1:]:
         listed = f.get(name)
         if isinstance(listed, list) and len(listed) > email_limit:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PASSWORDS = {"alice": "alice-pw-2718", "bob": "bob-pw-3141"}
+PASSWORDS = {"alice": "alice-pw-2718", "bob": "bob-pw-3141", "root": "root-pw-1618"}
 GPU_MODEL = "Tesla V100-PCIE-32GB"
 
 
@@ -43,6 +43,10 @@ def setup(args) -> dict:
             username=name, email=f"{name}@example.org", password=PASSWORDS[name]
         )
         Membership.objects.create(user=user, project=project)
+    # An admin with every power (gpulab-cli rm --real --force), in no project.
+    user_model.objects.create_superuser(
+        username="root", email="root@example.org", password=PASSWORDS["root"]
+    )
     cluster = Cluster.objects.create(id=1, comment="cli test cluster")
     slave = Slave.objects.create(
         name="gpu1",

@@ -179,6 +179,42 @@ def test_rm_real_needs_admin(cli, portal, tmp_path):
     assert job_status(portal, job_id) == "DELETED"
 
 
+def test_rm_real_force_removes_a_running_job_in_one_call(cli, portal):
+    """Issue 26: an admin's ``rm --real --force`` on a RUNNING job cancels it and removes it
+    in one call (it used to cancel, answer an error, and need a second call)."""
+    root_pem = portal.download_login_pem("root", "root-pw-1618", portal.var_dir / "root.pem")
+    job_id = portal.setup("job", "--user", "alice", "--status", "RUNNING", "--name", "Gone")["uuid"]
+    assert ok(cli("rm", "--real", "--force", job_id, pem=root_pem), portal=portal).strip() == job_id
+    done = cli("jobs", job_id, pem=root_pem)
+    assert done.returncode != 0, done.output
+    with pytest.raises(AssertionError, match="DoesNotExist"):
+        job_status(portal, job_id)
+
+
+def test_submit_with_ssh_pub_key_option(cli, portal, tmp_path, home):
+    """Issue 26: ``submit --ssh-pub-key KEY`` — the client appends its option's values to the
+    keys it found as one nested list; the portal flattens it one level and keeps every key."""
+    ssh_dir = home / ".ssh"
+    ssh_dir.mkdir(exist_ok=True)
+    found, given = (_ed25519_public_key(comment) for comment in ("found", "given"))
+    (ssh_dir / "id_ed25519.pub").write_text(found + "\n")
+    args = ("submit", "--project", "vision", "--ssh-pub-key", given, str(job_file(tmp_path)))
+    job_id = submitted_id(cli(*args), portal)
+    raw = json.loads(ok(cli("jobs", "--raw", job_id), portal=portal))
+    keys = raw["request"]["extra"]["sshPubKeys"]
+    assert given in keys and found in keys, keys
+    assert all(isinstance(key, str) for key in keys), keys
+
+
+def _ed25519_public_key(comment: str) -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    public = Ed25519PrivateKey.generate().public_key()
+    text = public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return f"{text.decode()} {comment}"
+
+
 def test_halt_running_job(cli, portal):
     job_id = portal.setup("job", "--user", "alice", "--status", "RUNNING", "--name", "ToHalt")[
         "uuid"
