@@ -35,8 +35,7 @@ from core.errors import NotAllowed
 from jobs.actions import services
 from jobs.actions.registry import ACTION_BY_API_STATUS
 from jobs.api.filters import job_filter_from_query, sort_order
-from jobs.api.gpulab_json import job_to_gpulab, listed_jobs
-from jobs.api.list_page import GpulabListPage
+from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab, listed_jobs
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
     ConvertedJobSerializer,
@@ -53,7 +52,7 @@ from jobs.models import Job
 from jobs.runtime.logs import job_log_range
 from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.scheduler_bridge.estimates import start_estimate_json
-from jobs.selectors import job_sees_full, job_visible_to, sole_project_of
+from jobs.selectors import job_list_visible_to, job_sees_full, job_visible_to, sole_project_of
 from jobs.spec import OPENPAI, parse_any_document
 from jobs.spec.images import redact_image
 from jobs.submit import idempotency
@@ -148,12 +147,12 @@ class JobListView(PortalAPIView):
     def get(self, request):
         params = request.query_params
         job_filter = job_filter_from_query(params)
-        page = GpulabListPage(viewer=request.user, job_filter=job_filter, order=sort_order(params))
+        filtered = job_filter.apply(job_list_visible_to(request.user), viewer=request.user)
         rows, paging = paginate(
-            page,
+            gpulab_list_queryset(filtered.order_by(*sort_order(params))),
             params,
             # job_list_visible_to lists every job to every logged-in user (sanitised or not)
-            count=lambda: job_filter.count(page.filtered, of_every_job=True),
+            count=lambda: job_filter.count(lambda: filtered, of_every_job=True),
         )
         items = [job_to_gpulab(job, viewer=request.user) for job in listed_jobs(rows)]
         return Response({"items": items, **paging})

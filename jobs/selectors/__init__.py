@@ -12,7 +12,6 @@ from accounts.permissions import user_is_admin as user_is_admin  # superusers on
 from accounts.selectors import project_ids_of as project_ids_of  # re-exported for jobs
 from accounts.selectors import projects_of as projects_of
 from accounts.selectors import sole_project_of as sole_project_of
-from core.compiled_sql import CompiledModels
 from jobs.models import Job, JobShare
 from jobs.states import DELETED
 
@@ -27,30 +26,13 @@ def job_list_visible_to(user) -> QuerySet[Job]:
     )
 
 
-def visibility_key(user) -> tuple:
-    """What ``job_list_visible_to(user)`` reads of ``user``: users of one key get the same SQL
-    (kept by ``job_visible_to`` and the API's list pages)."""
-    return (user.pk, frozenset(project_ids_of(user)))
-
-
-# Every API read of a job (GET, log, actions) asks it; building and compiling its joins and
-# shares subquery cost more than running it. One entry per viewer, up to 256 (about 27 KB each).
-_VISIBLE_JOB_SQL = CompiledModels(maxsize=256)
-_UUID = Job._meta.get_field("uuid")
-
-
 def job_visible_to(user, job_uuid) -> Job | None:
-    """``job_list_visible_to(user).filter(uuid=job_uuid).first()``: the job with its owner,
-    project, slave, explanation and ``shared_with_viewer``, or None."""
-    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+    """``job_list_visible_to(user)``'s job of this uuid: with its owner, project, slave,
+    explanation and ``shared_with_viewer`` (one query), or None."""
+    try:
+        return job_list_visible_to(user).get(uuid=job_uuid)
+    except Job.DoesNotExist:
         return None
-    jobs = _VISIBLE_JOB_SQL.models(
-        visibility_key(user),
-        lambda marker: job_list_visible_to(user).filter(uuid=marker).order_by(),
-        field=_UUID,
-        value=job_uuid,
-    )
-    return jobs[0] if jobs else None
 
 
 def shares_received_by(user) -> QuerySet[JobShare]:

@@ -21,7 +21,7 @@ from django.db.models.functions import Cast, Coalesce
 from accounts.permissions import may_view_all_jobs
 from accounts.selectors import project_ids_of
 from jobs.models import Job, UserUsage
-from jobs.selectors import shares_received_by, visibility_key
+from jobs.selectors import shares_received_by
 from jobs.state_counts import job_count_in_states
 from jobs.states import DELETED, EVERY_STATE, RUNNING, JobStatus
 
@@ -74,16 +74,6 @@ class JobFilter:
         if not (of_every_job and self.narrows_by_state_only):
             return filtered().count()
         return job_count_in_states(self.statuses)
-
-    def viewer_key(self, viewer) -> tuple:
-        """What ``apply`` over ``job_list_visible_to(viewer)`` reads of ``viewer``: with this
-        filter, viewers of one key get the same query (``jobs.api.list_page`` keeps its
-        SQL by it). The permission is asked only by the filters that read it."""
-        reads_permission = self.filters_hidden_fields or bool(self.name_contains)
-        return (
-            *visibility_key(viewer),
-            may_view_all_jobs(viewer) if reads_permission else None,
-        )
 
     def apply(self, queryset: QuerySet, *, viewer) -> QuerySet:
         """``queryset`` narrowed to the jobs this filter selects for ``viewer`` (unordered)."""
