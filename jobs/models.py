@@ -173,6 +173,13 @@ class Job(models.Model):
     def initial_uuid(self) -> str:
         return str(self.initial_job_uuid or self.uuid)
 
+    @property
+    def ssh_username(self) -> str:
+        """The SSH user name that names this job (GPULab's one login per job): what the Job
+        JSON tells clients (state.resources.sshUsername) and what the SSH gateway (ssh/access.py)
+        reads back, whole or as a unique prefix."""
+        return str(self.uuid)
+
     # --- figures shown and used in several places: each is computed here only ---------------
 
     @staticmethod

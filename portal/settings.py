@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "reservations",
     "jobs",
     "tapis",
+    "ssh",
 ]
 
 MIDDLEWARE = [

@@ -17,10 +17,11 @@ HERE = Path(__file__).resolve().parent.parent
 
 
 def contract_layers(root: Path = HERE) -> list[str]:
-    """The app packages of the layers contract, bottom floor (``core``) first."""
+    """The app packages of the layers contract, bottom floor (``core``) first; the sibling apps
+    of one floor (``"tapis | ssh"``) in the order the contract writes them."""
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]
     (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
-    return list(reversed(layers))
+    return [name.strip() for layer in reversed(layers) for name in layer.split("|")]
 
 
 def main() -> None:

@@ -24,7 +24,9 @@ def _contract(kind: str) -> dict:
 
 
 LAYERS = _contract("layers")["layers"]  # top floor (portal) first
-FLOORS = list(reversed(LAYERS))  # bottom floor (core) first
+# A layer may hold sibling apps ("tapis | ssh": independent, neither imports the other).
+GROUPS = [[name.strip() for name in layer.split("|")] for layer in LAYERS]  # top floor first
+FLOORS = [name for group in reversed(GROUPS) for name in group]  # bottom floor (core) first
 
 
 def _code_block_after(text: str, heading: str) -> str:
@@ -43,18 +45,26 @@ def _names_in(text: str) -> set[str]:
 def test_the_contract_names_every_package_once():
     # Every top-level package but the tests and the benchmarks (developer tools, not installed).
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench"}
-    assert sorted(LAYERS) == sorted(set(LAYERS)), "a floor named twice"
-    assert set(LAYERS) == set(CONFIG["tool"]["importlinter"]["root_packages"])
-    assert set(LAYERS) == packages, "every top-level package is a floor of the contract"
+    assert sorted(FLOORS) == sorted(set(FLOORS)), "a floor named twice"
+    assert set(FLOORS) == set(CONFIG["tool"]["importlinter"]["root_packages"])
+    assert set(FLOORS) == packages, "every top-level package is a floor of the contract"
     installed = {p.rstrip("*") for p in CONFIG["tool"]["setuptools"]["packages"]["find"]["include"]}
-    assert installed == set(LAYERS)
-    assert set(_contract("acyclic_siblings")["ancestors"]) == set(LAYERS) - {"jobs"}
+    assert installed == set(FLOORS)
+    assert set(_contract("acyclic_siblings")["ancestors"]) == set(FLOORS) - {"jobs"}
+    assert set(CONFIG["tool"]["mypy"]["files"]) == set(FLOORS)
 
 
 def test_architecture_floor_diagram_is_the_contract():
+    """Floors top first, one arrow between floors; sibling apps of a floor on lines of their own
+    with no arrow between them."""
     block = _code_block_after(ARCHITECTURE.read_text(), "# Architecture")
-    shown = [line.split()[0] for line in block.splitlines() if line.strip() not in ("", "↓")]
-    assert shown == LAYERS
+    shown: list[list[str]] = [[]]
+    for line in block.splitlines():
+        if line.strip() == "↓":
+            shown.append([])
+        elif line[:1].strip():
+            shown[-1].append(line.split()[0])
+    assert shown == GROUPS
 
 
 def test_architecture_import_table_is_the_contract():
@@ -65,11 +75,15 @@ def test_architecture_import_table_is_the_contract():
         package, may, never = (cell.strip() for cell in line.strip("|").split("|"))
         rows[package.strip("`")] = (may, never)
     assert [p for p in rows if "." not in p] == FLOORS
-    for index, floor in enumerate(FLOORS):
-        may, never = rows[floor]
-        below, above = set(FLOORS[:index]), set(FLOORS[index + 1 :])
-        assert _names_in(may) - {floor} == below, f"{floor}: may import"
-        assert _names_in(never) - {floor} == above, f"{floor}: never imports"
+    bottom_first = list(reversed(GROUPS))
+    for index, group in enumerate(bottom_first):
+        below = {name for lower in bottom_first[:index] for name in lower}
+        above = {name for higher in bottom_first[index + 1 :] for name in higher}
+        for floor in group:
+            may, never = rows[floor]
+            siblings = set(group) - {floor}  # independent: never import each other
+            assert _names_in(may) - {floor} == below, f"{floor}: may import"
+            assert _names_in(never) - {floor} == above | siblings, f"{floor}: never imports"
 
 
 def test_architecture_contract_list_is_the_contract():

@@ -573,7 +573,7 @@ class DockerEngine:
             "labels": attributes,
         }
 
-    # -- interactive access: the SSH gateway (jobs/ssh/) ------------------------------------
+    # -- interactive access: the SSH gateway (ssh/) -----------------------------------------
 
     def exec_open(
         self,

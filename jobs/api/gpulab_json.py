@@ -32,7 +32,6 @@ from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
 from jobs.spec.v2 import EXTRA_FIELDS
 from jobs.spec.v2_resources import RESOURCE_FIELDS
 from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
-from jobs.ssh.access import ssh_username
 from jobs.states import JobStatus
 
 HIDDEN = "hidden"
@@ -468,7 +467,7 @@ def _state_resources(job, *, full: bool, logged_in: bool) -> dict | None:
         # Where the portal's SSH gateway lets the job's keys into its container (docs/ssh.md).
         # The gateway is also its own jump host: gpulab-cli chooses a proxy when it cannot
         # resolve slaveHost, and then needs the three proxy keys.
-        login = ssh_username(job)
+        login = job.ssh_username
         resources.update(
             sshHost=settings.PORTAL_SSH_HOST,
             sshPort=settings.PORTAL_SSH_PORT,

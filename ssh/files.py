@@ -28,7 +28,7 @@ from asyncssh.sftp import (
     FXF_WRITE,
 )
 
-from jobs.ssh.sessions import Demux, exec_exit_status
+from ssh.sessions import Demux, exec_exit_status
 
 SPOOL_BYTES = 8 * 1024 * 1024
 MAX_LINKS = 8

@@ -1,7 +1,7 @@
 """Who may log in to which job over SSH, and the job's history of SSH connections.
 
-The SSH user name names the job (its uuid, or a unique prefix of at least 6 characters of it):
-GPULab's model is one login per job. The offered key gets in only when
+The SSH user name names the job (``Job.ssh_username``, its uuid, or a unique prefix of at least
+6 characters of it): GPULab's model is one login per job. The offered key gets in only when
 
 - the job is RUNNING on a slave, with a container, and its owner's account is active;
 - the key is in the job's ``request.extra.sshPubKeys``, in the owner's profile SSH keys, or is
@@ -59,11 +59,6 @@ class SshDecision:
     target: SshTarget | None = None
 
 
-def ssh_username(job: Job) -> str:
-    """The SSH user name clients are told for ``job`` (state.resources.sshUsername)."""
-    return str(job.uuid)
-
-
 def key_blob(line: str) -> bytes | None:
     """The decoded key of an OpenSSH public key line (``type base64 [comment]``), or None."""
     parts = (line or "").split()
@@ -76,6 +71,8 @@ def key_blob(line: str) -> bytes | None:
 
 
 def _job_named(username: str) -> Job | None:
+    """The running job ``username`` names: ``Job.ssh_username`` read back, whole or as a unique
+    prefix."""
     name = (username or "").strip().lower()
     if len(name) < MIN_PREFIX or any(c not in "0123456789abcdef-" for c in name):
         return None

@@ -6,7 +6,7 @@ import logging
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from jobs.ssh.gateway import Gateway
+from ssh.gateway import Gateway
 
 
 class Command(BaseCommand):

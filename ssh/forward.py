@@ -8,9 +8,9 @@ import logging
 
 import asyncssh
 
-from jobs.ssh.sessions import READ_SIZE, JobSession, pump_output
+from ssh.sessions import READ_SIZE, JobSession, pump_output
 
-log = logging.getLogger("jobs.ssh")
+log = logging.getLogger("ssh")
 
 # Inside the container, connect stdin/stdout to 127.0.0.1:$1 with whatever the image has.
 FORWARD_SCRIPT = """

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import asyncssh
 
-from jobs.ssh import access
+from ssh import access
 
-log = logging.getLogger("jobs.ssh")
+log = logging.getLogger("ssh")
 
 SHELL = [
     "/bin/sh",
@@ -30,7 +30,7 @@ READ_SIZE = 65536
 
 
 class Gateway(Protocol):
-    """What a session needs of ``jobs.ssh.gateway.Gateway`` (which imports this module): its
+    """What a session needs of ``ssh.gateway.Gateway`` (which imports this module): its
     thread pool, and a way to run a blocking call there."""
 
     @property

@@ -1,6 +1,6 @@
 """Who the SSH gateway lets into which job, and what the Job JSON tells clients (no Docker).
 
-The same rules run end to end with OpenSSH in tests/integration/test_ssh_gateway.py.
+The same rules run end to end with OpenSSH in tests/ssh/test_ssh_gateway.py.
 """
 
 import datetime
@@ -18,14 +18,14 @@ from accounts.models import Profile
 from clusters.runtime.engine import _go_mode_to_posix
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import JobEvent
-from jobs.ssh.access import (
+from ssh.access import (
     ssh_event_record,
     ssh_job_running,
     ssh_keys_withdrawn,
     ssh_login_check,
 )
-from jobs.ssh.gateway import host_key_load_or_create
-from jobs.ssh.sessions import Demux
+from ssh.gateway import host_key_load_or_create
+from ssh.sessions import Demux
 from tests.web.factories import make_job
 
 pytestmark = pytest.mark.django_db
@@ -159,6 +159,12 @@ def test_job_json_tells_where_to_log_in_only_to_full_viewers(running, member, ou
     assert resources["sshHost"] == resources["sshProxyHost"] == "ssh.example.org"
     assert resources["sshPort"] == resources["sshProxyPort"] == 2200
     assert resources["sshUsername"] == resources["sshProxyUsername"] == str(job.uuid)
+    # The name told is the one the gateway reads back (Job.ssh_username, the one rule).
+    blob, line, fingerprint = new_key()
+    keyed = running(keys=[line])
+    told = job_to_gpulab(keyed, viewer=member)["state"]["resources"]["sshUsername"]
+    assert told == keyed.ssh_username
+    assert check(keyed, blob, fingerprint, username=told).target.job_id == keyed.pk
     hidden = job_to_gpulab(job, viewer=outsider)["state"]["resources"]
     assert not {k for k in hidden if k.startswith("ssh")}
     ended = running(status="FINISHED")

@@ -24,7 +24,7 @@ from clusters.services import slave_declare_gpus, slave_probe, slave_register
 from jobs.actions.services import job_cancel, job_submit
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
-from jobs.ssh.gateway import Gateway
+from ssh.gateway import Gateway
 from tests.integration.docker_support import TEST_IMAGE, docker_required, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]
@@ -286,7 +286,7 @@ def free_port() -> int:
 def test_local_port_forward_reaches_the_container(gateway, people, keys, route, monkeypatch):
     """Straight to the container's bridge address (an engine on this host), or through
     ``nc`` run inside the container (how containers of remote engines are reached)."""
-    from jobs.ssh import forward as module
+    from ssh import forward as module
 
     if route == "exec":
         monkeypatch.setattr(module, "_direct_forward", lambda session: False)

@@ -21,12 +21,12 @@ from pathlib import Path
 import asyncssh
 from django.conf import settings
 
-from jobs.ssh import access
-from jobs.ssh.files import ContainerSFTPServer
-from jobs.ssh.forward import forward_to_container, pipe_to
-from jobs.ssh.sessions import JobSession, run_process
+from ssh import access
+from ssh.files import ContainerSFTPServer
+from ssh.forward import forward_to_container, pipe_to
+from ssh.sessions import JobSession, run_process
 
-log = logging.getLogger("jobs.ssh")
+log = logging.getLogger("ssh")
 
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 
