@@ -39,6 +39,7 @@ from .model import (
 )
 from .ordering import order_queue
 from .placement import FailureMemo, Placer
+from .room_later import RoomLater
 from .shape import Shape, ShapeFactory
 from .state import Context, build_context
 from .timing import max_duration_cancel, not_after_reason, not_before_reason
@@ -148,6 +149,7 @@ class _Cycle:
             now=now, config=ctx.config, private_owners=ctx.private_owners, rrs=ctx.reservations
         )
         self.shapes = {job.id: factory.shape(job) for job in live}
+        self.position = {job.id: i for i, job in enumerate(live)}
         self.placer = Placer(ctx, self.env)
         self.demand = private.count_owner_demand(
             ctx,
@@ -257,9 +259,16 @@ class _Cycle:
                 )
             return cache[shape]
 
-        for shape, jobs in self.waiting.items():
-            for job in jobs:
-                self.explanations[job.id] = reasons_for(shape)
+        # Where and when halts may make room for the first waiting jobs (room_later.py): a
+        # wait behind a running job's minDuration or a reservation's start says so.
+        later = RoomLater(self.ctx, self.placer)
+        cap = max(1, self.ctx.config.max_explanations)
+        waiting = [(job, shape) for shape, jobs in self.waiting.items() for job in jobs]
+        waiting.sort(key=lambda item: self.position[item[0].id])
+        for job, shape in waiting:
+            lines = reasons_for(shape)
+            opens = later.line(job, shape)
+            self.explanations[job.id] = lines if opens is None else (opens, *lines)[:cap]
         for job, shape in self.interactive_waiting:
             self._wait_or_fail(job, reasons_for(shape))
 

@@ -56,7 +56,9 @@ class Filter(Protocol):
     * ``pins`` -- narrows the set to one slave before the later filters (``pin``): slaveName;
     * ``names_itself`` -- classes it alone keeps off are named by it even when a later filter
       rejects the rest ("no slave has 4 A100s" is misleading when a private cluster has them);
-    * ``indexed`` -- a room filter the class index answers (placement scans buckets, not slaves).
+    * ``indexed`` -- a room filter the class index answers (placement scans buckets, not slaves);
+    * ``narrows`` -- an identity filter the job chose (clusterId): the slaves it rejects are out
+      of the job's scope, not obstacles, and identity refusals never name it for them.
     """
 
     name: str
@@ -65,6 +67,7 @@ class Filter(Protocol):
     pins: bool
     names_itself: bool
     indexed: bool
+    narrows: bool
 
     def relevant(self, shape: Shape) -> bool: ...
 
@@ -92,6 +95,7 @@ class BaseFilter:
     pins = False
     names_itself = False
     indexed = False
+    narrows = False
 
     def relevant(self, shape: Shape) -> bool:
         return True
@@ -157,6 +161,7 @@ def scope_of(shape: Shape) -> str:
 
 class ClusterFilter(BaseFilter):
     name = "cluster"
+    narrows = True
 
     def relevant(self, shape: Shape) -> bool:
         return shape.cluster_id is not None

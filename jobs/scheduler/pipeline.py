@@ -38,9 +38,11 @@ from .filters import (
     Filter,
     Stage,
     rejected_members,
+    scope_of,
 )
 from .shape import Shape
 from .state import SlaveClass, SlaveRuntime, single_class
+from .text import compress_names
 
 PIPELINE: tuple[Filter, ...] = (
     # identity: what the slave is
@@ -102,18 +104,31 @@ class Pipeline:
     ) -> tuple[list[SlaveClass], str | None]:
         """Apply the identity filters one after the other.
 
-        Returns the classes that pass all of them, or (``[]``, why none does): the message comes
-        from the first filter that rejects every class left by the ones before, so it names the
-        real obstacle ("no slave has GPU model A100") rather than the first difference. A
-        ``pins`` filter narrows the classes to a one-slave view, which then gets that slave's own
-        reason. Classes that only a ``names_itself`` filter kept off are named by it when they
-        would pass every later filter.
+        Returns the classes that pass all of them, or (``[]``, why none does). The message
+        names the filter that refused each slave the job could otherwise use (the slaves its
+        ``narrows`` filters, clusterId, left in scope):
+
+        * one line of the filter that rejects every class left by the ones before, when that
+          filter refuses every slave in scope too, so the line is true of each of them ("no
+          slave has GPU model A100", however many slaves an earlier filter already refused);
+        * otherwise each slave under the first filter that refused it, in pipeline order
+          (``cluster 1: no slave meets every requirement: slave local has no GPU model V100
+          (has: ...); slave gpu2 has CUDA 9, job needs CUDA >= 10``). Before, the last filter's
+          line alone said "no slave has CUDA >= 10 (highest: 9)" while ``local`` had CUDA 11:
+          it was refused for its GPU model.
+
+        A ``pins`` filter narrows the classes to a one-slave view, which then gets that slave's
+        own reason. Classes that only a ``names_itself`` filter kept off are named by it when
+        they would pass every later filter.
         """
         left = list(groups)
         if not left:
             return [], "no slaves are registered"
         pinned = False
         kept_off: list[tuple[Filter, list[SlaveClass]]] = []  # by names_itself filters
+        # (filter, classes before it, classes it let through) for the filters that refused
+        # some in-scope class: what a refusal message is made of (rarely needed, so kept raw).
+        steps: list[tuple[Filter, list[SlaveClass], list[SlaveClass]]] = []
         chain = self.identity_filters
         for step, plugin in enumerate(chain):
             if not plugin.relevant(shape):
@@ -125,9 +140,11 @@ class Pipeline:
                 left, pinned = [view], True
                 continue
             passed = [g for g in left if plugin.rejects(shape, g, env) is None]
-            if plugin.names_itself and len(passed) < len(left):
-                kept = {id(g) for g in passed}
-                kept_off.append((plugin, [g for g in left if id(g) not in kept]))
+            if len(passed) < len(left):
+                if plugin.names_itself:
+                    kept_off.append((plugin, _gone(left, passed)))
+                if not plugin.narrows:
+                    steps.append((plugin, left, passed))
             if not passed:
                 if pinned:
                     return [], plugin.rejects(shape, left[0], env)
@@ -140,9 +157,32 @@ class Pipeline:
                     ]
                     if usable_if_allowed:
                         return [], earlier.summarize(shape, usable_if_allowed, env)[0]
-                return [], plugin.summarize(shape, left, env)[0]
+                return [], self._refusal(shape, plugin, left, steps, env)
             left = passed
         return left, None
+
+    def _refusal(
+        self,
+        shape: Shape,
+        last: Filter,
+        left: Sequence[SlaveClass],
+        steps: Sequence[tuple[Filter, list[SlaveClass], list[SlaveClass]]],
+        env: Env,
+    ) -> str:
+        """Why no class in scope passes: ``last``'s line when it holds for every one of them,
+        else each class under the first filter that refused it (see :meth:`identity`)."""
+        refused = [(plugin, g) for plugin, before, after in steps for g in _gone(before, after)]
+        if all(f is last or last.rejects(shape, g, env) is not None for f, g in refused):
+            return last.summarize(shape, left, env)[0]
+        by_filter: dict[int, list[SlaveClass]] = {}
+        for plugin, cls in refused:
+            by_filter.setdefault(id(plugin), []).append(cls)
+        parts = [
+            _refused_part(shape, plugin, by_filter[id(plugin)], env)
+            for plugin in self.identity_filters
+            if id(plugin) in by_filter
+        ]
+        return f"{scope_of(shape)}no slave meets every requirement: " + "; ".join(parts)
 
     # --- runtime and dynamic -----------------------------------------------------------------
 
@@ -217,6 +257,27 @@ class Pipeline:
             if step + 1 < len(self.room):
                 skip |= {s.rank for s in rejected_members(plugin, shape, usable, skip)}
         return [(f, line) for f in self.explain_order for line in lines.get(id(f), ())]
+
+
+def _gone(before: Sequence[SlaveClass], after: Sequence[SlaveClass]) -> list[SlaveClass]:
+    """The classes of ``before`` that a filter did not let through to ``after``."""
+    kept = {id(g) for g in after}
+    return [g for g in before if id(g) not in kept]
+
+
+def _refused_part(shape: Shape, plugin: Filter, classes: Sequence[SlaveClass], env: Env) -> str:
+    """What one filter refused: a lone slave's own reason, or the filter's line about the
+    slaves it refused, introduced by their names (``gpu2-gpu3: none has CUDA >= 10 ...``)."""
+    names = [name for cls in classes for name in cls.names]
+    if len(names) == 1:
+        return plugin.rejects(shape, classes[0], env) or ""
+    line = plugin.summarize(shape, classes, env)[0]
+    scope = scope_of(shape)
+    if scope and line.startswith(scope):
+        line = line[len(scope) :]
+    if line.startswith("no slave "):
+        line = "none " + line[len("no slave ") :]
+    return f"{compress_names(names)}: {line}"
 
 
 def _explain_key(plugin: Filter) -> int:

@@ -62,7 +62,8 @@ class ResRuntime:
         return self.res.gpu_count is None
 
     def describe(self, now: datetime) -> str:
-        """``reservation R blocks gpu1-gpu4 from 14:00 UTC`` (or ``holds ... until`` when open)."""
+        """``reservation R blocks gpu1-gpu4 from 14:00 UTC until 18:00 UTC`` (``holds ...
+        until`` when open)."""
         if self._text is None:
             self._text = self._describe(now)
         return self._text
@@ -74,7 +75,11 @@ class ResRuntime:
             return (
                 f"reservation {self.res.name} holds {what} until {format_clock(self.res.end, now)}"
             )
-        return f"reservation {self.res.name} blocks {what} from {format_clock(self.res.start, now)}"
+        # Until when: a job kept off by it waits for its end (or starts as a guest before it).
+        return (
+            f"reservation {self.res.name} blocks {what} from {format_clock(self.res.start, now)} "
+            f"until {format_clock(self.res.end, now)}"
+        )
 
 
 def build(

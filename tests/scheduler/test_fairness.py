@@ -62,7 +62,12 @@ def test_never_before_min_duration():
     runs = [busy("h1", (0, 1), started_s_ago=HOUR, min_s=DAY), busy("h2", (2, 3), min_s=2 * DAY)]
     result = cycle(runs, [queued("light", user="light", gpus=2)])
     assert not result.halts
-    assert result.explanations["light"] == ("cluster 1: no free GPUs, job needs 2",)
+    # It is told when h1's minDuration ends (issue 26 item 5; before: "no free GPUs" only).
+    assert result.explanations["light"] == (
+        "room on s1 from 2026-06-02 11:00 UTC: 1 running job there reaches its minDuration "
+        "then and may be halted for this job (fair share)",
+        "cluster 1: no free GPUs, job needs 2",
+    )
 
 
 def test_never_when_the_job_can_start_elsewhere():

@@ -90,7 +90,10 @@ def test_owner_halts_guests_past_min_duration_and_holds_the_room():
     assert result.explanations["a-owner"] == ("waiting for 1 halted job(s) on p1 to free room",)
     # The room is held for a-owner: b-owner does not claim it and cannot halt g-young yet.
     assert not result.starts
+    # ... and is told when it can (issue 26 item 5; before: "no free GPUs" only).
     assert result.explanations["b-owner"] == (
+        "room on p1 from 12:30 UTC: 1 running job there reaches its minDuration then and may "
+        "be halted for this job (private cluster priority)",
         "cluster 1: no free GPUs, job needs 1",
         "cluster 7: no free GPUs, job needs 1",
     )

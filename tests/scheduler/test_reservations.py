@@ -91,7 +91,10 @@ def test_entitled_job_prefers_its_open_reservation():
 def test_blocked_explanation_names_reservation_and_slaves():
     job = queued("j", cluster_id=1, min_duration_s=DAY, max_duration_s=WEEK)
     result = run_cycle(snapshot(slaves=SLAVES, queued=[job], reservations=[UPCOMING]))
-    assert result.explanations["j"] == ("reservation R blocks gpu1-gpu2 from 14:00 UTC",)
+    # The end too: a job kept off waits for it (issue 26 item 5).
+    assert result.explanations["j"] == (
+        "reservation R blocks gpu1-gpu2 from 14:00 UTC until 2026-06-02 12:00 UTC",
+    )
     result = run_cycle(
         snapshot(slaves=SLAVES, queued=[queued("k", cluster_id=1)], reservations=[OPEN])
     )
