@@ -3,9 +3,12 @@
 Compare-and-swap on the status column: ``UPDATE ... WHERE pk = ? AND status = <old>``. Two
 workers racing on the same job both try; exactly one update matches. Losing is a normal outcome
 (the caller sees ``False``), never an exception.
+
+The scheduler tick changes thousands of jobs at once; its bulk variant
+(``jobs.scheduler_bridge.apply.job_transition_many``) follows the rules kept here (allowed
+moves, event times, ``transition_reason``, ``job_ended``) with the tick's bulk writes.
 """
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import transaction
@@ -15,7 +18,6 @@ from core.errors import Conflict
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.bulk_sql import field_attname, keys_locked, rows_insert, rows_update
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
 from jobs.states import FINISHED as ENDED
@@ -55,7 +57,7 @@ REASON_EVENT_TYPES: dict[str, str] = {
 }
 
 
-def _reason(old: str, to: str, message: str) -> tuple[str, str] | None:
+def transition_reason(old: str, to: str, message: str) -> tuple[str, str] | None:
     """(event type, message) of the reason event for this change, if it has one."""
     kind = REASON_EVENT_TYPES.get(to)
     if kind is None or not message or (to == JobStatus.CANCELLED and old == JobStatus.CANCELLING):
@@ -64,7 +66,7 @@ def _reason(old: str, to: str, message: str) -> tuple[str, str] | None:
 
 
 def _reason_event(job: Job, old: str, to: str, message: str, now: datetime) -> JobEvent | None:
-    reason = _reason(old, to, message)
+    reason = transition_reason(old, to, message)
     if reason is None:
         return None
     return JobEvent(job=job, time=now, type=reason[0], message=reason[1])
@@ -104,13 +106,14 @@ def job_transition(
         setattr(job, name, value)
     job_notify_request(job=job, event=to)
     if to in ENDED:
-        _gang_task_ended(job)
+        job_ended(job)
     return True
 
 
-def _gang_task_ended(job: Job) -> None:
-    """A task of a multi-task OpenPAI job ended: its gang applies its completion policy
-    (jobs.gang.gang_update), once this transaction commits."""
+def job_ended(job: Job) -> None:
+    """What follows a job's end, whichever writer ended it: a task of a multi-task OpenPAI job
+    has its gang apply its completion policy (jobs.gang.gang_update), once this transaction
+    commits."""
     gang_id = job.__dict__.get("gang_id", _UNLOADED)
     if gang_id is _UNLOADED:  # loaded with .only(): one small query, ended jobs only
         gang_id = Job.objects.filter(pk=job.pk).values_list("gang_id", flat=True).first()
@@ -119,83 +122,6 @@ def _gang_task_ended(job: Job) -> None:
 
 
 _UNLOADED = object()
-
-
-EVENT_COLUMNS = ["job", "time", "type", "new_state", "message", "stage"]
-
-
-@dataclass(frozen=True)
-class TransitionRequest:
-    job: Job
-    to: str
-    message: str = ""
-    fields: dict | None = None
-
-
-def _write_rows(jobs: list[Job], names: list[str]) -> None:
-    """One ``UPDATE ... FROM (VALUES ...)`` per few thousand rows (``jobs.bulk_sql``): Django's
-    bulk_update builds a CASE expression per column and row, and executemany a round trip per
-    row on PostgreSQL; both cost seconds for a few thousand jobs."""
-    if not jobs:
-        return
-    attnames = [field_attname(Job, name) for name in names]
-    rows_update(
-        Job,
-        key="id",
-        names=names,
-        rows=[[job.pk, *(getattr(job, attname) for attname in attnames)] for job in jobs],
-    )
-
-
-def job_transition_many(
-    *, requests: list[TransitionRequest], now: datetime | None = None
-) -> list[bool]:
-    """The same guarded change for many jobs in one transaction (the scheduler's apply step).
-
-    Lock-then-write instead of one compare-and-swap UPDATE per row: the rows still in their
-    expected status are locked (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's IMMEDIATE
-    transactions serialise writers), so nobody can move them before this transaction commits,
-    and all winners are written with one bulk UPDATE and their events with one bulk INSERT.
-    Losers are not refreshed (the caller skips them).
-    """
-    now = now or timezone.now()
-    stamp = utc_z(now)
-    for request in requests:
-        if not is_allowed(request.job.status, request.to):
-            raise TransitionNotAllowed(request.job.status, request.to)
-    by_status: dict[str, list[int]] = {}
-    for request in requests:
-        by_status.setdefault(request.job.status, []).append(request.job.pk)
-    with transaction.atomic():
-        still = set()
-        for status, ids in by_status.items():
-            still |= keys_locked(Job, keys=ids, column="status", value=status)
-        won, changed, events, columns = [], [], [], {"status", "status_updated", "event_times"}
-        for request in requests:
-            job = request.job
-            ok = job.pk in still
-            won.append(ok)
-            if not ok:
-                continue
-            reason = _reason(job.status, request.to, request.message)
-            if reason is not None:
-                events.append([job.pk, now, reason[0], "", reason[1], ""])
-            job.event_times = {**(job.event_times or {}), request.to: stamp, "statusUpdated": stamp}
-            job.status, job.status_updated = request.to, now
-            for name, value in (request.fields or {}).items():
-                setattr(job, name, value)
-                columns.add(name)
-            changed.append(job)
-            events.append(
-                [job.pk, now, JobEvent.Type.STATUS_CHANGE, request.to, request.message[:5000], ""]
-            )
-        _write_rows(changed, sorted(columns))
-        # One INSERT of rows, in this order (the history's ids ascend with it).
-        rows_insert(JobEvent, names=EVENT_COLUMNS, rows=events)
-        for job in changed:
-            if job.status in ENDED:
-                _gang_task_ended(job)
-    return won
 
 
 def job_event_add(*, job: Job, message: str, type: str = JobEvent.Type.INFO, now=None) -> JobEvent:

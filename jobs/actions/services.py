@@ -4,13 +4,12 @@ Each takes keyword-only arguments, checks permission through the selectors, chan
 through ``job_transition`` and fires background work on commit.
 """
 
-import uuid
 from copy import deepcopy
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, models, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Membership, Project
@@ -19,7 +18,6 @@ from core.errors import Conflict, NotAllowed
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.bulk_sql import field_attname, rows_insert
 from jobs.gang.create import gang_create
 from jobs.gang.whole import gang_cancel, gang_delete, gang_hold, gang_release
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
@@ -243,49 +241,6 @@ def job_submit_many(
     return _jobs_create(user=user, project=project, items=items, hold=hold, now=now)
 
 
-def _new_jobs(*, shared: dict, rows: list[dict]) -> list[Job]:
-    """``[Job(**shared, **row) for row in rows]``, in a third of the time: positional values
-    skip Django's handling of each keyword (25 ms of a 500-job array). Every job gets its own
-    copy of a shared JSON value and a fresh callable default (a caller changing one job's
-    event_times or gpu_ids must not change another's); relations are set by their descriptors,
-    which also keep the related object (``job.owner`` without a query)."""
-    meta = Job._meta
-    relations = {name: v for name, v in shared.items() if isinstance(v, models.Model)}
-    given = {field_attname(Job, name): v for name, v in shared.items()}
-    given.update({field_attname(Job, name): v.pk for name, v in relations.items()})
-    # Per concrete field (by position), where its value comes from: a value the same in every
-    # job, the row, a fresh copy of a shared JSON value, or a call of the field's default.
-    fixed: list = []
-    from_row, copied, called = [], [], []
-    for position, field in enumerate(meta.concrete_fields):
-        name = field.attname
-        fixed.append(None)
-        if name in rows[0]:
-            from_row.append((position, name))
-        elif name in given and isinstance(given[name], dict | list):
-            copied.append((position, given[name]))
-        elif name in given:
-            fixed[position] = given[name]
-        elif field.has_default() and callable(field.default):
-            called.append((position, field.default))
-        else:
-            fixed[position] = field.get_default()
-    jobs = []
-    for row in rows:
-        values = fixed.copy()
-        for position, name in from_row:
-            values[position] = row[name]
-        for position, value in copied:
-            values[position] = deepcopy(value)
-        for position, make in called:
-            values[position] = make()
-        job = Job(*values)
-        for name, related in relations.items():
-            setattr(job, name, related)
-        jobs.append(job)
-    return jobs
-
-
 def _jobs_create(
     *,
     user,
@@ -297,14 +252,11 @@ def _jobs_create(
 ) -> list[Job]:
     """Write checked jobs with their first event in one transaction, then ask for one tick.
 
-    One job or many, the rows are a few INSERT statements (``jobs.bulk_sql.rows_insert``, not
-    ``save`` or ``bulk_create``, whose per-value preparing was most of a submission): the
-    columns every job of the request shares are prepared and bound once, the rest per job. The
-    rows are those Django's ``save`` writes (tests/jobs/test_submit_array.py compares them
-    column by column)."""
+    One job or many, the rows go through ``bulk_create`` (a few INSERT statements, the ids
+    read back with them on PostgreSQL and SQLite): the rows Django's ``save`` writes
+    (tests/jobs/test_submit_array.py compares them column by column)."""
     status = JobStatus.ONHOLD if hold else JobStatus.QUEUED
     stamp = utc_z(now)
-    times = {"created": stamp, "statusUpdated": stamp, status: stamp}
     shared = {
         "owner": user,
         "project": project,
@@ -312,53 +264,47 @@ def _jobs_create(
         "status": status,
         "status_updated": now,
         "created": now,
+        "event_times": {"created": stamp, "statusUpdated": stamp, status: stamp},
         **(extra or {}),
     }
-    rows = [
-        {
-            "name": item.canonical["name"],
-            "description": item.canonical.get("description"),
-            "request": item.canonical["request"],
+    # A caller may name the uuid (a Tapis job keeps the uuid it answered with): one job, one
+    # uuid. Otherwise each job gets the field's default.
+    if shared.get("uuid") is None:
+        shared.pop("uuid", None)
+    elif len(items) != 1:
+        raise ValueError("a chosen uuid names exactly one job")
+    jobs = [
+        Job(
+            # Each job its own copy of a shared JSON value: a caller changing one job's
+            # event_times must not change another's.
+            **{k: deepcopy(v) if isinstance(v, dict | list) else v for k, v in shared.items()},
+            name=item.canonical["name"],
+            description=item.canonical.get("description"),
+            request=item.canonical["request"],
             **columns_from_request(item.canonical["request"]),
-        }
+        )
         for item in items
     ]
-    # Each row's own uuid, chosen here rather than by the field's default: rows_insert's key.
-    # A caller may name it (a Tapis job keeps the uuid it answered with): one job, one uuid.
-    chosen = shared.pop("uuid", None)
-    if chosen is not None and len(rows) != 1:
-        raise ValueError("a chosen uuid names exactly one job")
-    for row in rows:
-        row["uuid"] = chosen or uuid.uuid4()
-    jobs = _new_jobs(shared={**shared, "event_times": times}, rows=rows)
     messages = [
         "submitted" + (" (converted from a v1 jobDefinition)" if item.was_v1 else "")
         for item in items
     ]
     with transaction.atomic():
-        names = list(rows[0])
-        pks = rows_insert(
-            Job,
-            shared={**shared, "event_times": times},
-            names=names,
-            rows=[[row[name] for name in names] for row in rows],
-            key="uuid",
-        )
-        assert pks is not None  # a key was given
-        for job, pk in zip(jobs, pks, strict=True):
-            job.pk = pk
-            job._state.adding = False
-            job._state.db = DEFAULT_DB_ALIAS
+        Job.objects.bulk_create(jobs)
         JobPullSecret.objects.bulk_create(
             JobPullSecret(job=job, image=item.pull_image)
             for job, item in zip(jobs, items, strict=True)
             if item.pull_image
         )
-        rows_insert(
-            JobEvent,
-            shared={"time": now, "type": JobEvent.Type.STATUS_CHANGE, "new_state": status},
-            names=["job", "message"],
-            rows=[[job.pk, message] for job, message in zip(jobs, messages, strict=True)],
+        JobEvent.objects.bulk_create(
+            JobEvent(
+                job=job,
+                time=now,
+                type=JobEvent.Type.STATUS_CHANGE,
+                new_state=status,
+                message=message,
+            )
+            for job, message in zip(jobs, messages, strict=True)
         )
         if status == JobStatus.QUEUED:
             tick_request()

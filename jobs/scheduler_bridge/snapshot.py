@@ -14,10 +14,10 @@ from django.db.models import Count, F, Func, JSONField, Model
 from accounts.models import Project
 from clusters.models import Cluster, Gpu, Slave
 from core.timefmt import parse_utc_z
-from jobs.bulk_sql import keys_in
 from jobs.models import Job
 from jobs.scheduler import model as sm
 from jobs.scheduler.scorers import check_weights
+from jobs.scheduler_bridge.bulk_writes import keys_in
 from jobs.scheduler_bridge.usage import usage_now
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from reservations.models import Reservation

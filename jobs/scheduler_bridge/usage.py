@@ -8,10 +8,10 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 
-from jobs.bulk_sql import rows_update
 from jobs.models import Job, UserUsage
 from jobs.scheduler import model as sm
 from jobs.scheduler.usage import accrue, decayed, usage_rate
+from jobs.scheduler_bridge.bulk_writes import rows_update
 
 
 def usage_accrue(*, now: datetime, running: list[dict], config: sm.SchedulerConfig) -> dict:

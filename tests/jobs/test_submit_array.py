@@ -212,7 +212,7 @@ def compare_array_with_single() -> dict:
         assert held(item) == stored(item)
         assert Job.objects.get(pk=item.pk).uuid == item.uuid
     assert stored(many[0])["request"]["docker"]["environment"]["NOTE"] == 'ünïcødé "x"'
-    # Identical jobs: their equal columns are bound once (bulk_sql.rows_insert), same rows.
+    # Identical jobs in one array: the same rows, each job its own.
     alike = job_submit_many(
         user=user, project=project, documents=[copy.deepcopy(documents[0])] * 3, now=now
     )

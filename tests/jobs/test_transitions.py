@@ -3,6 +3,7 @@
 import itertools
 
 import pytest
+from django.utils import timezone
 
 from jobs.models import Job, JobEvent
 from jobs.states import ALLOWED_TRANSITIONS, GROUPS, JobStatus
@@ -80,7 +81,7 @@ def test_two_writers_from_the_same_state_exactly_one_wins(submit):
 
 @pytest.mark.django_db
 def test_bulk_transitions_skip_jobs_that_moved_meanwhile(submit):
-    from jobs.transitions import TransitionRequest, job_transition_many
+    from jobs.scheduler_bridge.apply import TransitionRequest, job_transition_many
 
     first, second = submit(), submit()
     stale_second = Job.objects.get(pk=second.pk)
@@ -99,6 +100,32 @@ def test_bulk_transitions_skip_jobs_that_moved_meanwhile(submit):
     assert JobEvent.objects.filter(new_state="ASSIGNED").count() == 1
     with pytest.raises(TransitionNotAllowed):
         job_transition_many(requests=[TransitionRequest(job=first, to="FINISHED")])
+
+
+@pytest.mark.django_db
+def test_bulk_transitions_write_what_a_single_one_writes(submit):
+    """The tick's bulk variant and job_transition write the same columns and events (the
+    status change, then the reason event, in id order)."""
+    from jobs.scheduler_bridge.apply import TransitionRequest, job_transition_many
+
+    now = timezone.now()
+    alone, bulk = submit(now=now), submit(now=now)
+    assert job_transition(job=alone, to="FAILED", message="no room", now=now) is True
+    assert job_transition_many(
+        requests=[TransitionRequest(job=bulk, to="FAILED", message="no room")], now=now
+    ) == [True]
+
+    def written(job):
+        row = Job.objects.filter(pk=job.pk).values("status", "status_updated", "event_times").get()
+        events = JobEvent.objects.filter(job=job, time=now).order_by("id")
+        return row, list(events.values_list("type", "new_state", "message"))
+
+    assert written(bulk) == written(alone)
+    assert written(bulk)[1] == [
+        ("Status Change", "QUEUED", "submitted"),
+        ("Status Change", "FAILED", "no room"),
+        ("Error", "", "FAILED: no room"),
+    ]
 
 
 @pytest.mark.parametrize(

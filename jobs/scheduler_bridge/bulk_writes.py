@@ -1,20 +1,27 @@
-"""Writing different values to many rows in one statement: ``UPDATE ... FROM (VALUES ...)``.
+"""The scheduler tick's writes of thousands of rows: the portal's only raw SQL.
 
-Django's ``bulk_update`` builds a ``CASE`` per column and row, and ``executemany`` runs one
-statement per row (on PostgreSQL a round trip each, even pipelined); for the scheduler's few
-thousand rows per tick both cost seconds. ``UPDATE t SET c = v.c FROM (VALUES ...) v WHERE
-t.id = v.id`` writes them in a few statements on PostgreSQL and SQLite (3.33+) alike.
+Everything else, the request paths included (submit, array submit, one job's transition),
+writes through Django's ORM as documented (``bulk_create``, compare-and-swap ``update()``).
+A tick on a full site assigns, fails and explains thousands of queued jobs and brings every
+running user's usage up to date in one cycle, and there the ORM's ways cost seconds:
 
-On PostgreSQL the rows travel as one JSON document (``FROM jsonb_to_recordset(%s::jsonb) AS
-v (c0 bigint, ...)``): one placeholder instead of one per value. psycopg binds client-side,
-scanning the statement for every ``%s`` and quoting every value in Python; for 3k rows × 9
-columns that alone took about a second, one ``json.dumps`` takes milliseconds (measured on a
-10k-queue tick).
+- ``bulk_update`` builds a ``CASE`` per column and row, and ``executemany`` runs one
+  statement per row (on PostgreSQL a round trip each, even pipelined). ``UPDATE t SET c =
+  v.c FROM (VALUES ...) v WHERE t.id = v.id`` (``rows_update``) and ``INSERT ... SELECT ...
+  ON CONFLICT`` (``rows_upsert``) write them in a few statements on PostgreSQL and SQLite
+  (3.33+) alike.
+- On PostgreSQL the rows travel as one JSON document (``FROM jsonb_to_recordset(%s::jsonb)
+  AS v (c0 bigint, ...)``): one placeholder instead of one per value. psycopg binds
+  client-side, scanning the statement for every ``%s`` and quoting every value in Python;
+  for 3k rows x 9 columns that alone took about a second, one ``json.dumps`` takes
+  milliseconds (measured on a 10k-queue tick). Many keys go the same way (``keys_in``,
+  ``keys_locked``, ``rows_delete``).
+
+Its users: ``jobs.scheduler_bridge`` (the snapshot, apply with its bulk transition, usage).
+tests/jobs/test_bulk_writes.py runs every writer on SQLite and on PostgreSQL.
 """
 
-import functools
 import json
-from dataclasses import dataclass
 from datetime import date, datetime, time
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
@@ -47,13 +54,6 @@ _AS_IS = {
     "BooleanField": bool,
     "DateTimeField": datetime,
 }  # fmt: skip
-
-
-def field_attname(model: type[models.Model], name: str) -> str:
-    """The column attribute of the model's field ``name`` (``owner`` -> ``owner_id``)."""
-    field = model._meta.get_field(name)
-    assert isinstance(field, models.Field), f"{name} is not a column of {model.__name__}"
-    return field.attname
 
 
 def _preparer(field, db, *, json_as_is: bool):
@@ -255,167 +255,3 @@ def rows_delete(model, *, keys: list) -> int:
     with connection.cursor() as cursor:
         cursor.execute(sql, [json.dumps(keys, default=_encode)])
         return cursor.rowcount
-
-
-def _prepared(field, value, db):
-    """What Django's insert binds for ``value`` in ``field`` (a model instance: its key)."""
-    if isinstance(value, models.Model):
-        value = value.pk
-    return field.get_db_prep_save(value, db)
-
-
-def rows_insert(
-    model,
-    *,
-    names: list[str],
-    rows: list[list],
-    shared: dict | None = None,
-    key: str | None = None,
-) -> list | None:
-    """Insert many new rows, in the order of ``rows`` (ids ascend with it): the columns
-    ``names`` per row, ``shared`` (name -> value) the same in every row, every other column its
-    field's default. Answers the primary keys in the order of ``rows`` when ``key`` (a unique
-    column among ``names``) is given, else None. Used by array submissions (jobs and their
-    first events) and by every bulk transition (a tick's job events).
-
-    Django's ``bulk_create`` prepares every value of every object through its SQL compiler
-    (about 50 columns per job: three quarters of an array submission's time). Here a shared
-    value is prepared and bound once, a row value through the same ``get_db_prep_save`` as
-    Django's (JSON columns are the same text). The row source is the one of ``rows_update``:
-    one JSON recordset on PostgreSQL, ``VALUES`` chunks on SQLite. The keys come back with
-    ``RETURNING`` and are matched to the rows by ``key``, not by the order they come back in.
-    """
-    if not rows:
-        return [] if key else None
-    shared = shared or {}
-    db = connections[DEFAULT_DB_ALIAS]
-    meta = model._meta
-    keys = [row[names.index(key)] for row in rows] if key is not None else None
-    # A column that holds one value in every row (an array's jobs mostly ask for the same
-    # resources) is bound once, like ``shared``.
-    same = [
-        i for i, name in enumerate(names)
-        if name != key and _one_value(meta.get_field(name), [row[i] for row in rows])
-    ]  # fmt: skip
-    same = same[: len(names) - 1]  # the row source needs a column
-    if same:
-        shared = {**shared, **{names[i]: rows[0][i] for i in same}}
-        kept = [i for i in range(len(names)) if i not in same]
-        names = [names[i] for i in kept]
-        rows = [[row[i] for i in kept] for row in rows]
-    plan = _insert_plan(model, tuple(names), tuple(shared), key, db.vendor)
-    fields = plan.fields
-    constant_params = [
-        prepare(_model_key(value))
-        for prepare, value in zip(_preparers(plan.shared_fields, db), shared.values(), strict=True)
-    ]
-    constant_params += [
-        _prepared(f, f.get_default(), db) if fixed is _FRESH else fixed
-        for f, fixed in plan.defaults
-    ]
-    pg = db.vendor == "postgresql"
-    if key is not None:
-        key_field = meta.get_field(key)
-    returned: list = []
-    with db.cursor() as cursor:
-        if pg:
-            source, document = _recordset(fields, plan.aliases, [
-                [_model_key(v) for v in row] for row in rows
-            ])  # fmt: skip
-            cursor.execute(f"{plan.head}{source}{plan.returning}", [*constant_params, document])
-            if key is not None:
-                returned = cursor.fetchall()
-        else:
-            preparers = _preparers(fields, db)
-            one = "(" + ", ".join(["%s"] * len(fields)) + ")"
-            per = max(1, (MAX_PARAMS - len(constant_params)) // len(fields))
-            for start in range(0, len(rows), per):
-                chunk = rows[start : start + per]
-                params = [
-                    prepare(_model_key(value))
-                    for row in chunk
-                    for prepare, value in zip(preparers, row, strict=True)
-                ]
-                source = _values_source(plan.aliases, one, len(chunk))
-                # The shared values stand before the row source in the statement: bound first.
-                cursor.execute(f"{plan.head}{source}{plan.returning}", [*constant_params, *params])
-                if key is not None:
-                    returned.extend(cursor.fetchall())
-    if keys is None:  # no key asked for
-        return None
-    by_key = {key_field.to_python(k): pk for pk, k in returned}
-    return [by_key[key_field.to_python(k)] for k in keys]
-
-
-_FRESH = object()  # a default made anew for each statement (a callable's)
-# Callable defaults whose value is the same at every call: prepared once with the plan.
-_SAME_EVERY_CALL = (list, dict, tuple, str, int)
-
-
-@dataclass(frozen=True)
-class _InsertPlan:
-    fields: list  # the per-row columns, in row order
-    shared_fields: list  # the fields of ``shared``, in its order
-    defaults: list  # (field, prepared default or _FRESH) of every other column
-    aliases: list  # the row source's column names
-    head: str  # the statement up to its row source: INSERT INTO t (...) SELECT ... FROM
-    returning: str
-
-
-@functools.lru_cache(maxsize=256)
-def _insert_plan(model, names: tuple, shared: tuple, key: str | None, vendor: str) -> _InsertPlan:
-    """What an insert of these columns states besides its values, made once per shape: a
-    single submission's insert prepared ~40 defaults and rebuilt its SQL text every time."""
-    db = connections[DEFAULT_DB_ALIAS]
-    qn = db.ops.quote_name
-    meta = model._meta
-    fields = [meta.get_field(name) for name in names]
-    if any(isinstance(f, models.JSONField) and f.encoder for f in fields):
-        # The PostgreSQL recordset carries JSON values as they are, with json's own encoder.
-        raise ValueError("rows_insert: a JSON column with its own encoder is not supported")
-    shared_fields = [meta.get_field(n) for n in shared]
-    given = {f.attname for f in [*fields, *shared_fields]}
-    defaults = []
-    for field in meta.concrete_fields:
-        if field.attname in given or field is meta.auto_field:
-            continue
-        default = field.get_default()
-        if field.unique and default is not None:  # one value in every row breaks the constraint
-            raise ValueError(f"rows_insert: give {field.name}, a unique column, per row")
-        fresh = callable(field.default) and field.default not in _SAME_EVERY_CALL
-        defaults.append((field, _FRESH if fresh else _prepared(field, default, db)))
-    constant_fields = [*shared_fields, *(field for field, _ in defaults)]
-    pg = vendor == "postgresql"
-    constant_sql = ", ".join(
-        f"CAST(%s AS {f.db_type(db)})" if pg else "%s" for f in constant_fields
-    )
-    aliases = [f"c{i}" for i in range(len(fields))]
-    returning = ""
-    if key is not None:
-        returning = f" RETURNING {qn(meta.pk.column)}, {qn(meta.get_field(key).column)}"
-    picks = ", ".join([*(f"v.{a}" for a in aliases), *([constant_sql] if constant_sql else [])])
-    columns = ", ".join(qn(f.column) for f in [*fields, *constant_fields])
-    return _InsertPlan(
-        fields=fields,
-        shared_fields=shared_fields,
-        defaults=defaults,
-        aliases=aliases,
-        head=f"INSERT INTO {qn(meta.db_table)} ({columns}) SELECT {picks} FROM ",
-        returning=returning,
-    )
-
-
-def _one_value(field, values: list) -> bool:
-    """Whether every value is the same one, written the same way: equal and of one type (1,
-    1.0 and True are equal in Python, not in a column); a JSON column only when every value
-    is an empty list or an empty object (equal JSON documents may still differ inside, 1
-    against 1.0)."""
-    first = values[0]
-    kind = type(first)
-    if isinstance(field, models.JSONField) and (kind not in (list, dict) or first):
-        return False
-    return all(type(v) is kind and v == first for v in values)
-
-
-def _model_key(value):
-    return value.pk if isinstance(value, models.Model) else value
