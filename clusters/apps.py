@@ -15,8 +15,9 @@ class ClustersConfig(AppConfig):
 
 
 def check_port_policy(app_configs=None, **kwargs):
-    """A mistyped PORTAL_HOST_PORT_RANGE / _RESERVED_HOST_PORTS / _ADDRESSES fails
-    `manage.py check` (and every management command) instead of the first submission."""
+    """A mistyped PORTAL_REFUSED_HOST_PORTS / _HOST_PORT_RANGE / _AUTO_HOST_PORT_RANGE /
+    _HOST_PORT_ADDRESSES fails `manage.py check` (and every management command) instead of
+    the first submission."""
     from clusters.services import site_port_policy
 
     try:

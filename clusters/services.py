@@ -20,15 +20,19 @@ log = logging.getLogger(__name__)
 
 
 def site_port_policy():
-    """The host ports and addresses jobs may publish on (PORTAL_HOST_PORT_RANGE,
-    PORTAL_RESERVED_HOST_PORTS, PORTAL_HOST_PORT_ADDRESSES); checked at submit and again by
-    the engine before every container is created."""
-    return PortPolicy.parse(
-        host_port_range=settings.PORTAL_HOST_PORT_RANGE,
-        reserved=settings.PORTAL_RESERVED_HOST_PORTS,
+    """The host ports and addresses jobs may publish on (PORTAL_REFUSED_HOST_PORTS, with the
+    SSH gateway's PORTAL_SSH_PORT always among them; PORTAL_HOST_PORT_RANGE when a site
+    narrows fixed ports to a range; PORTAL_HOST_PORT_ADDRESSES) and where the portal picks
+    ports itself (PORTAL_AUTO_HOST_PORT_RANGE); checked at submit and again by the engine
+    before every container is created."""
+    policy = PortPolicy.parse(
+        refused=settings.PORTAL_REFUSED_HOST_PORTS,
         addresses=settings.PORTAL_HOST_PORT_ADDRESSES,
     )
+        allowed=settings.PORTAL_HOST_PORT_RANGE,
+        auto_range=settings.PORTAL_AUTO_HOST_PORT_RANGE,
 
+    return policy.also_refusing(int(settings.PORTAL_SSH_PORT), "the portal's SSH gateway")
 
 def engine_for(slave: Slave):
     """The engine behind a slave (``clusters.runtime.protocol.Engine``): Docker, or the

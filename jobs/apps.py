@@ -21,6 +21,7 @@ class JobsConfig(AppConfig):
         # A slave or reservation changed (clusters, reservations): the scheduler looks again.
         capacity_changed.connect(tick_on_capacity_change, dispatch_uid="gpuportal-capacity-tick")
         checks.register(check_scorer_weights)
+        checks.register(check_storage_aliases)
 
 
 def check_scorer_weights(app_configs=None, **kwargs):
@@ -31,4 +32,17 @@ def check_scorer_weights(app_configs=None, **kwargs):
         scorer_weights()
     except (ValueError, AttributeError, TypeError) as error:
         return [checks.Error(f"PORTAL_SCHEDULER_SCORER_WEIGHTS: {error}", id="jobs.E001")]
+    return []
+
+
+def check_storage_aliases(app_configs=None, **kwargs):
+    """A mistyped PORTAL_STORAGE_ALIASES fails `manage.py check`, not the first submission."""
+    from django.conf import settings
+
+    from jobs.runtime.storage import storage_aliases
+
+    try:
+        storage_aliases(settings.PORTAL_STORAGE_ALIASES)
+    except ValueError as error:
+        return [checks.Error(f"PORTAL_STORAGE_ALIASES: {error}", id="jobs.E002")]
     return []

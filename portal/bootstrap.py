@@ -1,7 +1,11 @@
-"""The embedded defaults a fresh clone starts with: admin, demo project, cluster 1, slave local."""
+"""The embedded defaults a fresh clone starts with: admin, demo project, cluster 1, slave local,
+and the reservation GPULab's scheduling examples name (its storage name /project_ghent is a site
+setting: PORTAL_STORAGE_ALIASES)."""
 
 import secrets
+import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -12,8 +16,18 @@ from accounts.models import Membership, Project
 from clusters.models import Slave
 from clusters.services import cluster_ensure, slave_declare_gpus, slave_probe, slave_register
 from core.installation import private_dir, write_private
+from reservations.models import Reservation
+from reservations.services import reservation_create
 
 DEMO_GPUS = [("Demo GPU (declared, no real device)", 16384)] * 2
+# The reservation GPULab's scheduling examples name ("reservationIds": [...]): on the demo site
+# it exists, for the demo project, so those examples are accepted as written. Its window is
+# long over: it holds nothing back from anyone.
+SEED_RESERVATION = uuid.UUID("f6dbca7b-58fd-47e3-9ac4-9ad33e7f6030")
+SEED_RESERVATION_WINDOW = (
+    datetime.fromisoformat("2020-01-01T00:00:00+01:00"),
+    datetime.fromisoformat("2020-01-01T01:00:00+01:00"),
+)
 
 
 @dataclass
@@ -60,8 +74,27 @@ def bootstrap_demo(*, username: str = "admin") -> BootstrapResult:
             docker_url=settings.PORTAL_LOCAL_DOCKER_URL,
             host="127.0.0.1",
         )
+        seed_reservation_ensure(cluster=cluster, project=project, admin=admin)
     slave = slave_probe(slave=slave, discover_gpus=True)
     if slave.gpu_mode != Slave.GpuMode.NVIDIA and not slave.gpus.exists():
         # No NVIDIA GPU here: two declared demo GPUs let a new user try GPU jobs end to end.
         slave_declare_gpus(slave=slave, gpus=DEMO_GPUS)
     return BootstrapResult(username, password, created, slave)
+
+
+def seed_reservation_ensure(*, cluster, project, admin) -> None:
+    """The reservation of GPULab's examples (SEED_RESERVATION), made once."""
+    if Reservation.objects.filter(uuid=SEED_RESERVATION).exists():
+        return
+    start, end = SEED_RESERVATION_WINDOW
+    made = reservation_create(
+        name="GPULab example reservation",
+        description="The reservation GPULab's scheduling examples name; long over.",
+        cluster=cluster,
+        start=start,
+        end=end,
+        created_by=admin,
+        projects=[project],
+    )
+    # The service makes a new id; this one is the id the examples are written with.
+    Reservation.objects.filter(pk=made.pk).update(uuid=SEED_RESERVATION)

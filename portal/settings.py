@@ -331,6 +331,9 @@ PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
 )
 # Run with all GPUs on slaves that have the NVIDIA runtime, to list them (must be pullable or
 # present on the slave: air-gapped sites point this at their own registry).
+# Other names for storage roots the slaves offer ("alias=root"): GPULab's documentation mounts
+# the project's share as /project_ghent, so its examples run as they are written.
+PORTAL_STORAGE_ALIASES = env_list("PORTAL_STORAGE_ALIASES", ["/project_ghent=/project"])
 PORTAL_GPU_PROBE_IMAGE = os.environ.get(
     "PORTAL_GPU_PROBE_IMAGE", "nvidia/cuda:12.4.1-base-ubuntu22.04"
 )
@@ -346,14 +349,19 @@ PORTAL_INPUT_MAX_BYTES = env_int("PORTAL_INPUT_MAX_BYTES", 1024**3)
 # run root containers on that host: refused (admin, add_slave, slave_register) unless allowed.
 PORTAL_ALLOW_INSECURE_TCP = env_bool("PORTAL_ALLOW_INSECURE_TCP", False)
 
-# Fixed host ports a job may publish: inside this range (below the ephemeral ports Docker picks
-# random ones from), never one of the reserved ports, only on these addresses (hostIp).
-PORTAL_HOST_PORT_RANGE = os.environ.get("PORTAL_HOST_PORT_RANGE", "20000-29999")
+# Fixed host ports a job may publish: any port but the refused ones (privileged, Docker's, the
+# portal's and its services'; clusters/runtime/spec.py says which is which), only on these
+# addresses (hostIp). A site may narrow them to a range ("20000-29999"; empty: no range). Ports
+# a site listed under the former name PORTAL_RESERVED_HOST_PORTS stay refused.
+PORTAL_REFUSED_HOST_PORTS = env_list(
+    "PORTAL_REFUSED_HOST_PORTS", ["1-1023", "2222", "2375-2377", "5432", "6379", "8000", "8443"]
+) + env_list("PORTAL_RESERVED_HOST_PORTS", [])
+PORTAL_HOST_PORT_RANGE = os.environ.get("PORTAL_HOST_PORT_RANGE", "")
+# Where the portal picks host ports itself (the tasks of OpenPAI jobs), below the ephemeral
+# ports Docker picks random ones from.
+PORTAL_AUTO_HOST_PORT_RANGE = os.environ.get("PORTAL_AUTO_HOST_PORT_RANGE", "20000-29999")
 # OpenPAI jobEnvs.isDebug: seconds a failed task's container is kept for inspection (jobs.gang.debug).
 PORTAL_OPENPAI_DEBUG_KEEP_S = env_int("PORTAL_OPENPAI_DEBUG_KEEP_S", 3600)
-PORTAL_RESERVED_HOST_PORTS = env_list(
-    "PORTAL_RESERVED_HOST_PORTS", ["22", "2375", "2376", "2377", "8000", "8443"]
-)
 PORTAL_HOST_PORT_ADDRESSES = env_list("PORTAL_HOST_PORT_ADDRESSES", ["0.0.0.0", "::"])
 
 # --- Certificates for gpulab-cli ------------------------------------------------------------

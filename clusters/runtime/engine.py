@@ -187,7 +187,8 @@ class DockerEngine:
         self.url = url
         self.timeout = timeout
         # Host ports and addresses containers may publish (the site's settings, see
-        # clusters.services.site_port_policy); PortPolicy() when not given.
+        # clusters.services.site_port_policy); PortPolicy() when not given. An engine reached
+        # over TCP never lets a job publish its own port, whatever the site lists.
         self.port_policy = port_policy or PortPolicy()
         self._tls = None
         if tls_ca or tls_cert:
@@ -225,6 +226,10 @@ class DockerEngine:
 
     @contextmanager
     def _translated(
+        if parsed.scheme in ("tcp", "http", "https") and parsed.port:
+            self.port_policy = self.port_policy.also_refusing(
+                parsed.port, "this slave's Docker engine"
+            )
         self, operation: str, *, secrets=(), container: str | None = None, what: str = ""
     ):
         """Turn SDK/HTTP exceptions into RuntimeFailure, secrets redacted. ``what`` prefixes

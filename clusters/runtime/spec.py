@@ -4,8 +4,8 @@ Which host paths a project may mount is decided elsewhere (the slave's storage r
 checks here are defence in depth: whatever the caller passes, a container never gets the
 Docker socket, never runs privileged, never joins the host's network or PID namespace and
 never gains capabilities; it never asks the NVIDIA runtime for more GPUs than its device
-request, and it never publishes a fixed host port outside the site's range, on a port the
-slave reserves, or on another address than the allowed ones (``PortPolicy``).
+request, and it never publishes a fixed host port the site refuses (privileged ports, the
+engine's and the portal's own), or on another address than the allowed ones (``PortPolicy``).
 ``engine`` applies ``check_spec`` before every create.
 """
 
@@ -15,7 +15,7 @@ import ipaddress
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from clusters.runtime.errors import RuntimeFailure
@@ -57,51 +57,136 @@ class PortMapping(NamedTuple):
     host_ip: str | None = None
 
 
-DEFAULT_HOST_PORT_RANGE = (20000, 29999)
-DEFAULT_RESERVED_HOST_PORTS = (22, 2375, 2376, 2377, 8000, 8443)
+class RefusedPorts(NamedTuple):
+    """Host ports ``low``-``high`` (inclusive) no job may publish, and why (in refusals)."""
+
+    low: int
+    high: int
+    why: str = "listed in PORTAL_REFUSED_HOST_PORTS"
+
+
+# The site setting's default (PORTAL_REFUSED_HOST_PORTS): the privileged ports, Docker's engine
+# ports, and the ports the portal and its services listen on where a slave may be the portal's
+# own machine (as the `make run` slave "local" is): PostgreSQL, Redis, the SSH gateway, the web
+# server and the TLS front end. A job publishing one of those would take its traffic.
+DEFAULT_REFUSED_HOST_PORTS = ("1-1023", "2222", "2375-2377", "5432", "6379", "8000", "8443")
+KNOWN_PORT_USES = {
+    (1, 1023): "a privileged port (below 1024)",
+    (2222, 2222): "the portal's SSH gateway",
+    (2375, 2377): "a Docker engine port",
+    (5432, 5432): "PostgreSQL's port",
+    (6379, 6379): "Redis' port",
+    (8000, 8000): "the portal's web server",
+    (8443, 8443): "the portal's TLS front end",
+}
+# Where the portal picks host ports itself (the ports of OpenPAI tasks: gangs.launch), below
+# Linux's ephemeral ports (32768-60999) where Docker picks random ones.
+DEFAULT_AUTO_HOST_PORT_RANGE = (20000, 29999)
 DEFAULT_HOST_ADDRESSES = ("0.0.0.0", "::")
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    """ "20000-29999" or "8080" -> (low, high); ValueError when malformed or outside 1-65535."""
+    low, sep, high = str(text).strip().partition("-")
+    bounds = (int(low), int(high if sep else low))
+    if not 1 <= bounds[0] <= bounds[1] <= 65535:
+        raise ValueError(f"port range {text!r} is not within 1-65535 (low-high)")
+    return bounds
+
+
+def _known_use(low: int, high: int) -> str:
+    """What the default list says of these ports (a single port inside a known range, such
+    as 2375, is named like the range), else that the site listed them."""
+    if (low, high) in KNOWN_PORT_USES:
+        return KNOWN_PORT_USES[(low, high)]
+    for (first, last), use in KNOWN_PORT_USES.items():
+        if low == high and first <= low <= last:
+            return use
+    return RefusedPorts._field_defaults["why"]
+
+
+def refused_ports(items: Iterable) -> tuple[RefusedPorts, ...]:
+    """Settings text ("1-1023", "8000"), plain ports, (low, high) pairs or RefusedPorts, each
+    with its reason (``KNOWN_PORT_USES`` for the default ones)."""
+    result = []
+    for item in items:
+        if isinstance(item, RefusedPorts):
+            low, high, why = item
+        else:
+            if isinstance(item, int):
+                low, high = item, item
+            elif isinstance(item, str):
+                low, high = parse_port_range(item)
+            else:
+                low, high = (int(p) for p in item)
+            why = _known_use(low, high)
+        parse_port_range(f"{low}-{high}")  # the same bounds check for every shape
+        result.append(RefusedPorts(int(low), int(high), why))
+    return tuple(result)
 
 
 @dataclass(frozen=True)
 class PortPolicy:
     """Which host ports and addresses a job may publish on. A port Docker picks (no host
-    port) is always allowed; a fixed one must lie in ``host_port_range`` (inclusive) and not
-    be in ``reserved``; a host address, when given, must be one of ``addresses``.
+    port) is always allowed; a fixed one may be any port ``refused`` does not name (the
+    privileged ports, Docker's and the portal's own by default) and, on a site that narrows
+    them, must lie in ``allowed`` (inclusive); a host address, when given, must be one of
+    ``addresses``. ``auto_range`` is where the portal picks host ports itself.
 
-    The default range stays below Linux's ephemeral ports (32768-60999), where Docker picks
-    random ones, so a fixed port never collides with a random one."""
+    GPULab's own example publishes ``"hostPort": 8080``: a fixed port outside any range is
+    the user's choice there ("this might cause the job to fail if the port is already in
+    use", which the portal reports: clusters.runtime.errors.host_port_busy)."""
 
-    host_port_range: tuple[int, int] = DEFAULT_HOST_PORT_RANGE
-    reserved: frozenset[int] = frozenset(DEFAULT_RESERVED_HOST_PORTS)
+    allowed: tuple[int, int] | None = None
+    refused: tuple[RefusedPorts, ...] = refused_ports(DEFAULT_REFUSED_HOST_PORTS)
     addresses: tuple[str, ...] = DEFAULT_HOST_ADDRESSES
+    auto_range: tuple[int, int] = DEFAULT_AUTO_HOST_PORT_RANGE
 
     def __post_init__(self):
-        low, high = (int(p) for p in self.host_port_range)
-        if not 1 <= low <= high <= 65535:
-            raise ValueError(f"host port range {low}-{high} is not within 1-65535")
-        object.__setattr__(self, "host_port_range", (low, high))
-        object.__setattr__(self, "reserved", frozenset(int(p) for p in self.reserved))
-        object.__setattr__(
-            self, "addresses", tuple(str(ipaddress.ip_address(a)) for a in self.addresses)
-        )
+        set_ = object.__setattr__
+        if self.allowed is not None:
+            set_(self, "allowed", parse_port_range("-".join(str(p) for p in self.allowed)))
+        set_(self, "refused", refused_ports(self.refused))
+        set_(self, "addresses", tuple(str(ipaddress.ip_address(a)) for a in self.addresses))
+        set_(self, "auto_range", parse_port_range("-".join(str(p) for p in self.auto_range)))
 
     @classmethod
-    def parse(cls, *, host_port_range: str, reserved: Iterable, addresses: Iterable[str]):
-        """From settings text: "20000-29999", ["22", "2375"], ["0.0.0.0", "::"]."""
-        low, sep, high = str(host_port_range).strip().partition("-")
+    def parse(
+        cls,
+        *,
+        refused: Iterable[str],
+        addresses: Iterable[str],
+        allowed: str = "",
+        auto_range: str = "20000-29999",
+    ) -> PortPolicy:
+        """From settings text: ["1-1023", "8000"], ["0.0.0.0", "::"], "" (no narrower range)
+        or "20000-29999", and the range the portal picks ports from."""
         try:
-            bounds = (int(low), int(high if sep else low))
-            return cls(bounds, frozenset(int(p) for p in reserved), tuple(addresses))
+            return cls(
+                parse_port_range(allowed) if str(allowed).strip() else None,
+                refused_ports(refused),
+                tuple(addresses),
+                parse_port_range(auto_range),
+            )
         except ValueError as error:
             raise ValueError(f"invalid host port policy: {error}") from None
 
+    def also_refusing(self, port: int, why: str) -> PortPolicy:
+        """This policy with one more refused port (an engine's own TCP port)."""
+        return replace(self, refused=(*self.refused, RefusedPorts(port, port, why)))
+
     def host_port_refusal(self, port: int) -> str | None:
-        low, high = self.host_port_range
-        if not low <= port <= high:
-            return f"must be between {low} and {high} (this site's range for fixed host ports)"
-        if port in self.reserved:
-            return f"{port} is reserved on the slaves"
+        if self.allowed is not None:
+            low, high = self.allowed
+            if not low <= port <= high:
+                return f"must be between {low} and {high} (this site's range for fixed host ports)"
+        for low, high, why in self.refused:
+            if low <= port <= high:
+                return f"{port} is refused ({why})"
         return None
+
+    def refuses(self, port: int) -> bool:
+        return self.host_port_refusal(port) is not None
 
     def host_ip_refusal(self, address: str) -> str | None:
         try:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import ipaddress
 from datetime import datetime
 
-from django.conf import settings
-
 from clusters.models import Slave
 from clusters.runtime.spec import PortPolicy
+from clusters.services import site_port_policy
 from core.errors import Conflict
 from core.tasks import fire
 from jobs import task_names
@@ -27,11 +26,7 @@ LAUNCH_TASK = task_names.JOB_LAUNCH
 
 
 def _port_policy() -> PortPolicy:
-    return PortPolicy.parse(
-        host_port_range=settings.PORTAL_HOST_PORT_RANGE,
-        reserved=settings.PORTAL_RESERVED_HOST_PORTS,
-        addresses=settings.PORTAL_HOST_PORT_ADDRESSES,
-    )
+    return site_port_policy()
 
 
 def _fixed_ports(request: dict) -> set[int]:
@@ -68,13 +63,14 @@ def slave_address(slave: Slave) -> str:
 
 
 def _allocate(count: int, used: set[int], policy: PortPolicy) -> list[int]:
-    """``count`` free ports of the site's host port range, highest first: fixed ports users
-    ask for are usually low in the range, so auto ports keep out of their way."""
-    low, high = policy.host_port_range
+    """``count`` free ports of the range the portal picks from (PORTAL_AUTO_HOST_PORT_RANGE),
+    highest first: fixed ports users ask for are usually low in it, so auto ports keep out
+    of their way; never a port the site refuses."""
+    low, high = policy.auto_range
     found: list[int] = []
     port = high
     while len(found) < count and port >= low:
-        if port not in used and port not in policy.reserved:
+        if port not in used and not policy.refuses(port):
             found.append(port)
             used.add(port)
         port -= 1

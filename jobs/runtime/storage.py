@@ -1,7 +1,8 @@
 """Which host folders a job may mount: the storage roots a slave offers to a project.
 
 A slave offers named container roots (``/project``, ``/project_scratch``) that map to host folder
-templates with ``{project}`` and ``{user}`` placeholders. A job's ``hostPath`` must be one of those
+templates with ``{project}`` and ``{user}`` placeholders; the site's storage aliases name some of
+them again (GPULab's ``/project_ghent`` for ``/project``). A job's ``hostPath`` must be one of those
 roots or a folder below one; ``PROJECT_SHARE_AUTO`` means ``/project``; ``.ssh`` is the user's SSH
 folder; ``tmpfs`` is memory. Everything else, ``..`` and the Docker socket are refused.
 Pure functions: the submit check and the launch both call them. Creating the folders on the
@@ -24,6 +25,32 @@ def default_roots(base: str) -> dict[str, str]:
         "/project_scratch": f"{base}/scratch/{{project}}",
         SSH_TEMPLATE_KEY: f"{base}/home/{{user}}/.ssh",
     }
+
+
+def storage_aliases(items) -> dict[str, str]:
+    """The site's storage aliases (PORTAL_STORAGE_ALIASES: "/project_ghent=/project", ...) as
+    {alias: root}: another container root name for a root the slaves offer, such as GPULab's
+    ``/project_ghent`` for the project's share. ValueError when one is malformed."""
+    aliases: dict[str, str] = {}
+    for item in items:
+        alias, sep, root = str(item).partition("=")
+        alias, root = alias.strip().rstrip("/"), root.strip().rstrip("/")
+        for path in (alias, root):
+            if (
+                not sep
+                or not path.startswith("/")
+                or any(p in ("", ".", "..") for p in path.split("/")[1:])
+            ):
+                raise ValueError(f"storage alias {item!r} is not like /project_ghent=/project")
+        aliases[alias] = root
+    return aliases
+
+
+def with_aliases(roots: dict[str, str], aliases: dict[str, str]) -> dict[str, str]:
+    """``roots`` plus each alias of a root they offer (same folder template); a root the slave
+    offers under the alias's own name wins over the alias."""
+    extra = {a: roots[r] for a, r in aliases.items() if r in roots and a not in roots}
+    return {**roots, **extra} if extra else roots
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ class RequestLimits:
     # Port mappings of one job (a task of an OpenPAI job counts as a job): each one is a
     # docker-proxy process on the slave.
     ports_per_job: int = 64
-    # Ports of all the tasks of one OpenPAI job together (their host ports come from the site's
-    # range, PORTAL_HOST_PORT_RANGE, one per task and port).
+    # Ports of all the tasks of one OpenPAI job together (their host ports come from the range
+    # the portal picks from, PORTAL_AUTO_HOST_PORT_RANGE, one per task and port).
     ports_per_gang: int = 1024
     # Tasks of one OpenPAI job (every role's taskNumber together).
     gang_tasks: int = 256

@@ -1,4 +1,4 @@
-"""``request.scheduling``: durations, time window, buckets, reservations (docs/gpulab-format.md,
+r"""``request.scheduling``: durations, time window, buckets, reservations (docs/gpulab-format.md,
 section 1).
 
 Choices where GPULab is silent or lenient:
@@ -8,7 +8,14 @@ Choices where GPULab is silent or lenient:
   default is capped instead (the normalised minDuration becomes the maxDuration string): the
   user asked for nothing contradictory, and a job can never run past maxDuration anyway.
 - A notAfter already in the past is refused at submit (jobs/submit/checks.py): it needs the
-  clock, and this module is pure.
+  clock, and this module is pure. So is an interactive job whose notBefore is still to come:
+  GPULab's reference says interactive jobs "will either run immediately, or become FAILED",
+  and its own all-options example combines ``"interactive": true`` with a notBefore long past
+  and a notAfter years ahead, a window that does not stop it from starting now.
+- maxSimultaneousJobs' bucketName: GPULab's schema pattern ``^[\w][\w_\-@.]*$`` refuses
+  spaces, yet its reference's example is ``"my parameter sweep limit"``. Any printable text
+  is accepted (no control characters, no space at either end: "x" and "x " would silently be
+  two buckets), at most 200 characters (the stored column).
 - notBefore/notAfter are stored as UTC ``YYYY-MM-DDTHH:MM:SSZ``; fractional seconds are
   dropped before notBefore < notAfter is checked, so a normalised document always re-validates.
 """
@@ -37,7 +44,8 @@ SCHEDULING_FIELDS = (
 SCHEDULING_ALIASES = {"killableAfter": "minDuration", "reservationId": "reservationIds"}
 
 MIN_MAX_DURATION_SECONDS = 60
-BUCKET_NAME_RE = re.compile(r"[\w][\w_\-@.]*")
+BUCKET_NAME_RE = re.compile(r"\S(?:[^\x00-\x1f\x7f]*\S)?")
+BUCKET_NAME_MAX = 200
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # RFC 3339 date-time; its section 5.6 note allows a space (or "t") instead of "T".
 # [0-9], not \d: \d also matches other scripts' digits, which int() would happily read.
@@ -77,11 +85,7 @@ def normalize_scheduling(
 
     not_before = _time(f, "notBefore", errs)
     not_after = _time(f, "notAfter", errs)
-    if interactive:
-        # An interactive job starts now or fails: a start window contradicts that.
-        for name in ("notBefore", "notAfter"):
-            if f.has(name):
-                errs.add(f.path_of(name), "cannot be combined with interactive")
+    # interactive with a window: judged at submit against the clock (see the module docstring).
     if not_before is not None and not_after is not None and not_before >= not_after:
         errs.add(f.path_of("notAfter"), "must be later than notBefore")
 
@@ -162,9 +166,10 @@ def _bucket(value: object, path: str, errs: Errors) -> dict | None:
         "bucketName",
         errs,
         required=True,
-        max_length=255,
+        max_length=BUCKET_NAME_MAX,
         pattern=BUCKET_NAME_RE,
-        pattern_message=r"must match ^[\w][\w_\-@.]*$ (letters, digits, _ - @ . and no spaces)",
+        pattern_message="must be printable text, without control characters or a space at "
+        "either end",
     )
     bucket_max = read_int(f, "bucketMax", errs, required=True, above=0)
     if name is None or bucket_max is None:

@@ -22,14 +22,23 @@ from clusters.capabilities import capability_stamp
 from clusters.models import Slave
 from clusters.services import site_port_policy
 from core.timefmt import utc_z
-from jobs.runtime.storage import StorageRefused, default_roots, resolve_mounts
+from jobs.runtime.storage import (
+    StorageRefused,
+    default_roots,
+    resolve_mounts,
+    storage_aliases,
+    with_aliases,
+)
 from jobs.scheduler_bridge.snapshot import slave_state
 from jobs.spec import FieldError, SpecError
 from jobs.submit.feasibility import impossible_reason_for_request
 
 
 def slave_roots(slave) -> dict[str, str]:
-    return slave.storage_roots or default_roots(str(settings.PORTAL_STORAGE_BASE))
+    """The storage roots a slave offers (its own, else the site's default ones), with the
+    site's aliases of them (PORTAL_STORAGE_ALIASES)."""
+    roots = slave.storage_roots or default_roots(str(settings.PORTAL_STORAGE_BASE))
+    return with_aliases(roots, storage_aliases(settings.PORTAL_STORAGE_ALIASES))
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,10 @@ def check_storage(*, request: dict, slaves, project: str, user: str) -> None:
     pinned = request["resources"].get("slaveName")
     candidates = [s for s in slaves if not pinned or s.name == pinned]
     roots_options = [slave_roots(s) for s in candidates] or [
-        default_roots(str(settings.PORTAL_STORAGE_BASE))
+        with_aliases(
+            default_roots(str(settings.PORTAL_STORAGE_BASE)),
+            storage_aliases(settings.PORTAL_STORAGE_ALIASES),
+        )
     ]
     first_error: StorageRefused | None = None
     for roots in roots_options:
@@ -95,17 +107,30 @@ def check_storage(*, request: dict, slaves, project: str, user: str) -> None:
 
 
 def check_time_window(*, request: dict, now: datetime) -> None:
-    """A notAfter already past can never be met: refuse it instead of failing it at release."""
-    not_after = request["scheduling"].get("notAfter")
+    """A notAfter already past can never be met: refuse it instead of failing it at release.
+    An interactive job starts at once or fails, so a notBefore still to come contradicts it;
+    one already past (GPULab's own all-options example) does not (jobs/spec/v2_scheduling.py)."""
+    scheduling = request["scheduling"]
+    errors = []
+    not_after = scheduling.get("notAfter")
     if not_after and datetime.fromisoformat(not_after) <= now:
-        raise SpecError(
-            [
-                FieldError(
-                    "request.scheduling.notAfter",
-                    f"is in the past ({not_after}; now {utc_z(now, timespec='seconds')})",
-                )
-            ]
+        errors.append(
+            FieldError(
+                "request.scheduling.notAfter",
+                f"is in the past ({not_after}; now {utc_z(now, timespec='seconds')})",
+            )
         )
+    not_before = scheduling.get("notBefore")
+    if scheduling.get("interactive") and not_before and datetime.fromisoformat(not_before) > now:
+        errors.append(
+            FieldError(
+                "request.scheduling.notBefore",
+                f"is in the future ({not_before}; now {utc_z(now, timespec='seconds')}): an "
+                "interactive job starts at once or fails, it cannot wait for notBefore",
+            )
+        )
+    if errors:
+        raise SpecError(errors)
 
 
 def port_errors(request: dict) -> list[FieldError]:

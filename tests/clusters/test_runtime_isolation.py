@@ -1,6 +1,6 @@
 """The runtime's last line of defence for GPUs and host ports (clusters.runtime.spec): whatever
 the caller builds, a container never names more GPUs to the NVIDIA runtime than its device
-request, and never publishes a fixed host port outside the site's policy."""
+request, and never publishes a fixed host port the site's policy refuses."""
 
 import pytest
 
@@ -18,10 +18,12 @@ def refusal(policy=None, **fields) -> str:
 @pytest.mark.parametrize(
     "mapping,why",
     [
-        (PortMapping(22, 22), "between 20000 and 29999"),
-        (PortMapping(2375, 2375, "0.0.0.0"), "between 20000 and 29999"),
-        (PortMapping(80, 8080), "between 20000 and 29999"),
-        (PortMapping(80, 30000), "between 20000 and 29999"),
+        (PortMapping(22, 22), "22 is refused (a privileged port (below 1024))"),
+        (PortMapping(80, 80), "80 is refused (a privileged port (below 1024))"),
+        (PortMapping(2375, 2375, "0.0.0.0"), "2375 is refused (a Docker engine port)"),
+        (PortMapping(2222, 2222), "2222 is refused (the portal's SSH gateway)"),
+        (PortMapping(80, 8000), "8000 is refused (the portal's web server)"),
+        (PortMapping(80, 5432), "5432 is refused (PostgreSQL's port)"),
         (PortMapping(80, 20000, "127.0.0.1"), "must be one of 0.0.0.0, ::"),
         (PortMapping(80, None, "10.0.0.5"), "must be one of 0.0.0.0, ::"),
     ],
@@ -30,24 +32,31 @@ def test_default_policy_refuses_host_ports_and_addresses(mapping, why):
     assert why in refusal(port_mappings=[mapping])
 
 
-def test_reserved_ports_are_refused_even_inside_the_range():
+def test_refused_ports_are_refused_even_inside_a_narrowed_range():
     policy = PortPolicy((1, 65535), (22, 2375), ("0.0.0.0",))
-    assert "22 is reserved" in refusal(policy, port_mappings=[PortMapping(2222, 22)])
-    assert "2375 is reserved" in refusal(policy, port_mappings=[PortMapping(80, 2375)])
+    assert "22 is refused" in refusal(policy, port_mappings=[PortMapping(2222, 22)])
+    assert "2375 is refused" in refusal(policy, port_mappings=[PortMapping(80, 2375)])
     check_spec(
         ContainerSpec(image="busybox", port_mappings=[PortMapping(80, 8080, "0.0.0.0")]),
         port_policy=policy,
     )
+    narrowed = PortPolicy((20000, 29999))
+    assert "must be between 20000 and 29999 (this site's range for fixed host ports)" in (
+        refusal(narrowed, port_mappings=[PortMapping(80, 8080)])
+    )
 
 
-def test_default_policy_allows_random_ports_and_the_range():
+def test_default_policy_allows_random_ports_and_any_port_it_does_not_refuse():
+    """GPULab's own example publishes ``"hostPort": 8080`` (issue 26 item 1)."""
     spec = ContainerSpec(
         image="busybox",
         port_mappings=[
             PortMapping(80),
-            PortMapping(81, 20000),
+            PortMapping(80, 8080),
+            PortMapping(81, 1024),
             PortMapping(82, 29999, "0.0.0.0"),
             PortMapping("53/udp", 25353, "::"),
+            PortMapping(84, 65535),
             PortMapping(83, None, "0:0:0:0:0:0:0:0"),  # "::" written out
         ],
     )
@@ -56,20 +65,39 @@ def test_default_policy_allows_random_ports_and_the_range():
 
 def test_policy_parse_and_bad_settings():
     policy = PortPolicy.parse(
-        host_port_range="30000-30010", reserved=["30005"], addresses=["0.0.0.0"]
+        refused=["1-1023", "30005", "31000-31010"], addresses=["0.0.0.0"], allowed="30000-31000"
     )
-    assert policy.host_port_range == (30000, 30010) and policy.reserved == {30005}
-    assert policy.host_port_refusal(30005) == "30005 is reserved on the slaves"
-    assert policy.host_port_refusal(30001) is None
-    single = PortPolicy.parse(host_port_range="25000", reserved=[], addresses=["::"])
-    assert single.host_port_range == (25000, 25000)
+    assert policy.allowed == (30000, 31000)
+    assert policy.host_port_refusal(30005) == (
+        "30005 is refused (listed in PORTAL_REFUSED_HOST_PORTS)"
+    )
+    assert policy.host_port_refusal(31005).startswith("must be between 30000 and 31000")
+    assert policy.host_port_refusal(30001) is None and not policy.refuses(30001)
+    assert policy.auto_range == (20000, 29999)
+    single = PortPolicy.parse(refused=[], addresses=["::"], allowed="25000", auto_range="21000")
+    assert single.allowed == (25000, 25000) and single.auto_range == (21000, 21000)
+    assert PortPolicy.parse(refused=[], addresses=["::"]).allowed is None
     for bad in ("30010-30000", "0-10", "x-y", "1-70000"):
-        with pytest.raises(ValueError):
-            PortPolicy.parse(host_port_range=bad, reserved=[], addresses=["0.0.0.0"])
+        for field in ("allowed", "auto_range"):
+            with pytest.raises(ValueError, match="invalid host port policy"):
+                PortPolicy.parse(refused=[], addresses=["0.0.0.0"], **{field: bad})
+        with pytest.raises(ValueError, match="invalid host port policy"):
+            PortPolicy.parse(refused=[bad], addresses=["0.0.0.0"])
     with pytest.raises(ValueError):
-        PortPolicy.parse(host_port_range="1-2", reserved=["ssh"], addresses=["0.0.0.0"])
+        PortPolicy.parse(refused=["ssh"], addresses=["0.0.0.0"])
     with pytest.raises(ValueError):
-        PortPolicy.parse(host_port_range="1-2", reserved=[], addresses=["localhost"])
+        PortPolicy.parse(refused=[], addresses=["localhost"])
+
+
+def test_an_engine_over_tcp_refuses_its_own_port():
+    from clusters.runtime.engine import DockerEngine
+
+    engine = DockerEngine("tcp://10.0.0.9:12376", port_policy=PortPolicy(refused=()))
+    assert engine.port_policy.host_port_refusal(12376) == (
+        "12376 is refused (this slave's Docker engine)"
+    )
+    assert engine.port_policy.host_port_refusal(12377) is None
+    assert DockerEngine("unix:///run/x.sock").port_policy == PortPolicy()
 
 
 @pytest.mark.parametrize(

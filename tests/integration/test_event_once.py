@@ -45,7 +45,7 @@ OWN_LAG_LIMIT_S = 1.0
 
 
 def free_fixed_port() -> int:
-    """A host port in the site's range for fixed ports (20000-29999) that nothing holds."""
+    """A host port the site lets jobs publish (any in 20000-29999) that nothing holds."""
     for _ in range(100):
         port = random.randint(20000, 29999)
         with socket.socket() as sock:

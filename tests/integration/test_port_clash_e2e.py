@@ -97,12 +97,12 @@ def messages(job: Job) -> list[str]:
 
 
 def test_a_port_the_portal_chose_and_found_taken_is_replaced(people, local, settings):
-    """The site's range narrowed to four ports: the portal gives the gang's two tasks the top
-    two, the top one is taken; the gang goes back to the queue whole and its next attempt runs
-    on the two others."""
+    """The range the portal picks ports from narrowed to four ports: the portal gives the
+    gang's two tasks the top two, the top one is taken; the gang goes back to the queue whole
+    and its next attempt runs on the two others."""
     user, project = people
     top = free_ports(4)
-    settings.PORTAL_HOST_PORT_RANGE = f"{top - 3}-{top}"
+    settings.PORTAL_AUTO_HOST_PORT_RANGE = f"{top - 3}-{top}"
     config = {
         "jobName": "clash",
         "image": TEST_IMAGE,

@@ -175,32 +175,49 @@ def test_fixed_host_ports_outside_the_policy_are_refused_at_submit(submit):
             portMappings=[
                 {"containerPort": 22, "hostPort": 22},
                 {"containerPort": 2375, "hostPort": 2375, "hostIp": "0.0.0.0"},
-                {"containerPort": 80, "hostPort": 8080},
+                {"containerPort": 80, "hostPort": 8080},  # GPULab's own example: allowed
                 {"containerPort": 81, "hostPort": 20081, "hostIp": "127.0.0.1"},
                 {"containerPort": 82},
-                {"containerPort": 83, "hostPort": 20083},
+                {"containerPort": 83, "hostPort": 8000},
+                {"containerPort": 84, "hostPort": 2222},
             ]
         ),
     )
-    rule = "must be between 20000 and 29999 (this site's range for fixed host ports)"
     assert errors == {
-        f"{D}.portMappings[0].hostPort": rule,
-        f"{D}.portMappings[1].hostPort": rule,
-        f"{D}.portMappings[2].hostPort": rule,
+        f"{D}.portMappings[0].hostPort": "22 is refused (a privileged port (below 1024))",
+        f"{D}.portMappings[1].hostPort": "2375 is refused (a Docker engine port)",
         f"{D}.portMappings[3].hostIp": (
             "must be one of 0.0.0.0, :: (addresses jobs may publish on)"
         ),
+        f"{D}.portMappings[5].hostPort": "8000 is refused (the portal's web server)",
+        f"{D}.portMappings[6].hostPort": "2222 is refused (the portal's SSH gateway)",
     }
 
 
-def test_reserved_ports_and_site_range(submit, settings):
+def test_refused_ports_and_a_narrowed_site_range(submit, settings):
     settings.PORTAL_HOST_PORT_RANGE = "1024-65535"
-    settings.PORTAL_RESERVED_HOST_PORTS = ["2375", "8000"]
+    settings.PORTAL_REFUSED_HOST_PORTS = ["2375", "9000-9010"]
+    settings.PORTAL_SSH_PORT = 2022
     errors = refusals(
         submit,
-        document(portMappings=[{"containerPort": 1, "hostPort": 2375}, 80]),
+        document(
+            portMappings=[
+                {"containerPort": 1, "hostPort": 2375},
+                80,
+                {"containerPort": 2, "hostPort": 9005},
+                {"containerPort": 3, "hostPort": 2022},
+                {"containerPort": 4, "hostPort": 80},
+            ]
+        ),
     )
-    assert errors == {f"{D}.portMappings[0].hostPort": "2375 is reserved on the slaves"}
+    assert errors == {
+        f"{D}.portMappings[0].hostPort": "2375 is refused (a Docker engine port)",
+        f"{D}.portMappings[2].hostPort": "9005 is refused (listed in PORTAL_REFUSED_HOST_PORTS)",
+        f"{D}.portMappings[3].hostPort": "2022 is refused (the portal's SSH gateway)",
+        f"{D}.portMappings[4].hostPort": (
+            "must be between 1024 and 65535 (this site's range for fixed host ports)"
+        ),
+    }
     job = submit(document(portMappings=[{"containerPort": 80, "hostPort": 8080}]))
     assert job.request["docker"]["portMappings"][0]["hostPort"] == 8080
 
@@ -243,3 +260,7 @@ def test_bad_port_settings_fail_the_system_check(settings):
     settings.PORTAL_HOST_PORT_RANGE = "30000-20000"
     [error] = check_port_policy()
     assert error.id == "clusters.E001" and "30000-20000" in error.msg
+    settings.PORTAL_HOST_PORT_RANGE = ""
+    settings.PORTAL_REFUSED_HOST_PORTS = ["1-1023", "8000-80"]
+    [error] = check_port_policy()
+    assert error.id == "clusters.E001" and "8000-80" in error.msg

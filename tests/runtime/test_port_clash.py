@@ -79,7 +79,7 @@ def test_a_gang_port_found_taken_requeues_the_gang_whole_on_other_ports(
     """The portal chooses a gang's ports from the top of the site's range: the first one is
     taken on the machine, so the task cannot start; its peers know that number, so the gang
     goes back to the queue whole, and its next attempt's ports avoid the taken one."""
-    settings.PORTAL_HOST_PORT_RANGE = "20000-20003"
+    settings.PORTAL_AUTO_HOST_PORT_RANGE = "20000-20003"
     memory.host_port_occupy(20003)
     second = run(people, config(role("worker", 2, ports=("http",)), name="clash"))
     first = tasks_of(second[0], attempt=1)
@@ -107,7 +107,7 @@ def test_a_gang_port_found_taken_requeues_the_gang_whole_on_other_ports(
 
 
 def test_a_requeue_for_a_taken_port_is_not_counted_as_a_retry(people, two_slaves, settings):
-    settings.PORTAL_HOST_PORT_RANGE = "20000-20003"
+    settings.PORTAL_AUTO_HOST_PORT_RANGE = "20000-20003"
     memory.host_port_occupy(20003)
     second = run(
         people,
@@ -146,7 +146,7 @@ def test_a_gang_port_the_user_fixed_and_found_taken_fails_the_task(people, two_s
 
 
 def test_requeues_for_taken_ports_stop_at_the_limit(people, two_slaves, settings):
-    settings.PORTAL_HOST_PORT_RANGE = "20000-20003"
+    settings.PORTAL_AUTO_HOST_PORT_RANGE = "20000-20003"
     memory.host_port_occupy(20003)
     second = run(people, config(role("worker", 2, ports=("http",)), name="limit"))
     first = tasks_of(second[0], attempt=1)

@@ -326,7 +326,8 @@ def test_docker_socket_binds_are_refused(engine, run_container, test_labels, sou
     [
         PortMapping(2222, 22),  # the slave's SSH
         PortMapping(2375, 2375),  # Docker's TCP port
-        PortMapping(80, 8080),  # outside the default range 20000-29999
+        PortMapping(80, 8000),  # the portal's web server
+        PortMapping(80, 80),  # a privileged port
         PortMapping(80, 20080, "127.0.0.1"),  # in range, on an address jobs may not use
     ],
 )

@@ -217,11 +217,6 @@ CASES = [
         "given twice (as minDuration and killableAfter)",
     ),
     (
-        {f"{S}.interactive": True, f"{S}.notAfter": "2030-01-01T00:00:00Z"},
-        f"{S}.notAfter",
-        "cannot be combined with interactive",
-    ),
-    (
         {f"{S}.notBefore": "2030-01-01T00:00:00"},
         f"{S}.notBefore",
         "RFC 3339 date-time with a timezone",
@@ -240,15 +235,32 @@ CASES = [
         f"{S}.notAfter",
         "must be later than notBefore",
     ),
+    # Spaces inside are fine (GPULab's own example: tests/jobs/spec/test_seed_examples.py);
+    # not at either end, nor control characters, nor more than the column holds.
     (
-        {f"{S}.maxSimultaneousJobs": {"bucketName": "a b", "bucketMax": 1}},
+        {f"{S}.maxSimultaneousJobs": {"bucketName": " sweep", "bucketMax": 1}},
         f"{S}.maxSimultaneousJobs.bucketName",
-        r"must match ^[\w][\w_\-@.]*$",
+        "must be printable text, without control characters or a space at either end",
     ),
     (
-        {f"{S}.maxSimultaneousJobs": {"bucketName": "-b", "bucketMax": 1}},
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "sweep ", "bucketMax": 1}},
         f"{S}.maxSimultaneousJobs.bucketName",
-        "must match",
+        "a space at either end",
+    ),
+    (
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "a\tb", "bucketMax": 1}},
+        f"{S}.maxSimultaneousJobs.bucketName",
+        "without control characters",
+    ),
+    (
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "", "bucketMax": 1}},
+        f"{S}.maxSimultaneousJobs.bucketName",
+        "without control characters",
+    ),
+    (
+        {f"{S}.maxSimultaneousJobs": {"bucketName": "b" * 201, "bucketMax": 1}},
+        f"{S}.maxSimultaneousJobs.bucketName",
+        "must be at most 200 characters",
     ),
     (
         {f"{S}.maxSimultaneousJobs": {"bucketName": "b", "bucketMax": 0}},
