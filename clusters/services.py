@@ -28,11 +28,11 @@ def site_port_policy():
     policy = PortPolicy.parse(
         refused=settings.PORTAL_REFUSED_HOST_PORTS,
         addresses=settings.PORTAL_HOST_PORT_ADDRESSES,
-    )
         allowed=settings.PORTAL_HOST_PORT_RANGE,
         auto_range=settings.PORTAL_AUTO_HOST_PORT_RANGE,
-
+    )
     return policy.also_refusing(int(settings.PORTAL_SSH_PORT), "the portal's SSH gateway")
+
 
 def engine_for(slave: Slave):
     """The engine behind a slave (``clusters.runtime.protocol.Engine``): Docker, or the

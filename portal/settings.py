@@ -323,6 +323,9 @@ PORTAL_WEBHOOK_RETRY_DELAYS_S = [
 ]
 PORTAL_WEBHOOK_TIMEOUT_S = env_int("PORTAL_WEBHOOK_TIMEOUT_S", 10)
 PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "storage"))
+# Other names for storage roots the slaves offer ("alias=root"): GPULab's documentation mounts
+# the project's share as /project_ghent, so its examples run as they are written.
+PORTAL_STORAGE_ALIASES = env_list("PORTAL_STORAGE_ALIASES", ["/project_ghent=/project"])
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.
 # (Containers started before the id existed carry "gpuportal": see jobs/runtime/reconcile.py.)
@@ -331,9 +334,6 @@ PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
 )
 # Run with all GPUs on slaves that have the NVIDIA runtime, to list them (must be pullable or
 # present on the slave: air-gapped sites point this at their own registry).
-# Other names for storage roots the slaves offer ("alias=root"): GPULab's documentation mounts
-# the project's share as /project_ghent, so its examples run as they are written.
-PORTAL_STORAGE_ALIASES = env_list("PORTAL_STORAGE_ALIASES", ["/project_ghent=/project"])
 PORTAL_GPU_PROBE_IMAGE = os.environ.get(
     "PORTAL_GPU_PROBE_IMAGE", "nvidia/cuda:12.4.1-base-ubuntu22.04"
 )

@@ -190,6 +190,10 @@ class DockerEngine:
         # clusters.services.site_port_policy); PortPolicy() when not given. An engine reached
         # over TCP never lets a job publish its own port, whatever the site lists.
         self.port_policy = port_policy or PortPolicy()
+        if parsed.scheme in ("tcp", "http", "https") and parsed.port:
+            self.port_policy = self.port_policy.also_refusing(
+                parsed.port, "this slave's Docker engine"
+            )
         self._tls = None
         if tls_ca or tls_cert:
             self._tls = docker.tls.TLSConfig(
@@ -226,10 +230,6 @@ class DockerEngine:
 
     @contextmanager
     def _translated(
-        if parsed.scheme in ("tcp", "http", "https") and parsed.port:
-            self.port_policy = self.port_policy.also_refusing(
-                parsed.port, "this slave's Docker engine"
-            )
         self, operation: str, *, secrets=(), container: str | None = None, what: str = ""
     ):
         """Turn SDK/HTTP exceptions into RuntimeFailure, secrets redacted. ``what`` prefixes
