@@ -1,14 +1,21 @@
 """Start-time estimates and what-if advice, by simulating the scheduler's own cycle forward.
 
 Pure, like the rest of the package. The simulation replays ``run_cycle`` at the moments when
-something frees or blocks room, assuming the worst case the portal knows for sure:
+something frees or blocks room:
 
-* every running job ends at its maxDuration (``started_at`` + what is left of it);
+* every running job ends when jobs like it ended (``runtimes.py``: the history of run times of
+  the user's jobs of the same name, the same image, the user's, the site's), never later than
+  its maxDuration; without a history (``Snapshot.history`` None), at its maxDuration;
+* the estimate is the start with every job at the median of its runs; the range around it comes
+  from the same simulation with the 5th and the 95th percentiles (``SCENARIOS``);
 * reservations open and close as scheduled (the cycle applies them, halts included);
 * queued jobs are tried in the scheduler's queue order; jobs *behind* the estimated ones are
-  left out (cheap, and the estimate is what the job can count on when nobody jumps ahead);
-* what a cycle starts runs until its own maxDuration; what it halts or cancels is gone at the
-  next event (a restartable halted job is not re-queued); usage does not move.
+  left out (cheap, and the estimate is what the job can count on when nobody jumps ahead),
+  except the other tasks of a gang in the head, which starts whole or not at all;
+* what a cycle starts runs as long as its own history says; what it halts or cancels is gone
+  the halt grace period and a tick later, and so are the jobs already halting; an interactive
+  job that waits for jobs halted for it counts its wait from the first halt (as the tick does);
+  usage does not move.
 
 Events are the ends of running jobs, reservation starts and ends, and queued jobs' notBefore;
 at most ``max_events`` cycles are run and nothing beyond ``horizon_s`` is looked at, so the cost
@@ -16,7 +23,10 @@ is bounded whatever the queue. A job that starts in the first cycle gets ``now``
 
 :func:`advise` proposes concrete changes (fewer GPUs, another cluster or GPU model, a
 maxDuration short enough to finish before a reservation) and keeps those that the same
-simulation says start sooner.
+simulation says start sooner. It offers only what the portal would accept: no variant that no
+registered slave could run (the submit check, ``explain.impossible_reason``), never a
+maxDuration below the minDuration of the advised request (both are lowered together, and the
+change says so), and only reservations on slaves the job may use.
 """
 
 from __future__ import annotations
@@ -27,16 +37,27 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .core import run_cycle
-from .model import QueuedJob, RunningJob, Snapshot, Start
+from .explain import impossible_reason
+from .filters import Env
+from .model import Halt, QueuedJob, RunningJob, Snapshot, Start
 from .ordering import order_queue
+from .pipeline import DEFAULT_PIPELINE
+from .runtimes import RunTimes
+from .shape import ShapeFactory
+from .state import build_context
 from .text import plural
 from .timing import format_clock, format_duration, max_end
 
 MAX_EVENTS = 64
 HORIZON_S = 30 * 24 * 3600
-# Halted and cancelled jobs are treated as gone this long after the cycle that stopped them
-# (the halt grace period and a tick), when no other event comes first.
-LEAVE_S = 60
+# Halted and cancelled jobs are treated as gone this long after the halt grace period
+# (``SchedulerConfig.halt_grace_s``) from the cycle that stopped them: a tick.
+TICK_S = 5
+# Run-time quantiles: the estimate (median), and the earliest and latest of its range (in
+# the replay of a recorded week, tests/scheduler/test_estimate_replay.py, 7 in 10 jobs that
+# waited started inside it).
+MEDIAN, EARLY, LATE = 0.5, 0.05, 0.95
+SCENARIOS = (EARLY, MEDIAN, LATE)
 # maxDuration advice is given only down to this (shorter jobs are rarely what the user wants).
 MIN_ADVISED_DURATION_S = 10 * 60
 MAX_PER_KIND = 3
@@ -50,12 +71,18 @@ MAX_QUEUE_POSITION = 200
 @dataclass(frozen=True, slots=True)
 class Estimate:
     """When a job is expected to start (None: not within the horizon or the event budget, or
-    never: it fails or can never run), after how many simulated cycles, and why not if not."""
+    never: it fails or can never run), after how many simulated cycles, and why not if not.
+
+    ``earliest``/``latest``: the range of :func:`estimate_range` (the starts with shorter and
+    longer runs of the jobs ahead; ``latest`` None: not within the horizon); both equal
+    ``start`` when there is no history to vary."""
 
     job_id: str
     start: datetime | None
     cycles: int
     reason: str | None = None
+    earliest: datetime | None = None
+    latest: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +99,18 @@ def head_of_queue(
     snapshot: Snapshot, targets: Iterable[str], limit: int | None = None
 ) -> tuple[QueuedJob, ...]:
     """The queued jobs up to the last target in queue order (the others cannot go first), at
-    most ``limit`` of them."""
+    most ``limit`` of them, and every other task of the gangs among them (a gang starts whole:
+    without its tasks further back it would never start)."""
     wanted = set(targets)
     ordered = order_queue(snapshot.queued, snapshot.usage)
-    if limit is not None:
-        ordered = ordered[:limit]
-    last = max((i for i, job in enumerate(ordered) if job.id in wanted), default=-1)
-    return tuple(ordered[: last + 1])
+    head = ordered if limit is None else ordered[:limit]
+    last = max((i for i, job in enumerate(head) if job.id in wanted), default=-1)
+    head = head[: last + 1]
+    gangs = {job.gang for job in head if job.gang is not None}
+    if gangs:
+        inside = {job.id for job in head}
+        head += [job for job in ordered if job.gang in gangs and job.id not in inside]
+    return tuple(head)
 
 
 def simulate(
@@ -89,11 +121,12 @@ def simulate(
     horizon_s: int = HORIZON_S,
     before: datetime | None = None,
     max_position: int = MAX_QUEUE_POSITION,
+    quantile: float = MEDIAN,
 ) -> dict[str, Estimate]:
     """Estimated starts of the ``targets`` (queued job ids) in one simulation.
 
     ``before``: only starts earlier than this matter (what-if variants); the simulation stops
-    there.
+    there. ``quantile``: the run times of the jobs (``runtimes.RunTimes``).
     """
     now = snapshot.now
     horizon = now + timedelta(seconds=horizon_s)
@@ -111,8 +144,11 @@ def simulate(
             else "not queued"
         )
         found[job_id] = Estimate(job_id, None, 0, why)
+    runtimes = RunTimes(snapshot.history, quantile)
+    leave = timedelta(seconds=snapshot.config.halt_grace_s + TICK_S)
     running = list(snapshot.running)
-    gone_at: dict[str, datetime] = {}  # halted or cancelled in the simulation
+    # When each running job is expected to end (a halting one: once the grace period is over).
+    ends = {job.id: _expected_end(job, now, runtimes, leave) for job in running}
     t = now
     cycles = 0
     reason: str | None = None
@@ -120,7 +156,7 @@ def simulate(
         if cycles >= max_events:
             reason = f"not started within {plural(max_events, 'simulated scheduling round')}"
             break
-        running = [job for job in running if max_end(job) > t and gone_at.get(job.id, horizon) > t]
+        running = [job for job in running if ends[job.id] > t]
         # Bucket counts come from the simulated running jobs (the snapshot's are of now).
         state = replace(
             snapshot, now=t, running=tuple(running), queued=tuple(queued), bucket_counts={}
@@ -129,10 +165,13 @@ def simulate(
         cycles += 1
         by_id = {job.id: job for job in queued}
         done: set[str] = set()
+        halted_for: set[str] = set()
         for decision in result.decisions:
             if isinstance(decision, Start):
                 job = by_id[decision.job_id]
                 running.append(_as_running(job, decision, t))
+                limit = max(0, job.max_duration_s)
+                ends[job.id] = t + timedelta(seconds=runtimes.seconds(job.id, limit_s=limit))
                 done.add(job.id)
                 if job.id in left:
                     found[job.id] = Estimate(job.id, t, cycles)
@@ -145,11 +184,20 @@ def simulate(
                     )
                     left.discard(decision.job_id)
             else:  # halted or cancelled running job: its room comes back soon
-                gone_at.setdefault(decision.job_id, t + timedelta(seconds=LEAVE_S))
-        queued = [job for job in queued if job.id not in done]
+                ends[decision.job_id] = min(ends[decision.job_id], t + leave)
+                if isinstance(decision, Halt):
+                    halted_for.update(decision.halt_info.started_job_uuids)
+        # An interactive job's wait for the jobs halted for it counts from the first halt.
+        queued = [
+            replace(job, halt_wait_since=t)
+            if job.id in halted_for and job.interactive and job.halt_wait_since is None
+            else job
+            for job in queued
+            if job.id not in done
+        ]
         if not left:
             break
-        nxt = _next_event(t, running, queued, snapshot, gone_at)
+        nxt = _next_event(t, running, queued, snapshot, ends)
         if nxt is None or nxt > horizon:
             reason = f"not started within {format_duration((horizon - now).total_seconds())}"
             break
@@ -161,6 +209,32 @@ def simulate(
 
 def estimate(snapshot: Snapshot, job_id: str, **kw: Any) -> Estimate:
     return simulate(snapshot, [job_id], **kw)[job_id]
+
+
+def estimate_range(snapshot: Snapshot, job_id: str, **kw: Any) -> Estimate:
+    """The estimate (median run times) with its range (5th and 95th percentiles)."""
+    mid = estimate(snapshot, job_id, quantile=MEDIAN, **kw)
+    if snapshot.history is None or mid.start is None or mid.start <= snapshot.now:
+        return replace(mid, earliest=mid.start, latest=mid.start)
+    early = estimate(snapshot, job_id, quantile=EARLY, **kw).start
+    late = estimate(snapshot, job_id, quantile=LATE, **kw).start
+    # Shorter runs ahead may reorder what starts when: the range always holds the estimate.
+    return replace(
+        mid,
+        earliest=min(early, mid.start) if early is not None else mid.start,
+        latest=max(late, mid.start) if late is not None else None,
+    )
+
+
+def _expected_end(job: RunningJob, now: datetime, runtimes: RunTimes, leave: timedelta) -> datetime:
+    """When a running job of the snapshot is expected to give its room back."""
+    if job.halting:
+        return min(max_end(job), now + leave)
+    limit = max(0, job.max_duration_s - job.run_seconds_before)
+    elapsed = max(0.0, (now - job.started_at).total_seconds())
+    return job.started_at + timedelta(
+        seconds=runtimes.seconds(job.id, limit_s=limit, elapsed_s=elapsed)
+    )
 
 
 def _as_running(job: QueuedJob, start: Start, t: datetime) -> RunningJob:
@@ -187,10 +261,9 @@ def _next_event(
     running: Sequence[RunningJob],
     queued: Sequence[QueuedJob],
     snapshot: Snapshot,
-    gone_at: dict[str, datetime],
+    ends: dict[str, datetime],
 ) -> datetime | None:
-    moments = [max_end(job) for job in running]
-    moments += [gone_at[job.id] for job in running if job.id in gone_at]
+    moments = [ends[job.id] for job in running]
     for window in snapshot.reservations:
         moments += [window.start, window.end]
     moments += [job.not_before for job in queued if job.not_before is not None]
@@ -259,7 +332,30 @@ def _sooner(start: datetime, baseline: datetime | None) -> bool:
 def _variants(
     snapshot: Snapshot, job: QueuedJob, usable_clusters: Iterable[int] | None
 ) -> Iterator[tuple[str, str, object, QueuedJob]]:
-    """(kind, change, new value, variant job), fewest changes first."""
+    """(kind, change, new value, variant job), fewest changes first; only variants the submit
+    check would accept (some registered slave could run them)."""
+    for kind, change, value, variant in _candidate_variants(snapshot, job, usable_clusters):
+        if impossible_reason(variant, snapshot.slaves, config=snapshot.config) is None:
+            yield kind, change, value, variant
+
+
+def _eligible_slaves(snapshot: Snapshot, job: QueuedJob) -> set[str]:
+    """The slaves the job may use at all (its identity filters: cluster, slaveName, private
+    access, GPU model, CUDA, features, size): advice cites only constraints on those."""
+    ctx = build_context(snapshot)
+    shape = ShapeFactory(
+        now=snapshot.now,
+        config=snapshot.config,
+        private_owners=ctx.private_owners,
+        rrs=ctx.reservations,
+    ).shape(job)
+    passing, _ = DEFAULT_PIPELINE.identity(shape, ctx.classes, Env(snapshot.config, ctx))
+    return {name for cls in passing for name in cls.names}
+
+
+def _candidate_variants(
+    snapshot: Snapshot, job: QueuedJob, usable_clusters: Iterable[int] | None
+) -> Iterator[tuple[str, str, object, QueuedJob]]:
     # At most three smaller GPU counts, largest first: one less, half, one.
     for gpus in sorted({n for n in (job.gpus - 1, job.gpus // 2, 1) if 0 < n < job.gpus})[::-1]:
         yield (
@@ -306,19 +402,44 @@ def _variants(
             )
     now = snapshot.now
     upcoming = [w for w in snapshot.reservations if w.start > now]
+    if not upcoming:
+        return
+    eligible = _eligible_slaves(snapshot, job)
+    mine = [s for s in slaves if s.name in eligible]
     for window in sorted(upcoming, key=lambda w: w.start)[:MAX_PER_KIND]:
         if window.admits(user=job.user, project=job.project, reservation_ids=job.reservation_ids):
             continue
+        if not any(window.covers(s) for s in mine):
+            continue  # it holds no slave the job could use: it is not what keeps it waiting
         fits = int((window.start - now).total_seconds()) // 60 * 60
-        if MIN_ADVISED_DURATION_S <= fits < job.max_duration_s:
-            yield (
-                "max_duration",
-                f"maxDuration {format_duration(fits)} instead of "
-                f"{format_duration(job.max_duration_s)} (ends before reservation {window.name} "
-                f"starts at {format_clock(window.start, now)})",
-                fits,
-                replace(job, max_duration_s=fits, min_duration_s=min(job.min_duration_s, fits)),
+        if not MIN_ADVISED_DURATION_S <= fits < job.max_duration_s:
+            continue
+        change = (
+            f"maxDuration {format_duration(fits)} instead of {format_duration(job.max_duration_s)}"
+        )
+        if job.min_duration_s > fits:
+            # A maxDuration below the minDuration is refused at submit: lower both. (A job
+            # whose minDuration already fits starts before the window as a guest anyway.)
+            change += (
+                f" and minDuration {format_duration(fits)} instead of "
+                f"{format_duration(job.min_duration_s)}"
             )
+        yield (
+            "max_duration",
+            f"{change} (ends before reservation {window.name} starts at "
+            f"{format_clock(window.start, now)})",
+            fits,
+            replace(job, max_duration_s=fits, min_duration_s=min(job.min_duration_s, fits)),
+        )
 
 
-__all__ = ["Advice", "Estimate", "advise", "estimate", "head_of_queue", "simulate"]
+__all__ = [
+    "SCENARIOS",
+    "Advice",
+    "Estimate",
+    "advise",
+    "estimate",
+    "estimate_range",
+    "head_of_queue",
+    "simulate",
+]

@@ -61,6 +61,9 @@ class SchedulerConfig:
     interactive_halts: bool = True
     interactive_halt_wait_s: int = 60
     max_interactive_halts_per_cycle: int = 16
+    # A halted job is stopped this long after the signal at the latest (GPULab: 15 seconds);
+    # start estimates count it gone then (plus a tick).
+    halt_grace_s: int = 15
     # Score plugins (``scorers.SCORERS``) and their weights, added up in this order: best fit
     # first, then owners on their private cluster and entitled jobs on their reservation.
     scorer_weights: tuple[tuple[str, float], ...] = (
@@ -200,6 +203,25 @@ class ReservationWindow:
         return not self.slave_names or slave.name in self.slave_names
 
 
+# A key of the run-time history: ("name", user, job name), ("image", user, image), ("user",
+# user) or ("site",) -- see ``runtimes.history_keys``.
+HistoryKey = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeHistory:
+    """How long past runs lasted, for start estimates (``runtimes.py``; the tick needs none).
+
+    ``samples``: per key, the run times in seconds of the latest runs that ended, ascending.
+    ``job_keys``: per running or queued job id, its keys, most specific first.
+    """
+
+    samples: Mapping[HistoryKey, tuple[int, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    job_keys: Mapping[str, tuple[HistoryKey, ...]] = field(default_factory=lambda: _EMPTY)
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one scheduling cycle may look at. ``now`` must be timezone-aware."""
@@ -213,6 +235,9 @@ class Snapshot:
     # Active jobs per bucket name; names missing here are counted from ``running``.
     bucket_counts: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
+    # Past run times, for start estimates only (None: every job is assumed to run to its
+    # maxDuration). Scheduling decisions never read it.
+    history: RuntimeHistory | None = None
 
 
 # --- decisions -------------------------------------------------------------------------------

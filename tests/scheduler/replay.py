@@ -25,7 +25,9 @@ from jobs.scheduler import (
     Snapshot,
     run_cycle,
 )
+from jobs.scheduler.estimate import estimate, estimate_range
 from jobs.scheduler.model import Cancel, Fail, Halt, Start
+from jobs.scheduler.runtimes import history_from_runs, history_keys
 from jobs.scheduler.usage import accrue, usage_rate
 
 WEEK_OF_JOBS = Path(__file__).parent.parent / "fixtures" / "week_of_jobs.json"
@@ -232,3 +234,34 @@ def replay(
         if wakeup is not None and wakeup <= now:
             wakeup = None
     return outcome
+
+
+def keys_of(job: dict) -> tuple:
+    return history_keys(user=job["user"], name=job["name"], image=job["image"])
+
+
+def with_history(snapshot: Snapshot, runs: list[Run], jobs: dict[str, dict]) -> Snapshot:
+    """The snapshot with the run times the portal knows at its moment (as the bridge reads
+    them: the runs that ended, latest first) and the keys of its jobs."""
+    ended = sorted(runs, key=lambda run: run.ended, reverse=True)
+    ids = [job.id for job in snapshot.running] + [job.id for job in snapshot.queued]
+    history = history_from_runs(
+        ((keys_of(run.job), run.seconds) for run in ended),
+        {job_id: keys_of(jobs[job_id]) for job_id in ids},
+    )
+    return replace(snapshot, history=history)
+
+
+def estimator_before(snapshot: Snapshot, job_id: str, runs: list[Run]):
+    """Every job assumed to run to its maxDuration (the estimate before issue 26 item 6)."""
+    return estimate(snapshot, job_id).start, None
+
+
+def estimator_after(jobs: dict[str, dict]) -> Estimator:
+    """Run times from the history of the runs that ended before the estimate was made."""
+
+    def made(snapshot: Snapshot, job_id: str, runs: list[Run]):
+        found = estimate_range(with_history(snapshot, runs, jobs), job_id)
+        return found.start, (found.earliest, found.latest)
+
+    return made

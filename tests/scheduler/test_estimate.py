@@ -122,14 +122,18 @@ def test_advice_shorter_max_duration_fits_before_a_reservation():
     assert estimate(snap, "j").start == later(27 * HOUR)
     advice = advise(snap, "j")
     assert [(a.kind, a.start, a.value) for a in advice] == [("max_duration", NOW, 3 * HOUR)]
+    # Its minDuration (1 day) is lowered too: maxDuration 3 hours alone would be refused at
+    # submit (issue 26 item 6: the advice suggested a maxDuration below the minDuration).
     assert advice[0].change.startswith(
-        "maxDuration 3 hours instead of 1 day (ends before reservation R starts at"
+        "maxDuration 3 hours instead of 1 day and minDuration 3 hours instead of 1 day "
+        "(ends before reservation R starts at"
     )
 
 
 def test_fairness_halts_are_part_of_the_simulation():
     """A light user's job halts a heavy user's job past its minDuration: it starts once the
-    halted job has left (the halt grace period and a tick later), not at its maxDuration."""
+    halted job has left (the halt grace period, 15 s, and a tick later), not at its
+    maxDuration."""
     busy = running("r", "s1", user="heavy", gpu_ids=(0,), started=ago(HOUR), max_s=5 * HOUR)
     snap = snapshot(
         slaves=[one_gpu_slave()],
@@ -137,7 +141,7 @@ def test_fairness_halts_are_part_of_the_simulation():
         queued=[queued("j", user="light", gpus=1)],
         usage={"light": 0.0, "heavy": 100 * HOUR},
     )
-    assert estimate(snap, "j").start == later(60)
+    assert estimate(snap, "j").start == later(20)
 
 
 def test_no_advice_when_nothing_helps():
