@@ -22,7 +22,6 @@ from jobs.models import (
     JobDelivery,
     JobEvent,
     JobExplanation,
-    JobGang,
     JobPullSecret,
     JobSample,
     JobShare,
@@ -450,21 +449,3 @@ class SlaveAdminWithJobs(SlaveAdmin):
 
 admin.site.unregister(Slave)
 admin.site.register(Slave, SlaveAdminWithJobs)
-
-
-@admin.register(JobGang)
-class JobGangAdmin(admin.ModelAdmin):
-    """Read-only: multi-task OpenPAI jobs (jobs/gang/); act on them through any of their
-    tasks (Jobs), which acts on the whole gang."""
-
-    list_display = ["name", "owner", "project", "status", "attempt", "retry_count", "created"]
-    list_filter = ["status"]
-    list_select_related = ["owner", "project"]
-    search_fields = ["uuid", "name", "owner__username"]
-    readonly_fields = [f.name for f in JobGang._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -113,10 +113,12 @@ class Job(models.Model):
     # included; null for GPULab documents. Image credentials are masked here, as in request.
     openpai_config = models.JSONField(null=True, blank=True)
 
-    # A task of a multi-task OpenPAI job (jobs/gang/): its gang, role, index in the role and
-    # the gang's attempt it belongs to; null/empty for every other job.
+    # A task of a multi-task OpenPAI job: its gang, role, index in the role and the gang's
+    # attempt it belongs to; null/empty for every other job. The gang (its config, attempts,
+    # policies) lives one floor up in gangs/; a string reference is no import, and the
+    # scheduler's queries follow it in SQL (``gang_attempt=F("gang__attempt")``).
     gang = models.ForeignKey(
-        "jobs.JobGang", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks"
+        "gangs.JobGang", null=True, blank=True, on_delete=models.CASCADE, related_name="tasks"
     )
     task_role = models.CharField(max_length=64, blank=True)
     task_index = models.PositiveIntegerField(null=True, blank=True)
@@ -226,50 +228,6 @@ class Job(models.Model):
             return self.explanation.lines
         except JobExplanation.DoesNotExist:
             return []
-
-
-class JobGang(models.Model):
-    """A multi-task OpenPAI job: its config, attempts and summary state (docs/openpai.md).
-
-    Each task (role x index) of the current attempt is an ordinary Job with ``gang`` set; the
-    scheduler places all tasks of a gang in one cycle or none (jobs/scheduler/gang.py), and
-    ``jobs.gang`` applies the completion and retry policies. ``status`` is a summary written
-    by ``jobs.gang`` only (compare-and-swap like a job's); tasks change state through
-    ``job_transition`` as any job.
-    """
-
-    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    name = models.CharField(max_length=200)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="job_gangs"
-    )
-    project = models.ForeignKey("accounts.Project", on_delete=models.PROTECT, related_name="+")
-    # The canonical OpenPAI config (image credentials masked).
-    config = models.JSONField()
-    # The tasks as submitted, [{role, index, name, description, request}]: what each attempt
-    # runs (a launch writes ports and peers into the running attempt's own copies).
-    task_requests = models.JSONField(default=list)
-    attempt = models.PositiveIntegerField(default=1)
-    retry_count = models.PositiveIntegerField(default=0)
-    status = models.CharField(max_length=16, choices=JobStatus.choices)
-    end_reason = models.CharField(max_length=1000, blank=True)
-    # A user cancelled it: never retried.
-    cancelled_by_user = models.BooleanField(default=False)
-    # Ended attempts: [{attempt, status, reason, ended, tasks: [{name, uuid, role, index,
-    # status, slave, exit_code, ports}]}], oldest first.
-    attempts = models.JSONField(default=list, blank=True)
-    created = models.DateTimeField()
-    status_updated = models.DateTimeField()
-    # Resubmitted as a copy of that gang (jobs.gang.resubmit); its page links both ways.
-    copy_of = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="copies"
-    )
-
-    class Meta:
-        ordering = ["-created", "-id"]
-
-    def __str__(self) -> str:
-        return f"gang {self.name} ({self.uuid})"
 
 
 class JobExplanation(models.Model):

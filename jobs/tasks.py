@@ -5,12 +5,13 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
-from jobs.gang import lifecycle as gang_lifecycle
 from jobs.lifecycle import notifications, subscriptions
+from jobs.models import Job
 from jobs.runtime import outputs, recovery
 from jobs.runtime import reconcile as runtime_reconcile
 from jobs.runtime import services as runtime_services
 from jobs.scheduler_bridge import tick as tick_module
+from jobs.signals import gang_task_ended
 
 
 def scheduler_tick() -> None:
@@ -63,4 +64,7 @@ def job_deliver(
 
 
 def gang_update(gang_id: int) -> None:
-    gang_lifecycle.gang_update(gang_id=gang_id)
+    # A task of the gang ended: the gangs app applies the gang's completion and retry policies
+    # (gangs.completion.gang_update, connected in gangs/apps.py). The task stays here, by this
+    # name, because its dotted path is what the queue stores (jobs.transitions fires it).
+    gang_task_ended.send(sender=Job, gang_id=gang_id)

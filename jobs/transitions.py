@@ -112,8 +112,8 @@ def job_transition(
 
 def job_ended(job: Job) -> None:
     """What follows a job's end, whichever writer ended it: a task of a multi-task OpenPAI job
-    has its gang apply its completion policy (jobs.gang.gang_update), once this transaction
-    commits."""
+    has its gang apply its completion policy (the ``jobs.tasks.gang_update`` task, fired once
+    this transaction commits, tells the gangs app: ``jobs.signals.gang_task_ended``)."""
     gang_id = job.__dict__.get("gang_id", _UNLOADED)
     if gang_id is _UNLOADED:  # loaded with .only(): one small query, ended jobs only
         gang_id = Job.objects.filter(pk=job.pk).values_list("gang_id", flat=True).first()

@@ -17,7 +17,6 @@ job_patterns = [
     path("<uuid:uuid>/log.txt", job_views.job_log_raw, name="log-raw"),
     path("<uuid:uuid>/outputs/download", job_views.job_output_download, name="outputs-download"),
     path("<uuid:uuid>/shares/", job_views.job_share_add, name="share-add"),
-    path("<uuid:uuid>/gang/resubmit/", job_views.job_gang_resubmit, name="gang-resubmit"),
     path(
         "<uuid:uuid>/shares/<int:share_id>/revoke/",
         job_views.job_share_remove,

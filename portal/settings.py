@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "clusters",
     "reservations",
     "jobs",
+    "gangs",
     "tapis",
     "ssh",
 ]
@@ -360,7 +361,7 @@ PORTAL_HOST_PORT_RANGE = os.environ.get("PORTAL_HOST_PORT_RANGE", "")
 # Where the portal picks host ports itself (the tasks of OpenPAI jobs), below the ephemeral
 # ports Docker picks random ones from.
 PORTAL_AUTO_HOST_PORT_RANGE = os.environ.get("PORTAL_AUTO_HOST_PORT_RANGE", "20000-29999")
-# OpenPAI jobEnvs.isDebug: seconds a failed task's container is kept for inspection (jobs.gang.debug).
+# OpenPAI jobEnvs.isDebug: seconds a failed task's container is kept for inspection (gangs/debug.py).
 PORTAL_OPENPAI_DEBUG_KEEP_S = env_int("PORTAL_OPENPAI_DEBUG_KEEP_S", 3600)
 PORTAL_HOST_PORT_ADDRESSES = env_list("PORTAL_HOST_PORT_ADDRESSES", ["0.0.0.0", "::"])
 

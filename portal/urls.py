@@ -9,6 +9,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     # GPULab v4.0 endpoints and the portal's own beside them (never inside GPULab's objects).
     path("", include("core.api.urls")),
     path("", include("jobs.api.urls")),
+    # OpenPAI: multi-task jobs, the config a job came from (docs/openpai.md).
+    path("", include("gangs.api.urls")),
     path("", include("reservations.api.urls")),
     path("", include("accounts.api.urls")),
     # Tapis v3 Jobs-shaped API and resubmit (docs/tapis.md).
@@ -27,6 +29,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("jobs.urls")),
+    path("", include("gangs.urls")),
     path("", include("reservations.urls")),
     path("", include("accounts.urls")),
     # Tapis apps: list, editor, submit form.

@@ -5,20 +5,56 @@ project members, or the admin powers of ``job_can_act``), its label, confirmatio
 done message, the GPULab status that asks for it over the API (``PUT jobs/<id>/state/status``)
 and its admin action. The job page, the URL patterns, the API and the admin read this table;
 none of them lists the actions itself.
+
+A task of a multi-task OpenPAI job is never acted on alone: the app that owns gangs (gangs/)
+registers here, from its ``AppConfig.ready``, the service that takes an action on the whole
+gang (``whole_gang_actions_register``) and the sentence pages and the API add after it.
+``JobAction.run`` takes that service for a job with ``gang_id`` set. Halting needs no entry: a
+halt of one task is a system halt (the scheduler halts tasks too), and the gangs app halts the
+rest of the gang on ``jobs.signals.job_halt_requested``.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from core.errors import NotAllowed
 from jobs.actions.services import job_cancel, job_delete, job_halt_request, job_hold, job_release
 from jobs.models import Job
 from jobs.selectors import job_can_act
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
 
 
-def _delete_ended(*, job: Job, user) -> Job | None:
-    """A user's delete hides an ended job too (``gpulab-cli rm --finished``)."""
-    return job_delete(job=job, user=user, finished=True)
+def _delete_ended(*, job: Job, user, **options) -> Job | None:
+    """A user's delete hides an ended job too (``gpulab-cli rm --finished``); the API passes
+    its own flags (``finished``, ``real``, ``force``) in ``options``."""
+    return job_delete(job=job, user=user, **{"finished": True, **options})
+
+
+# Action name -> ``service(job=, user=, **options)`` acting on the whole gang of ``job``
+# (permission checked here first), and the sentence said after such an action. Filled by gangs.
+_WHOLE_GANG: dict[str, Callable[..., Job | None]] = {}
+_WHOLE_GANG_INFO: list[Callable[[Job, str], str]] = []
+
+
+def whole_gang_actions_register(
+    *, services: Mapping[str, Callable[..., Job | None]], info: Callable[[Job, str], str]
+) -> None:
+    """gangs: the whole-gang service of each action it takes over (by action name), and
+    ``info(job, verb)``: what the page and the API's ``X-Portal-Info`` say after it."""
+    unknown = set(services) - set(ACTIONS)
+    if unknown:
+        raise ValueError(f"no such job action: {', '.join(sorted(unknown))}")
+    _WHOLE_GANG.clear()
+    _WHOLE_GANG.update(services)
+    _WHOLE_GANG_INFO[:] = [info]
+
+
+def whole_gang_info(job: Job, verb: str) -> str | None:
+    """What to say after ``verb`` acted on ``job`` when it is a task of a gang (the whole gang
+    was acted on), else None."""
+    if not job.gang_id or not _WHOLE_GANG_INFO:
+        return None
+    return _WHOLE_GANG_INFO[0](job, verb)
 
 
 @dataclass(frozen=True)
@@ -51,8 +87,16 @@ class JobAction:
         """The job's state allows it now and ``user`` may act on the job."""
         return self.state_allows(job) and job_can_act(user, job, delete=self.deletes)
 
-    def run(self, *, job: Job, user) -> Job | None:
-        return self.service(job=job, user=user)
+    def run(self, *, job: Job, user, **options) -> Job | None:
+        """Take the action as ``user`` (permission checked); on a task of a gang, on the whole
+        gang. ``options``: what the service takes besides (a cancel's ``reason``, the API
+        delete's flags)."""
+        whole = _WHOLE_GANG.get(self.name) if job.gang_id else None
+        if whole is None:
+            return self.service(job=job, user=user, **options)
+        if not job_can_act(user, job, delete=self.deletes):
+            raise NotAllowed("only members of the job's project may act on it")
+        return whole(job=job, user=user, **options)
 
 
 ACTIONS: dict[str, JobAction] = {

@@ -18,8 +18,6 @@ from core.errors import Conflict, NotAllowed
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.gang.create import gang_create
-from jobs.gang.whole import gang_cancel, gang_delete, gang_hold, gang_release
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
@@ -33,7 +31,7 @@ from jobs.spec import (
     parse_image,
     parse_job_document,
 )
-from jobs.spec.document import is_openpai_document
+from jobs.spec.document import document_kind_of
 from jobs.spec.images import redact_image
 from jobs.spec.jsontext import DOCUMENT_PATH, JSON_PATH
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
@@ -42,7 +40,6 @@ from jobs.submit.checks import (
     check_time_window,
     registered_slaves,
 )
-from jobs.submit.openpai import openpai_spec_error, openpai_tasks
 from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
 from reservations.models import Reservation
@@ -150,8 +147,9 @@ def job_submit(
     now: datetime | None = None,
     extra: dict | None = None,
 ) -> Job:
-    """Validate a v1 or v2 job document (or an OpenPAI config: jobs/submit/openpai.py) and store
-    it as a QUEUED (or ONHOLD) job.
+    """Validate a v1 or v2 job document and store it as a QUEUED (or ONHOLD) job; a document
+    of a kind an app registered (jobs/spec/kinds.py: an OpenPAI config, gangs/) is submitted by
+    that app, which answers its first job.
 
     ``extra``: Job columns the caller sets beside the document (a Tapis app's origin, staged
     file inputs, the resubmit link, a uuid chosen ahead for macros); never status or request.
@@ -161,48 +159,15 @@ def job_submit(
     """
     now = now or timezone.now()
     _require_member(user, project)
-    if is_openpai_document(document):
-        return _openpai_submit(user=user, project=project, document=document, hold=hold, now=now)
+    kind = document_kind_of(document)
+    if kind is not None:
+        return kind.submit(user=user, project=project, document=document, hold=hold, now=now)
     prepared = _job_prepare(
         user=user, project=project, document=document, registered=registered_slaves(), now=now
     )
     return _jobs_create(
         user=user, project=project, items=[prepared], hold=hold, now=now, extra=extra
     )[0]
-
-
-def _openpai_submit(*, user, project: Project, document, hold: bool, now: datetime) -> Job:
-    """An OpenPAI config (docs/openpai.md): one task is submitted as a v2 job that keeps the
-    config; several tasks (or a retry policy) as a gang whose tasks are submitted together
-    (jobs/gang/), the answer being the first task. Errors name the OpenPAI fields."""
-    mapped = openpai_tasks(user=user, document=document, defaults=spec_defaults(), project=project)
-    try:
-        with transaction.atomic():  # the job(s) and the config, or nothing
-            if not mapped.gang:
-                (v2,) = mapped.documents
-                job = job_submit(user=user, project=project, document=v2, hold=hold, now=now)
-                job.openpai_config = mapped.stored
-                job.save(update_fields=["openpai_config"])
-                return job
-            jobs = job_submit_many(
-                user=user,
-                project=project,
-                documents=mapped.documents,
-                hold=hold,
-                now=now,
-                name="tasks",
-            )
-            gang_create(
-                user=user,
-                project=project,
-                config=mapped.stored,
-                tasks=mapped.tasks,
-                jobs=jobs,
-                now=now,
-            )
-            return jobs[0]
-    except SpecError as exc:
-        raise openpai_spec_error(exc, mapped) from None
 
 
 def job_submit_many(
@@ -318,14 +283,18 @@ def _require_actor(user, job: Job, *, delete: bool = False) -> None:
         raise NotAllowed("only members of the job's project may act on it")
 
 
+def cancelled_by(user, reason: str = "") -> str:
+    """What a user's cancel says (the job's end reason and event): ``cancelled by alice: ...``."""
+    return f"cancelled by {user.username}" + (f": {reason}" if reason else "")
+
+
 def job_cancel(*, job: Job, user, reason: str = "", now: datetime | None = None) -> Job:
-    """Cancel: a pending job ends at once; a job on a slave is stopped by a background task."""
+    """Cancel: a pending job ends at once; a job on a slave is stopped by a background task.
+
+    This job alone: the user actions of jobs/actions/registry.py act on a whole gang instead
+    when the job is one of its tasks."""
     _require_actor(user, job)
-    who = f"cancelled by {user.username}" + (f": {reason}" if reason else "")
-    if job.gang_id:  # a task of a multi-task job: the whole job is cancelled (jobs/gang/)
-        gang_cancel(job=job, reason=who, now=now)
-        return job
-    return job_cancel_by_system(job=job, reason=who, now=now)
+    return job_cancel_by_system(job=job, reason=cancelled_by(user, reason), now=now)
 
 
 def job_halt_request(*, job: Job, user, now: datetime | None = None) -> Job:
@@ -338,9 +307,6 @@ def job_halt_request(*, job: Job, user, now: datetime | None = None) -> Job:
 
 def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
     _require_actor(user, job)
-    if job.gang_id:
-        gang_hold(job=job, who=user.username, now=now)
-        return job
     if job.status != JobStatus.QUEUED:
         raise Conflict(f"only a QUEUED job can be put on hold; this one is {job.status}")
     job_transition(job=job, to=JobStatus.ONHOLD, message=f"put on hold by {user.username}", now=now)
@@ -349,9 +315,6 @@ def job_hold(*, job: Job, user, now: datetime | None = None) -> Job:
 
 def job_release(*, job: Job, user, now: datetime | None = None) -> Job:
     _require_actor(user, job)
-    if job.gang_id:
-        gang_release(job=job, who=user.username, now=now)
-        return job
     if job.status != JobStatus.ONHOLD:
         raise Conflict(f"only an ONHOLD job can be released; this one is {job.status}")
     with transaction.atomic():
@@ -381,10 +344,6 @@ def job_delete(
     _require_actor(user, job, delete=True)
     if (real or force) and not may_delete_all_jobs(user):
         raise NotAllowed("'real' and 'force' deletion are for admins only")
-    if job.gang_id and not real:
-        gang_delete(job=job, who=user.username, now=now)
-        job.refresh_from_db()
-        return job
     if job.status in HOLDS_RESOURCES:
         if force and real:
             # gpulab-cli rm --real --force: one call cancels and removes. The stop task finds
@@ -418,6 +377,7 @@ def job_delete(
 
 
 __all__ = [
+    "cancelled_by",
     "job_cancel",
     "job_cancel_by_system",
     "job_delete",

@@ -6,7 +6,6 @@ from django.urls import re_path
 from core.api.urls import GPULAB, PORTAL
 from jobs.api.array import JobArrayView
 from jobs.api.clusters import ClusterListView, SlaveListView
-from jobs.api.gang import GangDetailView, GangResubmitView
 from jobs.api.outputs import (
     JobOutputDownloadView,
     JobOutputListView,
@@ -23,7 +22,6 @@ from jobs.api.views import (
     JobListView,
     JobLogView,
     JobMetricsView,
-    JobOpenPaiView,
     JobStatusView,
 )
 
@@ -45,7 +43,6 @@ urlpatterns = [
     re_path(PORTAL + r"convert/?$", ConvertView.as_view(), name="api-convert"),
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
-    re_path(PORTAL + rf"jobs/{ID}/openpai/?$", JobOpenPaiView.as_view(), name="api-job-openpai"),
     # Outputs, shares and subscriptions (jobs/runtime/outputs.py, jobs/actions/shares.py, jobs/lifecycle/subscriptions.py).
     re_path(PORTAL + rf"jobs/{ID}/outputs/?$", JobOutputListView.as_view(), name="api-job-outputs"),
     re_path(
@@ -63,15 +60,6 @@ urlpatterns = [
         PORTAL + rf"jobs/{ID}/subscriptions/?$",
         JobSubscriptionsView.as_view(),
         name="api-job-subscriptions",
-    ),
-    # A multi-task OpenPAI job: roles x tasks and attempts (jobs/gang/, docs/openpai.md).
-    re_path(
-        PORTAL + r"gangs/(?P<gang_id>[^/]+)/?$", GangDetailView.as_view(), name="api-gang-detail"
-    ),
-    re_path(
-        PORTAL + r"gangs/(?P<gang_id>[^/]+)/resubmit/?$",
-        GangResubmitView.as_view(),
-        name="api-gang-resubmit",
     ),
     # Resource samples (jobs/runtime/metrics.py, docs/metrics.md).
     re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),

@@ -33,7 +33,7 @@ from core.api.common import (
 from core.api_errors import BadRequest
 from core.errors import NotAllowed
 from jobs.actions import services
-from jobs.actions.registry import ACTION_BY_API_STATUS
+from jobs.actions.registry import ACTION_BY_API_STATUS, ACTIONS, whole_gang_info
 from jobs.api.filters import job_filter_from_query, sort_order
 from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab, listed_jobs
 from jobs.api.pagination import paginate
@@ -47,14 +47,15 @@ from jobs.api.serializers import (
     debug_event,
     explanation,
 )
-from jobs.gang.whole import gang_info
 from jobs.models import Job
 from jobs.runtime.logs import job_log_range
 from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_list_visible_to, job_sees_full, job_visible_to, sole_project_of
-from jobs.spec import OPENPAI, parse_any_document
+from jobs.spec import parse_any_document
+from jobs.spec.document import GPULAB
 from jobs.spec.images import redact_image
+from jobs.spec.kinds import document_kind_named
 from jobs.submit import idempotency
 
 TAG = "GPULab v4.0"
@@ -243,10 +244,12 @@ class JobDetailView(PortalAPIView):
         job = get_visible_job(request, job_id)
         if (real or force) and not may_delete_all_jobs(request.user):
             raise NotAllowed("'real' and 'force' deletion are for admins only")
-        services.job_delete(job=job, user=request.user, finished=finished, real=real, force=force)
+        # Through the action registry: a task of a gang deletes the whole gang (unless real).
+        ACTIONS["delete"].run(job=job, user=request.user, finished=finished, real=real, force=force)
         response = Response(status=204)
-        if job.gang_id and not real:  # a task of a gang: the whole job was acted on
-            response["X-Portal-Info"] = gang_info(job, "deleted")
+        whole = None if real else whole_gang_info(job, "deleted")
+        if whole is not None:  # a task of a gang: the whole job was acted on
+            response["X-Portal-Info"] = whole
         return response
 
 
@@ -271,8 +274,9 @@ class JobStatusView(PortalAPIView):
         action.run(job=job, user=request.user)
         job.refresh_from_db()
         response = Response(job_to_gpulab(job, viewer=request.user))
-        if job.gang_id:  # a task of a gang: the whole job was acted on (jobs/gang/)
-            response["X-Portal-Info"] = gang_info(job, f"{text} applied to")
+        whole = whole_gang_info(job, f"{text} applied to")
+        if whole is not None:  # a task of a gang: the whole job was acted on (gangs/)
+            response["X-Portal-Info"] = whole
         return response
 
 
@@ -370,23 +374,6 @@ class JobExplainView(PortalAPIView):
         return Response(body)
 
 
-class JobOpenPaiView(PortalAPIView):
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(
-        operation_id="portal_job_openpai",
-        tags=[PORTAL_TAG],
-        summary="The OpenPAI config a job was submitted from (extras included)",
-        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
-    )
-    def get(self, request, job_id: str):
-        job = get_visible_job(request, job_id)
-        _require_full_view(request.user, job)
-        if job.openpai_config is None:
-            raise Http404("this job was not submitted from an OpenPAI config")
-        return Response(job.openpai_config)
-
-
 class ConvertView(PortalAPIView):
     permission_classes = [IsAuthenticated]
 
@@ -400,11 +387,12 @@ class ConvertView(PortalAPIView):
     def post(self, request):
         parsed = parse_any_document(read_body(request), defaults=services.spec_defaults())
         canonical = parsed.document
-        if parsed.kind == OPENPAI:  # the canonical OpenPAI config (docs/openpai.md)
-            canonical["image"] = redact_image(canonical["image"], member=True)
-            response = Response(canonical)
-            response["X-Converted-From"] = OPENPAI
+        kind = document_kind_named(parsed.kind)
+        if kind is not None:  # a registered kind's canonical form (an OpenPAI config)
+            response = Response(kind.shown(canonical))
+            response["X-Converted-From"] = kind.name
             return response
+        assert parsed.kind == GPULAB
         docker = canonical["request"]["docker"]
         docker["image"] = redact_image(docker["image"], member=True)
         response = Response(canonical)

@@ -11,9 +11,9 @@ from core.errors import Conflict
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.gang.whole import gang_halt
 from jobs.models import Job
 from jobs.scheduler_bridge.ticks import tick_request
+from jobs.signals import job_halt_requested
 from jobs.states import HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.transitions import job_transition
 
@@ -46,7 +46,10 @@ def job_cancel_by_system(*, job: Job, reason: str, now: datetime | None = None) 
 
 
 def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None) -> Job:
-    """RUNNING -> MUSTHALT and fire the halt procedure (SIGUSR1, wait for exit 123)."""
+    """RUNNING -> MUSTHALT and fire the halt procedure (SIGUSR1, wait for exit 123).
+
+    ``job_halt_requested`` is sent in the same transaction: a task of a gang halts its whole
+    gang (gangs/), every task MUSTHALT before the first halt procedure runs."""
     now = now or timezone.now()
     if job.status != JobStatus.RUNNING:
         raise Conflict(f"only a RUNNING job can be halted; this one is {job.status}")
@@ -61,9 +64,6 @@ def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None
         "haltedJobScores": [],
         **halt_info,
     }
-    if job.gang_id:  # halting one task halts its whole gang (jobs/gang/)
-        gang_halt(job=job, halt_info=info, now=now)
-        return job
     with transaction.atomic():
         if job_transition(
             job=job,
@@ -73,4 +73,5 @@ def job_halt_by_system(*, job: Job, halt_info: dict, now: datetime | None = None
             now=now,
         ):
             fire(HALT_TASK, job.pk)
+            job_halt_requested.send(sender=Job, job=job, halt_info=info, now=now)
     return job

@@ -15,10 +15,10 @@ from clusters.models import Slave
 from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.models import Job, JobPullSecret
+from jobs.runtime.run_hooks import run_hooks
 from jobs.runtime.storage import ResolvedMount, resolve_mounts
 from jobs.runtime.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, WORKDIR_ENV
 from jobs.spec.images import image_parse
-from jobs.spec.openpai import read_only_paths, shm_bytes
 from jobs.spec.v2_docker import reserved_env_reason
 from jobs.submit.checks import slave_roots
 
@@ -144,8 +144,9 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         if item.get("hostPath") == "tmpfs"
     }
     target = pull_target(job)
-    # An OpenPAI job's codeDir is read-only (docs/openpai.md).
-    read_only = read_only_paths(job.openpai_config) if job.openpai_config else set()
+    # What the job's app adds (an OpenPAI task: its role's shmMB, codeDir read-only).
+    extras = run_hooks().container_extras(job)
+    read_only = extras.read_only_paths
     words = split_command(docker.get("command"))
     return ContainerSpec(
         image=target.reference,
@@ -174,8 +175,7 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         group_add=tuple(docker.get("groupAdd") or ()),
         name=f"gpuportal-{job.uuid}",
         folders=workdir_folders(mounts, tmpfs),
-        # An OpenPAI task: its role's shmMB (docs/openpai.md); Docker's default otherwise.
-        shm_size_bytes=shm_bytes(job.openpai_config, job.task_role) if job.openpai_config else None,
+        shm_size_bytes=extras.shm_size_bytes,
     )
 
 

@@ -8,9 +8,10 @@ the port (``HostPortBusy`` names it):
 - Docker (a mapping without ``hostPort``): Docker tries a few of its own picks, then gives up.
   The start is tried again (``PORT_CLASH_STARTS`` in all), Docker picking other ports, and an
   event says which port was taken and which replaced it.
-- The portal (an OpenPAI gang task's ``beginAt`` 0 ports, ``jobs.gang.launch``): every peer
-  of the gang already knows the number, so the task does not move alone. It fails with a
-  reason ``jobs.gang.ports`` reads, and the gang goes back to the queue whole, on other ports.
+- The portal (an OpenPAI gang task's ``beginAt`` 0 ports, ``gangs.launch``): every peer of
+  the gang already knows the number, so the task does not move alone. It fails with a reason
+  the gangs app writes and reads back (``run_hooks().port_clash_reason``, ``gangs.ports``), and
+  the gang goes back to the queue whole, on other ports.
 - The user (a ``portMappings[].hostPort``, a ``beginAt`` > 0 range): the job fails, saying
   which port is taken where.
 """
@@ -21,8 +22,8 @@ import re
 from collections.abc import Callable
 
 from clusters.runtime.errors import HostPortBusy, RuntimeFailure
-from jobs.gang.ports import port_clash_reason, portal_chosen_ports
 from jobs.models import Job
+from jobs.runtime.run_hooks import run_hooks
 from jobs.transitions import job_event_add
 
 # Starts of one container, the first included, while Docker's own picks are found taken.
@@ -41,7 +42,7 @@ def _user_fixed_ports(job: Job) -> set[int]:
         int(m["hostPort"])
         for m in (job.request.get("docker") or {}).get("portMappings") or ()
         if isinstance(m, dict) and m.get("hostPort") is not None
-    } - portal_chosen_ports(job)
+    } - run_hooks().portal_chosen_ports(job)
 
 
 def start_despite_port_clashes(*, engine, job: Job, start: Callable[[], str]) -> str:
@@ -54,10 +55,11 @@ def start_despite_port_clashes(*, engine, job: Job, start: Callable[[], str]) ->
             container_id = start()
         except HostPortBusy as busy:
             port, cause = busy.host_port, _cause(busy)
-            portal = portal_chosen_ports(job)
+            portal = run_hooks().portal_chosen_ports(job)
             if portal and (port is None or port in portal):
+                chosen = [port] if port is not None else sorted(portal)
                 raise RuntimeFailure(
-                    port_clash_reason([port] if port is not None else sorted(portal), slave, cause),
+                    run_hooks().port_clash_reason(chosen, slave, cause),
                     permanent=True,
                     status_code=busy.status_code,
                 ) from None

@@ -19,12 +19,12 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
 from core.tasks import fire
 from jobs import task_names
-from jobs.gang.debug import debug_keep_until
-from jobs.gang.lifecycle import gang_recheck_all
 from jobs.models import Job, JobEvent
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
+from jobs.runtime.run_hooks import run_hooks
 from jobs.runtime.services import job_finish_run, job_restart_create, runtime_work_stale
 from jobs.scheduler_bridge.ticks import tick_request
+from jobs.signals import reconcile_finished
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.transitions import job_event_add, job_transition
 
@@ -43,8 +43,9 @@ def reconcile_all(now: datetime | None = None, *, unclaimed_ok: bool = False) ->
             reconcile_slave(slave=slave, now=now, unclaimed_ok=unclaimed_ok)
         except Exception:  # one broken slave must not stop the others
             log.exception("reconcile of slave %s failed", slave.name)
-    # Multi-task jobs whose policy update was lost with a worker (jobs/gang/).
-    gang_recheck_all(now=now)
+    # Safety nets of apps above jobs: multi-task jobs whose policy update was lost with a
+    # worker (gangs/).
+    reconcile_finished.send(sender=Job, now=now)
 
 
 def reconcile_slave(
@@ -153,11 +154,11 @@ def _redrive(*, job: Job, container, now: datetime, unclaimed_ok: bool) -> None:
 def _stop_orphan(*, slave: Slave, container, job_uuid: str, now: datetime) -> None:
     """A portal container whose job ended or is unknown: stop it and say so."""
     job = Job.objects.filter(uuid=job_uuid).first() if _is_uuid(job_uuid) else None
-    keep_until = debug_keep_until(job) if job is not None and not container.running else None
-    if job is not None and keep_until is not None:
-        if now < keep_until:
-            return  # OpenPAI isDebug: kept for inspection until then (jobs.gang.debug)
-        job_event_add(job=job, message="debug container removed (jobEnvs.isDebug time is over)")
+    kept = run_hooks().kept_container(job) if job is not None and not container.running else None
+    if job is not None and kept is not None:
+        if now < kept.until:
+            return  # kept for inspection until then (OpenPAI isDebug: gangs.debug)
+        job_event_add(job=job, message=kept.removed)
     if container.running or job is None:
         # An exited container of an ended job is just the finish step's leftover: no news.
         message = f"stopped stray container {container.id[:12]} on {slave.name}"

@@ -21,7 +21,7 @@ so a later gang of the same shapes fails too without another try.
 
 Gangs never halt running jobs to make room (they wait for room like any job that does not
 qualify for halts); a scheduler halt of one task is turned into a halt of the whole gang by the
-bridge (jobs/gang/).
+gangs app (gangs/whole.py, on jobs.signals.job_halt_requested).
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from core.faults import crash_point
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.gang.launch import gang_tasks_assigned
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobExplanation
@@ -27,6 +26,7 @@ from jobs.scheduler_bridge.bulk_writes import (
     rows_update,
     rows_upsert,
 )
+from jobs.signals import gang_tasks_assigned
 from jobs.states import FINISHED as ENDED
 from jobs.states import HOLDS_RESOURCES, JobStatus, is_allowed
 from jobs.transitions import TransitionNotAllowed, job_ended, transition_reason
@@ -185,8 +185,9 @@ def apply_starts(
             if ok and request.job.pk not in gang_tasks:
                 fire(LAUNCH_TASK, request.job.pk)
         if gang_tasks:
-            # Tasks of a gang launch together, once its ports and peers are known (jobs/gang/).
-            gang_tasks_assigned(job_pks=sorted(gang_tasks), now=now)
+            # Tasks of a gang launch together, once its ports and peers are known: the gangs
+            # app launches them (or puts back a gang that is not whole), in this transaction.
+            gang_tasks_assigned.send(sender=Job, job_pks=sorted(gang_tasks), now=now)
     return sum(won)
 
 

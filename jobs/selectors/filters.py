@@ -54,7 +54,7 @@ class JobFilter:
     # The web table's order (``SORTS``: "created", "-gpus", ...); "" is newest first.
     sort: str = ""
     # The web table: a multi-task OpenPAI job is one row, its first task of the current
-    # attempt (jobs.gang.listing adds the task counts); the GPULab API lists every task.
+    # attempt (gangs.listing adds the task counts); the GPULab API lists every task.
     one_row_per_gang: bool = False
 
     @property

@@ -1,5 +1,6 @@
 """GPULab job documents: parsing, v2 validation and normalisation, v1 conversion, durations and
-image references; OpenPAI job configs (openpai.py: validation and expansion into tasks).
+image references; the registry of other document kinds (kinds.py: gangs registers OpenPAI job
+configs there).
 
 Pure Python (standard library only, no Django; the rule on text no database can store comes
 from core.text_guard, itself standard library only; SSH public keys are parsed by the
@@ -10,7 +11,7 @@ web forms, the scheduler and the launcher can share it and it can be tested anyw
 from .document import (
     ParsedDocument,
     detect_version,
-    is_openpai_document,
+    document_kind_of,
     parse_any_document,
     parse_job_document,
 )
@@ -18,13 +19,13 @@ from .durations import format_duration, parse_duration
 from .errors import FieldError, SpecError
 from .images import ImageRef, parse_image, redact_image
 from .jsontext import load_json
+from .kinds import DocumentKind, document_kind_register
 from .limits import RequestLimits
-from .openpai import OPENPAI, expand_tasks, normalize_openpai
 from .v1 import convert_v1, v1_error_path
 from .v2 import SpecDefaults, duration_seconds, normalize_job, tmpfs_gb
 
 __all__ = [
-    "OPENPAI",
+    "DocumentKind",
     "FieldError",
     "ImageRef",
     "ParsedDocument",
@@ -33,13 +34,12 @@ __all__ = [
     "SpecError",
     "convert_v1",
     "detect_version",
+    "document_kind_of",
+    "document_kind_register",
     "duration_seconds",
-    "expand_tasks",
     "format_duration",
-    "is_openpai_document",
     "load_json",
     "normalize_job",
-    "normalize_openpai",
     "parse_duration",
     "parse_any_document",
     "parse_image",

@@ -84,7 +84,7 @@ def normalize_docker(
         return None
     image = read_str(f, "image", errs, required=True, max_length=MAX_IMAGE_LENGTH)
     if image is not None:
-        image = _image(image, f.path_of("image"), errs, allowed_registries)
+        image = image_check(image, f.path_of("image"), errs, allowed_registries)
     working_dir = read_str(f, "workingDir", errs, min_length=1, max_length=MAX_PATH_LENGTH)
     if working_dir is not None:
         working_dir = _working_dir(working_dir, f.path_of("workingDir"), errs)
@@ -103,7 +103,9 @@ def normalize_docker(
     }
 
 
-def _image(text: str, path: str, errs: Errors, allowed: Collection[str]) -> str | None:
+def image_check(text: str, path: str, errs: Errors, allowed: Collection[str]) -> str | None:
+    """The image reference if GPULab would accept it (the site's ``allowed`` private
+    registries), else None with the reason added at ``path``; OpenPAI's ``image`` too."""
     parsed = image_parse(text)
     if isinstance(parsed, str):
         errs.add(path, parsed)

@@ -14,7 +14,6 @@ from django.views.decorators.vary import vary_on_headers
 from accounts.permissions import may_view_engine_errors
 from clusters.models import Cluster, Slave
 from jobs.api.cluster_json import cluster_infos
-from jobs.gang.listing import gang_task_label
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 from jobs.web.views.common import present
@@ -74,6 +73,14 @@ def cluster_list(request):
     return render(request, "clusters/clusters.html", context)
 
 
+def _gang_task_label(job: Job) -> str:
+    """``gang pai, role worker, task 1`` for a task of a multi-task job (what Live > Slaves
+    shows on a GPU it holds; the gang's name through ``Job.gang``), "" for any other job."""
+    if job.gang is None:
+        return ""
+    return f"gang {job.gang.name}, role {job.task_role}, task {job.task_index}"
+
+
 def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
     """View data of slaves: GPU cells (free, used by which job, reserved), CPU and memory use.
 
@@ -90,7 +97,7 @@ def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
     for job in jobs:
         present(job, user, now=now)
         # Which task of a multi-task job holds the GPUs; named only to who sees the job in full.
-        job.ui_gang_task = gang_task_label(job) if job.ui_full else ""
+        job.ui_gang_task = _gang_task_label(job) if job.ui_full else ""
         if job.slave_id is not None:  # filtered: slave_id__in
             jobs_by_slave.setdefault(job.slave_id, []).append(job)
     reservations = _active_reservations(now, cluster_ids={s.cluster_id for s in slaves})

@@ -21,7 +21,7 @@ from rest_framework.settings import api_settings
 from core.api.common import PortalAPIView, parse_uuid_or_404, read_json_object
 from core.api_errors import BadRequest, exception_handler
 from core.errors import NotAllowed
-from jobs.actions import services
+from jobs.actions.registry import ACTIONS
 from jobs.lifecycle.stages import job_tapis_status
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_list_not_deleted, job_list_visible_to, job_sees_full, project_ids_of
@@ -188,7 +188,8 @@ class JobCancelView(TapisAPIView):
     @extend_schema(operation_id="tapis_jobs_cancel", tags=[TAG], summary="cancelJob")
     def post(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
-        services.job_cancel(job=job, user=request.user, reason="Tapis cancelJob")
+        # The registry: a task of a multi-task OpenPAI job cancels its whole gang.
+        ACTIONS["cancel"].run(job=job, user=request.user, reason="Tapis cancelJob")
         return Response(
             envelope({"message": f"cancel of job {job.uuid} requested"}, "job cancel requested")
         )

@@ -11,7 +11,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from jobs.models import Job, JobEvent, JobGang
+from gangs.models import JobGang
+from jobs.models import Job, JobEvent
 from tests.api.conftest import API, PORTAL
 from tests.conftest import HELLO_WORLD
 

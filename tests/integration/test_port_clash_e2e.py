@@ -20,8 +20,9 @@ from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
+from gangs.models import JobGang
 from jobs.actions.services import job_cancel, job_submit
-from jobs.models import Job, JobGang
+from jobs.models import Job
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

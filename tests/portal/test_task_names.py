@@ -22,8 +22,8 @@ def test_every_task_name_resolves_to_a_function():
 def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
+    from gangs import launch as gang_launch
     from jobs import transitions
-    from jobs.gang import launch as gang_launch
     from jobs.lifecycle import actions, notifications, subscriptions
     from jobs.runtime import reconcile, recovery, watcher
     from jobs.scheduler_bridge import ticks

@@ -1,5 +1,5 @@
 """OpenPAI's jobEnvs.isDebug on the in-memory engine: a failed task's container is kept for
-PORTAL_OPENPAI_DEBUG_KEEP_S, then removed by reconcile (jobs/gang/debug.py)."""
+PORTAL_OPENPAI_DEBUG_KEEP_S, then removed by reconcile (gangs/debug.py)."""
 
 from datetime import timedelta
 

@@ -1,5 +1,5 @@
 """Multi-task OpenPAI jobs on the in-memory engine: gang start with ports and peers, a gang that
-waits whole, completion policies, retry, cancel and halt of the whole gang (jobs/gang/)."""
+waits whole, completion policies, retry, cancel and halt of the whole gang (gangs/)."""
 
 import copy
 import uuid
@@ -9,17 +9,12 @@ import pytest
 from django.conf import settings
 
 from clusters.services import engine_for
-from jobs.actions.services import (
-    job_cancel,
-    job_delete,
-    job_halt_request,
-    job_hold,
-    job_release,
-    job_submit,
-)
-from jobs.gang.lifecycle import gang_recheck_all
-from jobs.gang.policy import gang_outcome
-from jobs.models import Job, JobGang
+from gangs.completion import gang_recheck_all
+from gangs.models import JobGang
+from gangs.policy import gang_outcome
+from jobs.actions.registry import ACTIONS
+from jobs.actions.services import job_halt_request, job_submit
+from jobs.models import Job
 from jobs.runtime.services import job_finish_run
 from jobs.states import JobStatus
 from tests.support.runtime import TEST_IMAGE, add_slave, job_doc, submit
@@ -205,10 +200,12 @@ def test_retry_runs_a_new_attempt_and_keeps_the_old_one(people, two_slaves):
 def test_cancel_of_one_task_cancels_the_whole_gang_and_never_retries(people, two_slaves):
     user, _ = people
     tasks = run(people, config(role("worker", 2), name="stopme", retryCount=3))
-    job_cancel(job=tasks[1], user=user)
+    # A user action goes through the one action registry, which hands a gang task to gangs.
+    ACTIONS["cancel"].run(job=tasks[1], user=user)
     assert statuses(tasks) == [JobStatus.CANCELLED, JobStatus.CANCELLED]
     gang = JobGang.objects.get(pk=tasks[0].gang_id)
     assert (gang.status, gang.attempt) == (JobStatus.CANCELLED, 1)
+    assert gang.cancelled_by_user and gang.end_reason == f"cancelled by {user.username}"
 
 
 def test_halt_of_one_task_halts_the_whole_gang(people, two_slaves):
@@ -224,9 +221,9 @@ def test_hold_and_release_act_on_every_task(people, two_slaves):
     user, _ = people
     busy_gpu(people)
     tasks = run(people, config(role("big", 2, gpus=2), name="held"))
-    job_hold(job=tasks[1], user=user)
+    ACTIONS["hold"].run(job=tasks[1], user=user)
     assert statuses(tasks) == [JobStatus.ONHOLD] * 2
-    job_release(job=tasks[0], user=user)
+    ACTIONS["release"].run(job=tasks[0], user=user)
     assert statuses(tasks) == [JobStatus.QUEUED] * 2
 
 
@@ -271,7 +268,7 @@ def test_delete_of_a_waiting_gang_revokes_and_hides_every_task(people, two_slave
     busy_gpu(people)
     tasks = run(people, config(role("big", 2, gpus=2), name="gone"))
     assert statuses(tasks) == [JobStatus.QUEUED] * 2
-    job_delete(job=tasks[1], user=user)
+    ACTIONS["delete"].run(job=tasks[1], user=user)
     assert statuses(tasks) == [JobStatus.DELETED] * 2
     assert JobGang.objects.get(pk=tasks[0].gang_id).status == JobStatus.CANCELLED
 

@@ -3,7 +3,6 @@
 from jobs.web.views.bulk import job_bulk
 from jobs.web.views.create import job_convert, job_create
 from jobs.web.views.detail import job_action, job_detail, job_live
-from jobs.web.views.gang import job_gang_resubmit
 from jobs.web.views.lists import job_list
 from jobs.web.views.log import job_log, job_log_raw
 from jobs.web.views.outputs import job_output_download, job_share_add, job_share_remove
@@ -14,7 +13,6 @@ __all__ = [
     "job_convert",
     "job_create",
     "job_detail",
-    "job_gang_resubmit",
     "job_list",
     "job_live",
     "job_log",

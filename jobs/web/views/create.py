@@ -20,9 +20,9 @@ from clusters.models import Cluster
 from core.errors import NotAllowed, ServiceError
 from jobs.actions import services
 from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.spec import OPENPAI, SpecError, detect_version, normalize_job, normalize_openpai
+from jobs.spec import DocumentKind, SpecError, detect_version, normalize_job
 from jobs.spec.images import PASSWORD_MASK, parse_image
-from jobs.spec.openpai import role_summaries, task_count
+from jobs.spec.kinds import document_kind_named, document_kinds
 from jobs.web.examples import site_examples, site_images
 from jobs.web.forms import (
     JobFieldsForm,
@@ -49,7 +49,7 @@ def _clone_source(user, uuid):
 
 
 def _clone_document(job) -> dict:
-    if job.openpai_config is not None:
+    if job.openpai_config is not None:  # (the job's own column: the config it came from)
         # What the user wrote, not its mapping (the jobName has to change: names are unique).
         return dict(job.openpai_config)
     request = dict(job.request)
@@ -81,6 +81,10 @@ def job_create(request):
         "command_warnings": [],
         "notices": [],
         "projects": projects,
+        # Blocks of other document kinds under the editor (gangs: OpenPAI task roles).
+        "document_kind_templates": [
+            k.create_template for k in document_kinds() if k.create_template
+        ],
     }
 
     if request.method != "POST":
@@ -104,7 +108,7 @@ def job_create(request):
                 "token) before submitting."
             )
         context["command_warnings"] = document_warnings(doc)
-        _openpai_context(context, pretty(doc))
+        _kind_context(context, pretty(doc))
         initial = {**fields_from_document(doc), "document": pretty(doc)}
         if initial_project is not None:
             initial["project"] = str(initial_project)
@@ -133,7 +137,7 @@ def job_create(request):
         form.is_valid()
         context["form"] = form
         context["notices"].append(f"Read the uploaded file {upload.name}.")
-    _openpai_context(context, text)
+    _kind_context(context, text)
 
     if "apply_fields" in request.POST:
         # No JavaScript: write the fields into the document and show it again.
@@ -142,8 +146,12 @@ def job_create(request):
             _show_errors(form, context, error)
             return render(request, "jobs/create.html", context, status=400)
         assert base is not None  # a document whenever there is no error
-        if _is_openpai(base):
-            context["notices"].append(OPENPAI_FIELDS_NOTE)
+        kind = _kind_of(base)
+        if kind is not None:
+            context["notices"].append(
+                f"This is {kind.title}: the common fields apply to GPULab documents only; "
+                "edit the document itself."
+            )
             return render(request, "jobs/create.html", context)
         if converted:
             context["notices"].append("Converted from a v1 jobDefinition to v2.")
@@ -181,41 +189,36 @@ def job_create(request):
         messages.warning(request, warning)
     how = "on hold" if hold else "queued"
     converted_note = " (converted from a v1 jobDefinition)" if converted else ""
-    if _is_openpai(doc):
-        converted_note = " (from an OpenPAI config: one task role, one task)"
+    kind = _kind_of(doc)
+    if kind is not None:
+        converted_note = f" (from {kind.title})"
     messages.success(request, f"Job {job.name} submitted{converted_note}: {how}.")
     return redirect("jobs:detail", uuid=job.uuid)
 
 
 UPLOAD_MAX_BYTES = 1024 * 1024  # a job file is a few kB; the API's own body limit is larger
-OPENPAI_FIELDS_NOTE = (
-    "This is an OpenPAI job config: the common fields apply to GPULab documents only; edit the "
-    "config itself (see docs/openpai.md)."
-)
 
 
-def _is_openpai(doc) -> bool:
+def _kind_of(doc) -> DocumentKind | None:
+    """The registered kind of a parsed document (jobs/spec/kinds.py), None for GPULab's."""
     try:
-        return isinstance(doc, dict) and detect_version(doc) == OPENPAI
+        return document_kind_named(detect_version(doc)) if isinstance(doc, dict) else None
     except SpecError:
-        return False
+        return None
 
 
-def _openpai_context(context, text: str) -> None:
-    """An OpenPAI config is shown as its task roles (when it is valid enough to read them)."""
+def _kind_context(context, text: str) -> None:
+    """A document of a registered kind (an OpenPAI config) is shown as its kind summarises it
+    (its task roles), when it is valid enough to read."""
     doc, _converted, error = convert_text(text) if text.strip() else (None, False, None)
-    if error is not None or not _is_openpai(doc):
+    kind = _kind_of(doc) if error is None else None
+    if kind is None:
         return
-    context["openpai"] = True
     try:
-        defaults = services.spec_defaults()
-        config = normalize_openpai(
-            doc, allowed_registries=defaults.allowed_private_registries, limits=defaults.limits
-        )
+        canonical = kind.normalize(doc, defaults=services.spec_defaults())
     except SpecError:
         return
-    context["task_roles"] = role_summaries(config)
-    context["openpai_runnable"] = task_count(config) == 1
+    context["document_summary"] = kind.summary(canonical)
 
 
 def _rerender(request, form, context, doc, projects, clusters):
@@ -245,9 +248,10 @@ def job_convert(request):
 
     ``{ok, converted, document, errors: [{path, message, field, line, column}], warnings}``;
     ``document`` is the canonical v2 text when valid, the converted text when a v1 document has
-    errors, and absent when the text is not a job document at all. An OpenPAI config answers
-    ``kind: "openpai"``, its canonical config, ``taskRoles`` (one summary per role),
-    ``runnable`` (one task: it runs as one job) and a ``notice``.
+    errors, and absent when the text is not a job document at all. A document of a registered
+    kind answers ``kind`` (``"openpai"``), its canonical form and what the kind's summary says
+    (an OpenPAI config: ``taskRoles``, one summary per role, ``runnable``: one task, it runs as
+    one job, and a ``notice``).
     """
     text = request.POST.get("document", "")
     doc, converted, error = convert_text(text)
@@ -256,8 +260,9 @@ def job_convert(request):
             {"ok": False, "converted": False, "errors": error_items(error), "warnings": []}
         )
     assert doc is not None  # a document whenever there is no error
-    if _is_openpai(doc):
-        return JsonResponse(_openpai_answer(doc))
+    kind = _kind_of(doc)
+    if kind is not None:
+        return JsonResponse(_kind_answer(kind, doc))
     answer = {"converted": converted, "warnings": document_warnings(doc)}
     try:
         canonical = normalize_job(doc, defaults=services.spec_defaults())
@@ -268,28 +273,17 @@ def job_convert(request):
     return JsonResponse({**answer, "ok": True, "document": pretty(canonical), "errors": []})
 
 
-def _openpai_answer(doc: dict) -> dict:
-    """job_convert's answer for an OpenPAI config: its task roles, or every error."""
-    answer = {"kind": OPENPAI, "converted": False, "warnings": [], "taskRoles": []}
+def _kind_answer(kind: DocumentKind, doc: dict) -> dict:
+    """job_convert's answer for a document of a registered kind: its summary, or every error."""
+    answer = {"kind": kind.name, "converted": False, "warnings": [], "taskRoles": []}
     try:
-        defaults = services.spec_defaults()
-        config = normalize_openpai(
-            doc, allowed_registries=defaults.allowed_private_registries, limits=defaults.limits
-        )
+        canonical = kind.normalize(doc, defaults=services.spec_defaults())
     except SpecError as failed:
         return {**answer, "ok": False, "errors": error_items(failed)}
-    count = task_count(config)
     return {
         **answer,
+        **kind.summary(canonical),
         "ok": True,
-        "document": pretty(config),
-        "taskRoles": role_summaries(config),
-        # True: one task, an ordinary job; false: a gang of tasks (both run).
-        "runnable": count == 1,
-        "notice": (
-            "OpenPAI config: runs as one job."
-            if count == 1 and not config["retryCount"]
-            else f"OpenPAI config: runs as one job of {count} task(s), started together."
-        ),
+        "document": pretty(canonical),
         "errors": [],
     }

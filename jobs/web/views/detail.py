@@ -13,16 +13,14 @@ from django.views.decorators.http import require_http_methods
 from clusters.models import Gpu
 from core.errors import ServiceError
 from core.timefmt import parse_utc_z
-from jobs.actions.registry import ACTIONS
+from jobs.actions.registry import ACTIONS, whole_gang_info
 from jobs.api.gpulab_json import job_to_gpulab
-from jobs.gang.resubmit import gang_may_resubmit
-from jobs.gang.summary import gang_summary
-from jobs.gang.whole import gang_info
 from jobs.lifecycle.stages import job_tapis_summary
 from jobs.models import Job, JobEvent
 from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
+from jobs.web.page_hooks import job_sections
 from jobs.web.views.common import action_buttons, present, visible_job
 from jobs.web.views.log import STARTS_SOON, initial_log
 from jobs.web.views.outputs import outputs_context
@@ -106,10 +104,9 @@ def _live_context(request, job: Job) -> dict:
         # slower while it runs; not at all once it ended.
         "live_every": "1s" if job.status in STARTS_SOON else "2s",
         "total_run_seconds": (job.run_seconds_before or 0) + (job.ui_run_seconds or 0),
-        # A task of a multi-task OpenPAI job: its gang's roles x tasks and attempts.
-        "gang": gang_summary(job.gang) if full and job.gang is not None else None,
-        "can_resubmit_gang": bool(full and job.gang_id)
-        and gang_may_resubmit(user=user, gang_project_id=job.project_id),
+        # What apps above jobs show of it (a task of a multi-task OpenPAI job: its gang's
+        # roles x tasks and attempts, from gangs/).
+        "sections": job_sections(job, user, full=full),
         "job_uuid": str(job.uuid),
     }
 
@@ -186,8 +183,9 @@ def job_action(request, uuid, action):
             messages.error(request, f"{label} failed: {error}")
             return redirect("jobs:detail", uuid=job.uuid)
         messages.success(request, entry.done.format(name=job.ui_name))
-        if job.gang_id and not entry.deletes:  # the whole multi-task job was acted on
-            messages.info(request, gang_info(job, entry.label))
+        whole = None if entry.deletes else whole_gang_info(job, entry.label)
+        if whole is not None:  # the whole multi-task job was acted on
+            messages.info(request, whole)
         if back:
             return redirect(back)
         if entry.deletes:

@@ -21,9 +21,9 @@ from jobs.actions.bulk import (
     queue_positions,
 )
 from jobs.actions.registry import actions_allowed
-from jobs.gang.listing import gang_rows_annotate
 from jobs.selectors import job_can_act, job_list_visible_to, project_ids_of
 from jobs.web.forms import JobFilterForm
+from jobs.web.page_hooks import job_rows_annotate
 from jobs.web.views.common import present
 
 PAGE_SIZE = DEFAULT_PAGE_SIZE
@@ -72,7 +72,8 @@ def job_list(request):
     form = JobFilterForm(request.GET or None, projects=projects, clusters=clusters)
     # One JobFilter (shared with the API) filters and orders; it holds the privacy rule: name,
     # user and project filters and sorts only reach jobs the viewer sees in full.
-    # A multi-task OpenPAI job is one row here (its first task, with the gang's task counts).
+    # A multi-task OpenPAI job is one row here (its first task; the gangs app adds the gang's
+    # task counts through jobs.web.page_hooks).
     job_filter = replace(form.job_filter(), one_row_per_gang=True)
     queryset = job_filter.order(
         job_filter.apply(job_list_visible_to(user), viewer=user), viewer=user
@@ -81,7 +82,7 @@ def job_list(request):
     page = Paginator(queryset, size).get_page(request.GET.get("page"))
     now = timezone.now()
     jobs = [present(job, user, now=now) for job in page.object_list]
-    gang_rows_annotate(jobs)
+    job_rows_annotate(jobs)
     positions = queue_positions(jobs)
     for job in jobs:
         job.ui_queue_position = positions.get(job.pk)

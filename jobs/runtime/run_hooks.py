@@ -1,0 +1,90 @@
+"""What an app above jobs adds to the run of its jobs, registered from its ``AppConfig.ready``.
+
+jobs runs every job's container the same way. An OpenPAI job (gangs/) needs a few answers only
+its app knows, asked here at the moment the runtime needs them:
+
+- ``container_extras``: the container's shm size and the folders mounted read-only (a task
+  role's ``shmMB``, ``codeDir``), when its spec is built;
+- ``pull_credentials``: registry credentials read on the slave right before the pull (an
+  ``authFile``); raising a permanent ``RuntimeFailure`` fails the job with its reason;
+- ``kept_container``: until when an ended job's container is kept for inspection (``isDebug``),
+  at its end and by the periodic reconcile that removes it later;
+- ``portal_chosen_ports`` / ``port_clash_reason``: which host ports of a gang task the portal
+  chose, and the reason a task fails with when one is found taken (the gang then goes back to
+  the queue whole: jobs.runtime.port_clash).
+
+The defaults answer "nothing to add", which is every GPULab job. jobs never imports the app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the hooks take jobs; this module stays a leaf that anything may import
+    from jobs.models import Job
+
+
+@dataclass(frozen=True)
+class ContainerExtras:
+    shm_size_bytes: int | None = None  # None: Docker's default
+    read_only_paths: frozenset[str] = frozenset()  # container paths, no trailing slash
+
+
+@dataclass(frozen=True)
+class PullCredentials:
+    username: str
+    password: str = field(repr=False)  # used for the pull only, never shown or stored
+    source: str = ""  # said in the pull event: "registry credentials of authFile /project/a"
+
+
+@dataclass(frozen=True)
+class KeptContainer:
+    until: datetime
+    kept: str  # the event written when the job ends
+    removed: str  # the event written when reconcile removes it after ``until``
+
+
+def _no_extras(job: Job) -> ContainerExtras:
+    return ContainerExtras()
+
+
+def _no_credentials(job: Job) -> PullCredentials | None:
+    return None
+
+
+def _not_kept(job: Job) -> KeptContainer | None:
+    return None
+
+
+def _no_chosen_ports(job: Job) -> set[int]:
+    return set()
+
+
+def _port_clash_reason(ports: list[int], slave: str, cause: str) -> str:
+    named = ", ".join(str(p) for p in sorted(ports))
+    return f"host port(s) {named} chosen by the portal are taken on slave {slave} ({cause})"
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    container_extras: Callable[[Job], ContainerExtras] = _no_extras
+    pull_credentials: Callable[[Job], PullCredentials | None] = _no_credentials
+    kept_container: Callable[[Job], KeptContainer | None] = _not_kept
+    portal_chosen_ports: Callable[[Job], set[int]] = _no_chosen_ports
+    # (ports, slave name, cause) -> the failed task's end reason.
+    port_clash_reason: Callable[[list[int], str, str], str] = _port_clash_reason
+
+
+_registered = [RunHooks()]
+
+
+def run_hooks_register(**hooks: Callable) -> None:
+    """Set the named hooks (an unknown name is a TypeError); the others keep their answer."""
+    _registered[0] = replace(_registered[0], **hooks)
+
+
+def run_hooks() -> RunHooks:
+    return _registered[0]
