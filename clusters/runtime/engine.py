@@ -7,6 +7,7 @@ DockerEngine never touches the network.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 import ssl
@@ -75,6 +76,9 @@ class ContainerState:
     labels: dict[str, str] = field(default_factory=dict)
     host_ports: list[dict] = field(default_factory=list)
     error: str | None = None
+    # The container's main process on the slave's host (Docker's State.Pid) while it runs;
+    # 0 once it has stopped or when the engine cannot say.
+    pid: int = 0
 
 
 def parse_docker_time(value: str | None) -> datetime | None:
@@ -89,9 +93,10 @@ def parse_docker_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(f"{match.group(1)}{fraction}{zone}")
 
 
-def _host_ports(ports: Mapping | None) -> list[dict]:
-    """One GPULab mapping per published container port ("8080/tcp"), as a client reaches it,
-    whatever Docker lists per address family.
+def _host_ports(ports: Mapping | None, asked: Mapping | None = None) -> list[dict]:
+    """One GPULab mapping per mapping asked for (``asked``: HostConfig.PortBindings, one
+    entry per mapping, the same container port possibly twice), as a client reaches it,
+    whatever Docker lists per address family. Without ``asked``: one per container port.
 
     On a host with IPv6, Docker publishes a port that names no host address twice, on
     ``0.0.0.0`` and on ``::``, and the two may get different host ports: each family's port is
@@ -101,18 +106,47 @@ def _host_ports(ports: Mapping | None) -> list[dict]:
     result = []
     for key, bindings in sorted((ports or {}).items(), key=_port_key_order):
         published = [b for b in bindings or () if b and b.get("HostPort")]
-        if not published:
-            continue
-        ipv4 = [b for b in published if ":" not in (b.get("HostIp") or "")]
-        binding = (ipv4 or published)[0]
-        result.append(
-            {
-                "containerPort": int(str(key).split("/", 1)[0]),
-                "hostPort": int(binding["HostPort"]),
-                "hostIp": binding.get("HostIp") or "",
-            }
-        )
+        wanted = [w or {} for w in (asked or {}).get(key) or ()] or [{}]
+        for binding in _bindings_reached(published, wanted):
+            result.append(
+                {
+                    "containerPort": int(str(key).split("/", 1)[0]),
+                    "hostPort": int(binding["HostPort"]),
+                    "hostIp": binding.get("HostIp") or "",
+                }
+            )
     return result
+
+
+def _bindings_reached(published: list[dict], wanted: list[dict]) -> list[dict]:
+    """For each binding asked for, the published one a client reaches it at (each published
+    binding used once): its fixed port and address when it named them, IPv4 first."""
+    left = list(published)
+    chosen = []
+    for want in wanted:
+        address, port = _ip_text(want.get("HostIp")), str(want.get("HostPort") or "")
+        candidates = [
+            b
+            for b in left
+            if (not port or str(b.get("HostPort")) == port)
+            and (not address or _ip_text(b.get("HostIp")) == address)
+        ]
+        if not candidates:
+            continue
+        ipv4 = [b for b in candidates if ":" not in (b.get("HostIp") or "")]
+        binding = (ipv4 or candidates)[0]
+        left.remove(binding)
+        chosen.append(binding)
+    return chosen
+
+
+def _ip_text(address: object) -> str:
+    """An address as one spelling ("::" for "0:0::0"); "" for none."""
+    text = str(address or "")
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return text
 
 
 def _port_key_order(item: tuple) -> tuple[int, str]:
@@ -124,6 +158,7 @@ def _port_key_order(item: tuple) -> tuple[int, str]:
 def _state(data: Mapping) -> ContainerState:
     state = data.get("State") or {}
     stopped = state.get("Status") in ("exited", "dead")
+    asked = (data.get("HostConfig") or {}).get("PortBindings")
     return ContainerState(
         id=data["Id"],
         name=(data.get("Name") or "").lstrip("/"),
@@ -136,9 +171,10 @@ def _state(data: Mapping) -> ContainerState:
         labels=dict((data.get("Config") or {}).get("Labels") or {}),
         # Docker drops published ports when a container stops: a job that exited within a
         # second of starting would report none. The fixed ones it asked for still hold.
-        host_ports=_host_ports((data.get("NetworkSettings") or {}).get("Ports"))
-        or (_host_ports((data.get("HostConfig") or {}).get("PortBindings")) if stopped else []),
+        host_ports=_host_ports((data.get("NetworkSettings") or {}).get("Ports"), asked)
+        or (_host_ports(asked, asked) if stopped else []),
         error=state.get("Error") or None,
+        pid=int(state.get("Pid") or 0),
     )
 
 
@@ -379,16 +415,20 @@ class DockerEngine:
                 )
             ]
         ports: list[int | str | tuple[str, ...]] = []
-        bindings: dict[int | str, Any] = {}
+        # A list of bindings per container port: the same port mapped twice (two host ports
+        # onto one container port) keeps both.
+        bindings: dict[int | str, list[Any]] = {}
         for mapping in spec.port_mappings:
             key = str(mapping.container_port)
             port = key if "/" in key else int(key)
-            ports.append(tuple(key.split("/")) if "/" in key else port)
+            if port not in bindings:
+                ports.append(tuple(key.split("/")) if "/" in key else port)
             host_ip, host_port = mapping.host_ip, mapping.host_port
             if host_ip:
-                bindings[port] = (host_ip, host_port) if host_port else (host_ip,)
+                binding = (host_ip, host_port) if host_port else (host_ip,)
             else:
-                bindings[port] = host_port
+                binding = host_port
+            bindings.setdefault(port, []).append(binding)
         host_config = self.api.create_host_config(
             cpuset_cpus=spec.cpuset_cpus,
             mem_limit=spec.mem_limit_bytes,

@@ -21,14 +21,27 @@ from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, Runt
 from clusters.services import engine_for
 from core.faults import crash_point
 from core.timefmt import utc_z
+from jobs.gang.authfile import authfile_credentials
+from jobs.gang.debug import debug_keep_message, debug_keep_until
 from jobs.lifecycle.notifications import RESTART, job_notify_request
-from jobs.models import Job, JobPullSecret
+from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.runtime.archiving import job_running_record, job_stdout_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
+from jobs.runtime.exit_outcome import (
+    HALT_EVENT_PREFIX,
+    HALT_EXIT_CODE,
+    HALT_KILLED,
+    HALT_SIGNALLED,
+    HALT_SIGNALLING,
+    HALT_STOPPING,
+    HALT_UNSENT,
+    HaltStep,
+    exit_outcome,
+    halt_step,
+)
 from jobs.runtime.heartbeat import Heartbeat, holder_dead, holder_name
 from jobs.runtime.logs import job_log_archive_frames, join_frames
 from jobs.runtime.outputs import job_outputs_archive
-from jobs.runtime.run_hooks import run_hooks
 from jobs.runtime.staging import job_container_start, job_inputs_restage
 from jobs.runtime.storage import StorageRefused
 from jobs.runtime.storage_prepare import storage_prepare
@@ -39,9 +52,9 @@ from jobs.transitions import job_event_add, job_transition
 
 log = logging.getLogger(__name__)
 S = JobStatus
-HALT_EXIT_CODE = 123
-SIGKILL_EXIT_CODE = 137  # 128 + 9: what Docker reports for a container we killed
-HALT_KILLED = "halt: no exit within"
+# How long a finisher waits for the halt worker to say whether the SIGUSR1 it is sending went
+# out (an engine call of milliseconds); past it, the worker is taken for dead after sending.
+HALT_SIGNAL_ANSWER_WAIT_S = 5.0
 LAUNCH_ATTEMPTS = 3
 
 
@@ -143,17 +156,17 @@ def _prepare_storage(job: Job) -> list:
 
 def _ensure_image(engine, job: Job) -> None:
     target = pull_target(job)
-    # Credentials its app reads on the slave (an OpenPAI job's authFile: gangs.authfile),
-    # before the pull even when the image is present (a bad file fails the job the same way
-    # always).
-    auth = run_hooks().pull_credentials(job)
+    # An OpenPAI job's authFile (jobs.gang.authfile): read on the slave's storage before the
+    # pull, even when the image is present (a bad authFile fails the job the same way always).
+    auth = authfile_credentials(job)
     if engine.image_present(target.reference):
         return
     username, password = target.username, target.password
     note = ""
     if auth is not None:
         username, password = auth.username, auth.password
-        note = f" ({auth.source})" if auth.source else ""
+        # (auth comes from the job's OpenPAI config: it is there)
+        note = f" (registry credentials of authFile {(job.openpai_config or {})['authFile']})"
     job_event_add(job=job, message=f"pulling {target.reference}{note}")
     engine.pull(target.repository, target.tag, username=username, password=password)
 
@@ -309,15 +322,27 @@ def ports_kept(job: Job, read: list[dict]) -> list[dict]:
     Docker picked and has released again.
     """
     kept = [dict(p) for p in read]
-    shown = {p["containerPort"] for p in kept}
-    for asked in (job.request.get("docker") or {}).get("portMappings") or ():
-        if isinstance(asked, int):
-            asked = {"containerPort": asked}
+    unmatched = list(kept)  # each read-back mapping answers one mapping asked for
+    asked_all = [
+        {"containerPort": a} if isinstance(a, int) else a
+        for a in (job.request.get("docker") or {}).get("portMappings") or ()
+    ]
+    # Fixed host ports first: a mapping Docker picked a port for matches any one left.
+    for asked in sorted(asked_all, key=lambda a: a.get("hostPort") is None):
         port = int(str(asked.get("containerPort")).split("/", 1)[0])
-        if port in shown:
-            continue
-        shown.add(port)
         host_port = asked.get("hostPort")
+        match = next(
+            (
+                p
+                for p in unmatched
+                if p["containerPort"] == port
+                and (host_port is None or p["hostPort"] == int(host_port))
+            ),
+            None,
+        )
+        if match is not None:
+            unmatched.remove(match)
+            continue
         kept.append(
             {
                 "containerPort": port,
@@ -332,30 +357,34 @@ def ports_kept(job: Job, read: list[dict]) -> list[dict]:
 
 
 def _outcome(job: Job, exit_code: int, oom: bool) -> tuple[str, str]:
-    """The end state and its reason for a container that exited with ``exit_code``."""
-    if job.status == S.CANCELLING:
-        return S.CANCELLED, job.end_reason or "cancelled"
-    if job.status in (S.MUSTHALT, S.HALTING):
-        if exit_code == HALT_EXIT_CODE or job.allow_halt_without_signal:
-            return S.HALTED, "halted"
-        if exit_code == SIGKILL_EXIT_CODE and _killed_by_halt(job):
-            return S.FAILED, (
-                f"halt procedure not obeyed: no exit with code {HALT_EXIT_CODE} "
-                f"within {settings.PORTAL_HALT_GRACE_S} s"
-            )
-        # It ended on its own while being halted (it finished, or failed by itself): its own
-        # exit code says how, as it would have a moment earlier.
-    if exit_code == 0:
-        return S.FINISHED, ""
-    reason = f"exit code {exit_code}"
-    if oom:
-        reason += f": killed by the kernel for using more than its {job.cpu_memory_gb} GB memory"
-    return S.FAILED, reason
+    """The end state and its reason for a container that exited with ``exit_code``
+    (``jobs.runtime.exit_outcome``: after SIGUSR1 only 123 is HALTED; before it, the job's
+    own exit code counts)."""
+    step = _halt_step(job) if job.status == S.HALTING else HaltStep.NONE
+    return exit_outcome(
+        status=job.status,
+        exit_code=exit_code,
+        oom=oom,
+        step=step,
+        cpu_memory_gb=job.cpu_memory_gb,
+        halt_grace_s=settings.PORTAL_HALT_GRACE_S,
+        cancel_reason=job.end_reason,
+    )
 
 
-def _killed_by_halt(job: Job) -> bool:
-    """The halt procedure killed the container (the event is written before the kill)."""
-    return job.events.filter(message__startswith=HALT_KILLED).exists()
+def _halt_step(job: Job) -> HaltStep:
+    """How far the job's halt got, from the halt worker's events. A SIGUSR1 being sent right
+    now (the container may have exited on it before the worker heard back) is waited for."""
+    deadline = time.monotonic() + HALT_SIGNAL_ANSWER_WAIT_S
+    while True:
+        step = halt_step(
+            job.events.filter(message__startswith=HALT_EVENT_PREFIX)
+            .order_by("id")
+            .values_list("message", flat=True)
+        )
+        if step != HaltStep.SIGNAL_IN_FLIGHT or time.monotonic() >= deadline:
+            return step
+        time.sleep(0.05)
 
 
 def _finish_claim(job: Job) -> bool:
@@ -463,9 +492,9 @@ def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> N
     else:
         log.warning("end of %s not recorded: its status kept changing", job.uuid)
         return
-    kept = run_hooks().kept_container(job)
-    if kept is not None:  # kept for inspection (OpenPAI isDebug): reconcile removes it later
-        job_event_add(job=job, message=kept.kept)
+    keep_until = debug_keep_until(job)
+    if keep_until is not None:  # OpenPAI isDebug: reconcile removes it later
+        job_event_add(job=job, message=debug_keep_message(keep_until))
         return
     _remove_container(job)
 
@@ -522,7 +551,14 @@ def job_restart_create(*, job: Job) -> Job | None:
     secret = JobPullSecret.objects.filter(job=job).first()
     if secret is not None:
         JobPullSecret.objects.create(job=follow, image=secret.image)
-    job_event_add(job=follow, message=f"restart {follow.restart_count} of {follow.initial_uuid}")
+    # Its history starts QUEUED, as a submitted job's does (what `gpulab-cli debug` shows).
+    JobEvent.objects.create(
+        job=follow,
+        time=now,
+        type=JobEvent.Type.STATUS_CHANGE,
+        new_state=S.QUEUED,
+        message=f"restart {follow.restart_count} of {follow.initial_uuid}",
+    )
     job_event_add(job=job, message=f"restarted as {follow.uuid}")
     job_notify_request(job=job, event=RESTART)
     return follow
@@ -596,21 +632,13 @@ def job_halt_run(*, job_id: int) -> None:
             if container_id is None:
                 raise ContainerNotFound(f"no container for {job.uuid}")
             if job.allow_halt_without_signal:
+                # Written before the stop: from here on any exit counts as HALTED.
+                job_event_add(job=job, message=f"{HALT_STOPPING} (allowHaltWithoutSignal)")
                 engine.stop(container_id, timeout_s=0)
             else:
                 crash_point("during_halt")
-                try:
-                    engine.signal(container_id, "SIGUSR1")
-                    engine.wait(container_id, timeout_s=grace)
-                except ContainerNotRunning:
-                    pass
-                except RuntimeFailure as failure:
-                    if failure.permanent:
-                        raise
-                    # Written before the kill: the finish step reads it to tell our kill
-                    # from an exit of the job's own.
-                    job_event_add(job=job, message=f"{HALT_KILLED} {grace} s: killed")
-                    engine.kill(container_id)
+                if _signal_halt(engine, job, container_id, grace):
+                    _wait_halted(engine, job, container_id, grace)
     except ContainerNotFound:
         pass
     except RuntimeFailure as failure:
@@ -618,3 +646,37 @@ def job_halt_run(*, job_id: int) -> None:
         _release(job)
         return
     job_finish_run(job_id=job.pk)
+
+
+def _signal_halt(engine, job: Job, container_id: str, grace: float) -> bool:
+    """SIGUSR1 to the job, with an event before and one after (``jobs.runtime.exit_outcome``):
+    an exit after the signal is judged by the halt procedure (only 123 is HALTED), one before
+    it by its own exit code. False when the container had already stopped."""
+    job_event_add(job=job, message=HALT_SIGNALLING)
+    try:
+        engine.signal(container_id, "SIGUSR1")
+    except ContainerNotRunning:
+        job_event_add(job=job, message=f"{HALT_UNSENT}: the job had already ended")
+        return False
+    except RuntimeFailure as failure:
+        job_event_add(job=job, message=f"{HALT_UNSENT}: {failure}"[:5000])
+        raise
+    job_event_add(
+        job=job, message=f"{HALT_SIGNALLED}: exit with code {HALT_EXIT_CODE} within {grace} s"
+    )
+    return True
+
+
+def _wait_halted(engine, job: Job, container_id: str, grace: float) -> None:
+    """Wait for the signalled job to exit; kill it when the grace period is over."""
+    try:
+        engine.wait(container_id, timeout_s=grace)
+    except ContainerNotRunning:
+        pass
+    except RuntimeFailure as failure:
+        if failure.permanent:
+            raise
+        # Written before the kill: the finish step reads it to tell our kill from an exit of
+        # the job's own.
+        job_event_add(job=job, message=f"{HALT_KILLED} {grace} s: killed")
+        engine.kill(container_id)
