@@ -19,7 +19,6 @@ from jobs.actions.services import job_delete
 from jobs.actions.shares import job_share_revoke
 from jobs.models import (
     Job,
-    JobDelivery,
     JobEvent,
     JobExplanation,
     JobPullSecret,
@@ -364,20 +363,6 @@ class JobShareAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for share in queryset.select_related("job", "grantee_user", "grantee_project"):
             job_share_revoke(share=share, user=request.user)
-
-
-@admin.register(JobDelivery)
-class JobDeliveryAdmin(admin.ModelAdmin):
-    list_display = ["time", "job", "event", "method", "address", "attempt", "ok", "status_code"]
-    list_filter = ["ok", "method", "event"]
-    search_fields = ["job__uuid", "job__name", "address", "delivery_id"]
-    list_select_related = ["job"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(StartEstimate)

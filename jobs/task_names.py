@@ -5,6 +5,10 @@ releases: rename a function in ``jobs.tasks`` only together with its constant he
 migration of stored schedules). Code that fires or schedules a task imports the constant;
 ``core.tasks.fire`` resolves the path when it is fired, and a test resolves every one, so a
 typo fails the fast tests instead of a worker in production.
+
+The apps above jobs keep their own (notifications/task_names.py: the e-mail and delivery tasks,
+``jobs.tasks.job_notify`` and ``jobs.tasks.job_deliver`` until issue 25; portal/moved_tasks.py
+keeps the old paths running).
 """
 
 SCHEDULER_TICK = "jobs.tasks.scheduler_tick"
@@ -12,15 +16,12 @@ JOB_LAUNCH = "jobs.tasks.job_launch"
 JOB_FINISH = "jobs.tasks.job_finish"
 JOB_STOP = "jobs.tasks.job_stop"
 JOB_HALT = "jobs.tasks.job_halt"
-JOB_NOTIFY = "jobs.tasks.job_notify"
 RECONCILE = "jobs.tasks.reconcile"
 # A task of a multi-task OpenPAI job ended: the gang's completion and retry policies.
 GANG_UPDATE = "jobs.tasks.gang_update"
 # Fired once when a q cluster starts (jobs/runtime/recovery.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 OUTPUTS_PURGE = "jobs.tasks.outputs_purge"
-# One attempt of a subscription's delivery (jobs/lifecycle/subscriptions.py); retries re-schedule it.
-JOB_DELIVER = "jobs.tasks.job_deliver"
 
 ALL = (
     SCHEDULER_TICK,
@@ -28,10 +29,8 @@ ALL = (
     JOB_FINISH,
     JOB_STOP,
     JOB_HALT,
-    JOB_NOTIFY,
     RECONCILE,
     RECOVER,
     OUTPUTS_PURGE,
-    JOB_DELIVER,
     GANG_UPDATE,
 )

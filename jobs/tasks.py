@@ -5,7 +5,6 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
-from jobs.lifecycle import notifications, subscriptions
 from jobs.models import Job
 from jobs.runtime import outputs, recovery
 from jobs.runtime import reconcile as runtime_reconcile
@@ -34,10 +33,6 @@ def job_halt(job_id: int) -> None:
     runtime_services.job_halt_run(job_id=job_id)
 
 
-def job_notify(job_id: int, event: str) -> None:
-    notifications.job_notify_send(job_id=job_id, event=event)
-
-
 def reconcile() -> None:
     runtime_reconcile.reconcile_all()
 
@@ -48,19 +43,6 @@ def recover() -> None:
 
 def outputs_purge() -> None:
     outputs.job_outputs_purge()
-
-
-def job_deliver(
-    job_id: int, event: str, s_index: int, t_index: int, delivery_id: str, attempt: int
-) -> None:
-    subscriptions.subscription_deliver(
-        job_id=job_id,
-        event=event,
-        s_index=s_index,
-        t_index=t_index,
-        delivery_id=delivery_id,
-        attempt=attempt,
-    )
 
 
 def gang_update(gang_id: int) -> None:

@@ -18,8 +18,8 @@ from core.errors import Conflict
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent
+from jobs.signals import job_status_changed, signal_send_after_commit
 from jobs.states import FINISHED as ENDED
 from jobs.states import JobStatus, is_allowed
 
@@ -104,7 +104,8 @@ def job_transition(
         return False
     for name, value in values.items():
         setattr(job, name, value)
-    job_notify_request(job=job, event=to)
+    # The apps above jobs (notifications: e-mails, webhooks) hear of it once it is committed.
+    signal_send_after_commit(job_status_changed, sender=Job, calls=[{"job": job, "status": to}])
     if to in ENDED:
         job_ended(job)
     return True

@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "gangs",
     "tapis",
     "ssh",
+    "notifications",
 ]
 
 MIDDLEWARE = [

@@ -15,6 +15,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("", include("accounts.api.urls")),
     # Tapis v3 Jobs-shaped API and resubmit (docs/tapis.md).
     path("", include("tapis.api.urls")),
+    # A job's subscriptions, webhook secret and deliveries (notifications/).
+    path("", include("notifications.api.urls")),
     # OpenAPI schema and Swagger UI (served from drf-spectacular-sidecar, no CDN). No Redoc:
     # drf-spectacular's Redoc page loads Google fonts.
     re_path(r"^schema/?$", SpectacularAPIView.as_view(), name="api-schema"),

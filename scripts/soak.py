@@ -659,7 +659,7 @@ def wait_for_ends(site: Site, soak: Soak, timeout: float) -> dict[str, str]:
 
 def wait_for_deliveries(site: Site, soak: Soak, timeout: float) -> None:
     """Until every webhook job's delivery was accepted: a retry whose sender was killed comes
-    due again when its claim runs out (jobs/lifecycle/subscriptions.py, RETRY_CLAIM_S)."""
+    due again when its claim runs out (notifications/subscriptions.py, RETRY_CLAIM_S)."""
     hooked = {j for j, kind in soak.kinds.items() if kind == "webhook"}
     deadline = time.monotonic() + timeout
     while hooked and time.monotonic() < deadline:

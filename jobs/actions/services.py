@@ -19,10 +19,10 @@ from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
-from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.scheduler_bridge.ticks import tick_request
 from jobs.selectors import job_can_act, project_ids_of
+from jobs.signals import job_status_changed, signal_send_after_commit
 from jobs.spec import (
     FieldError,
     RequestLimits,
@@ -273,8 +273,12 @@ def _jobs_create(
         )
         if status == JobStatus.QUEUED:
             tick_request()
-            for job in jobs:
-                job_notify_request(job=job, event=JobStatus.QUEUED)
+            # Told once committed (notifications: emailOnQueue, subscriptions to QUEUED).
+            signal_send_after_commit(
+                job_status_changed,
+                sender=Job,
+                calls=[{"job": job, "status": JobStatus.QUEUED} for job in jobs],
+            )
     return jobs
 
 

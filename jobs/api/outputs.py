@@ -1,6 +1,7 @@
-"""Portal API of a job's outputs, shares and subscriptions (docs/api.md): thin views over
-``jobs.runtime.outputs``, ``jobs.actions.shares`` and ``jobs.lifecycle.subscriptions``, which hold the rules (who reads,
-path escapes, sizes, who shares, who sees the webhook secret)."""
+"""Portal API of a job's outputs and shares (docs/api.md): thin views over
+``jobs.runtime.outputs`` and ``jobs.actions.shares``, which hold the rules (who reads, path
+escapes, sizes, who shares). A job's subscriptions are the notifications app's route
+(notifications/api/)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,6 @@ from jobs.actions.shares import (
 )
 from jobs.api.serializers import ErrorSerializer
 from jobs.api.views import PORTAL_TAG, get_visible_job
-from jobs.lifecycle.subscriptions import (
-    SIGNATURE_HEADER,
-    delivery_as_json,
-    job_deliveries_list,
-    job_webhook_secret_for,
-)
 from jobs.models import JobShare
 from jobs.runtime.outputs import job_output_response, job_outputs_list
 
@@ -133,27 +128,3 @@ class JobShareDetailView(PortalAPIView):
             raise Http404("no such share")
         job_share_revoke(share=share, user=request.user)
         return Response(status=204)
-
-
-class JobSubscriptionsView(PortalAPIView):
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(
-        operation_id="portal_job_subscriptions",
-        tags=[PORTAL_TAG],
-        summary="The job's subscriptions, its webhook secret (the job's project only) and "
-        "every delivery attempt",
-        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
-    )
-    def get(self, request, job_id: str):
-        job = get_visible_job(request, job_id)
-        deliveries = job_deliveries_list(job=job, user=request.user)
-        notifications = (job.request or {}).get("notifications") or {}
-        return Response(
-            {
-                "subscriptions": notifications.get("subscriptions") or [],
-                "webhookSecret": job_webhook_secret_for(job=job, user=request.user),
-                "signatureHeader": SIGNATURE_HEADER,
-                "deliveries": [delivery_as_json(d) for d in deliveries],
-            }
-        )

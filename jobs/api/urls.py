@@ -11,7 +11,6 @@ from jobs.api.outputs import (
     JobOutputListView,
     JobShareDetailView,
     JobShareListView,
-    JobSubscriptionsView,
 )
 from jobs.api.views import (
     ClusterUtilisationView,
@@ -43,7 +42,8 @@ urlpatterns = [
     re_path(PORTAL + r"convert/?$", ConvertView.as_view(), name="api-convert"),
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
-    # Outputs, shares and subscriptions (jobs/runtime/outputs.py, jobs/actions/shares.py, jobs/lifecycle/subscriptions.py).
+    # Outputs and shares (jobs/runtime/outputs.py, jobs/actions/shares.py); a job's
+    # subscriptions are the notifications app's (notifications/api/urls.py).
     re_path(PORTAL + rf"jobs/{ID}/outputs/?$", JobOutputListView.as_view(), name="api-job-outputs"),
     re_path(
         PORTAL + rf"jobs/{ID}/outputs/download/?$",
@@ -55,11 +55,6 @@ urlpatterns = [
         PORTAL + rf"jobs/{ID}/shares/(?P<share_id>[^/]+)/?$",
         JobShareDetailView.as_view(),
         name="api-job-share-detail",
-    ),
-    re_path(
-        PORTAL + rf"jobs/{ID}/subscriptions/?$",
-        JobSubscriptionsView.as_view(),
-        name="api-job-subscriptions",
     ),
     # Resource samples (jobs/runtime/metrics.py, docs/metrics.md).
     re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),

@@ -21,9 +21,6 @@ from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, Runt
 from clusters.services import engine_for
 from core.faults import crash_point
 from core.timefmt import utc_z
-from jobs.gang.authfile import authfile_credentials
-from jobs.gang.debug import debug_keep_message, debug_keep_until
-from jobs.lifecycle.notifications import RESTART, job_notify_request
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.runtime.archiving import job_running_record, job_stdout_archive
 from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
@@ -42,10 +39,12 @@ from jobs.runtime.exit_outcome import (
 from jobs.runtime.heartbeat import Heartbeat, holder_dead, holder_name
 from jobs.runtime.logs import job_log_archive_frames, join_frames
 from jobs.runtime.outputs import job_outputs_archive
+from jobs.runtime.run_hooks import run_hooks
 from jobs.runtime.staging import job_container_start, job_inputs_restage
 from jobs.runtime.storage import StorageRefused
 from jobs.runtime.storage_prepare import storage_prepare
 from jobs.scheduler_bridge.ticks import tick_request
+from jobs.signals import job_restarted, signal_send_after_commit
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.transitions import job_event_add, job_transition
@@ -156,17 +155,17 @@ def _prepare_storage(job: Job) -> list:
 
 def _ensure_image(engine, job: Job) -> None:
     target = pull_target(job)
-    # An OpenPAI job's authFile (jobs.gang.authfile): read on the slave's storage before the
-    # pull, even when the image is present (a bad authFile fails the job the same way always).
-    auth = authfile_credentials(job)
+    # Credentials its app reads on the slave (an OpenPAI job's authFile: gangs.authfile),
+    # before the pull even when the image is present (a bad file fails the job the same way
+    # always).
+    auth = run_hooks().pull_credentials(job)
     if engine.image_present(target.reference):
         return
     username, password = target.username, target.password
     note = ""
     if auth is not None:
         username, password = auth.username, auth.password
-        # (auth comes from the job's OpenPAI config: it is there)
-        note = f" (registry credentials of authFile {(job.openpai_config or {})['authFile']})"
+        note = f" ({auth.source})" if auth.source else ""
     job_event_add(job=job, message=f"pulling {target.reference}{note}")
     engine.pull(target.repository, target.tag, username=username, password=password)
 
@@ -492,9 +491,9 @@ def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> N
     else:
         log.warning("end of %s not recorded: its status kept changing", job.uuid)
         return
-    keep_until = debug_keep_until(job)
-    if keep_until is not None:  # OpenPAI isDebug: reconcile removes it later
-        job_event_add(job=job, message=debug_keep_message(keep_until))
+    kept = run_hooks().kept_container(job)
+    if kept is not None:  # kept for inspection (OpenPAI isDebug): reconcile removes it later
+        job_event_add(job=job, message=kept.kept)
         return
     _remove_container(job)
 
@@ -560,7 +559,7 @@ def job_restart_create(*, job: Job) -> Job | None:
         message=f"restart {follow.restart_count} of {follow.initial_uuid}",
     )
     job_event_add(job=job, message=f"restarted as {follow.uuid}")
-    job_notify_request(job=job, event=RESTART)
+    signal_send_after_commit(job_restarted, sender=Job, calls=[{"job": job, "follow": follow}])
     return follow
 
 

@@ -25,12 +25,12 @@ from clusters.services import engine_for
 from core.connections import connections_release
 from core.tasks import fire
 from jobs import task_names
-from jobs.lifecycle.subscriptions import deliveries_retry_loop
 from jobs.models import Job, SlaveEventCursor
 from jobs.runtime import services as runtime_services
 from jobs.runtime.container_spec import LABEL_JOB, slave_labels
 from jobs.runtime.metrics import metrics_sampler_loop
 from jobs.scheduler_bridge.ticks import wakeup_loop
+from jobs.signals import watcher_started
 from jobs.states import ON_SLAVE
 
 log = logging.getLogger(__name__)
@@ -167,10 +167,9 @@ def watch_forever(*, refresh_s: float = 30.0, stop: threading.Event | None = Non
     threading.Thread(target=wakeup_loop, args=(stop,), name="wakeup", daemon=True).start()
     # Resource samples of running jobs (charts, idle-GPU review): same reason.
     threading.Thread(target=metrics_sampler_loop, args=(stop,), name="metrics", daemon=True).start()
-    # Retries of failed webhook and e-mail deliveries, each sent when it is due.
-    threading.Thread(
-        target=deliveries_retry_loop, args=(stop,), name="deliveries", daemon=True
-    ).start()
+    # The apps above jobs start their timers here too (notifications: retries of failed
+    # webhook and e-mail deliveries, each sent when it is due).
+    watcher_started.send("watcher", stop=stop)
     watches: dict[tuple[str, str], SlaveWatch] = {}
     while not stop.is_set():
         close_old_connections()

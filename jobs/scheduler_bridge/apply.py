@@ -16,7 +16,6 @@ from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
-from jobs.lifecycle.notifications import job_notify_request
 from jobs.models import Job, JobEvent, JobExplanation
 from jobs.scheduler import model as sm
 from jobs.scheduler_bridge.bulk_writes import (
@@ -26,7 +25,7 @@ from jobs.scheduler_bridge.bulk_writes import (
     rows_update,
     rows_upsert,
 )
-from jobs.signals import gang_tasks_assigned
+from jobs.signals import gang_tasks_assigned, job_status_changed, signal_send_after_commit
 from jobs.states import FINISHED as ENDED
 from jobs.states import HOLDS_RESOURCES, JobStatus, is_allowed
 from jobs.transitions import TransitionNotAllowed, job_ended, transition_reason
@@ -233,9 +232,16 @@ def apply_fails_and_cancels(result: sm.CycleResult, jobs: dict[str, Job], now: d
             names=["lines"],
             rows=[[r.job.pk, [r.message]] for r, ok in zip(requests, won, strict=True) if ok],
         )
-    for request, ok in zip(requests, won, strict=True):
-        if ok:
-            job_notify_request(job=request.job, event=JobStatus.FAILED)
+    # Told once committed, like job_transition's changes (notifications: e-mails, webhooks).
+    signal_send_after_commit(
+        job_status_changed,
+        sender=Job,
+        calls=[
+            {"job": request.job, "status": JobStatus.FAILED}
+            for request, ok in zip(requests, won, strict=True)
+            if ok
+        ],
+    )
     for cancel in result.cancels:
         job = jobs.get(cancel.job_id)
         if job is not None:

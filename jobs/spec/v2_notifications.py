@@ -12,7 +12,9 @@ Event types are the portal's job states but ASSIGNED (a subscription fires when 
 one); "ALL" stands for every state. A webhook's host must be on the site's allow-list
 (PORTAL_WEBHOOK_ALLOWED_HOSTS: "host", "host:port", "*.domain" or "*"); a literal private,
 loopback or link-local address only when listed by itself (never through a wildcard). The
-delivery checks the list again, after resolving the name (jobs/lifecycle/subscriptions.py).
+delivery checks the list again, after resolving the name (notifications/subscriptions.py: the
+notifications app reads these rules from here; jobs' submit must refuse a bad section, so the
+section's checks stay in the spec).
 
 The section is a portal extension: a request without it is canonicalised without it, so
 GPULab documents keep their exact canonical form.

@@ -1,11 +1,10 @@
 """Outputs on real Docker: the job's folders exist before it starts (writable by a non-root job
 user), the container writes several files into $JOB_OUTPUT_DIR, the finish copies them out
 before the container is removed, and they list and download (one file, and the folder as a
-zip whose contents are compared). A link the job plants pointing outside is refused. A webhook
-receiver gets signed deliveries for RUNNING and FINISHED."""
+zip whose contents are compared). A link the job plants pointing outside is refused. (Webhooks
+of a real job: tests/notifications/test_webhooks_e2e.py.)"""
 
 import io
-import time
 import zipfile
 
 import pytest
@@ -21,7 +20,6 @@ from tests.integration.test_jobs_e2e import (  # noqa: F401 (fixtures)
     wait_for,
     watcher,
 )
-from tests.jobs.test_subscriptions import Receiver, verify
 from tests.support.runtime import wait_container_removed
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]
@@ -62,41 +60,3 @@ def test_a_job_writes_outputs_that_list_and_download(people, local, watcher, use
     warnings = list(done.events.filter(type="Warning").values_list("message", flat=True))
     assert any("outputs/escape: " in w and "refused 1 entries" in w for w in warnings), warnings
     assert list(done.events.exclude(stage="").values_list("stage", flat=True)) == ["ARCHIVING"]
-
-
-def test_a_webhook_receiver_gets_signed_deliveries_for_running_and_finished(
-    people,  # noqa: F811
-    local,  # noqa: F811
-    watcher,  # noqa: F811
-    settings,
-):
-    receiver = Receiver()
-    settings.PORTAL_WEBHOOK_ALLOWED_HOSTS = [f"127.0.0.1:{receiver.port}"]
-    try:
-        watcher()
-        doc = job("sh -c 'sleep 1; echo done > $JOB_OUTPUT_DIR/done.txt'")
-        doc["request"]["notifications"] = {
-            "subscriptions": [
-                {
-                    "eventTypes": ["RUNNING", "FINISHED"],
-                    "deliveryTargets": [
-                        {"deliveryMethod": "WEBHOOK", "deliveryAddress": receiver.url}
-                    ],
-                }
-            ]
-        }
-        done = wait_for(submit(people, doc), "FINISHED", "FAILED", timeout=60)
-        assert done.status == "FINISHED", done.end_reason
-        deadline = time.monotonic() + 10
-        rows = done.deliveries.order_by("id")
-        # The worker records a delivery after the receiver has answered it: wait for both.
-        while (len(receiver.requests) < 2 or rows.count() < 2) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        events = [verify(done, headers, body)["event"] for headers, body in receiver.requests]
-        assert events == ["RUNNING", "FINISHED"]
-        assert [(r.event, r.ok, r.status_code) for r in rows] == [
-            ("RUNNING", True, 200),
-            ("FINISHED", True, 200),
-        ]
-    finally:
-        receiver.close()

@@ -26,15 +26,15 @@ def queue(request, settings, monkeypatch):
 def test_fire_reaches_the_broker_only_on_commit(queue, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
-            fire("jobs.tasks.job_notify", 41, "QUEUED")
+            fire("jobs.tasks.job_finish", 41)
             assert queue.calls() == []
-    assert queue.calls() == [("jobs.tasks.job_notify", 41, "QUEUED")]
+    assert queue.calls() == [("jobs.tasks.job_finish", 41)]
 
 
 def test_a_rollback_enqueues_nothing(queue, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         with pytest.raises(RuntimeError), transaction.atomic():
-            fire("jobs.tasks.job_notify", 42, "QUEUED")
+            fire("jobs.tasks.job_finish", 42)
             raise RuntimeError("rolled back")
     assert queue.calls() == []
 

@@ -246,7 +246,10 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
 def test_webhook_retries_arrive_at_their_delays_in_queue_mode(tmp_path):
     """A receiver that fails twice, then answers 200: the attempts arrive at 0, +2 and +4 s
-    (PORTAL_WEBHOOK_RETRY_DELAYS_S=2,4,8 here), sent by the real q cluster and watcher."""
+    (PORTAL_WEBHOOK_RETRY_DELAYS_S=2,4,8 here), sent by the real q cluster and watcher. The
+    first attempt is queued as a release before the notifications app queued it
+    (``jobs.tasks.job_deliver``, portal/moved_tasks.py); the retries, fired by the
+    notifications app's timer in the watcher, under its own path."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     _Receiver.arrivals = []
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -269,7 +272,7 @@ def test_webhook_retries_arrive_at_their_delays_in_queue_mode(tmp_path):
                 "import uuid\n"
                 "from django.contrib.auth.models import User\n"
                 "from accounts.models import Project\n"
-                "from core import tasks\n"
+                "from django_q.tasks import async_task\n"
                 "from jobs.models import Job\nfrom django.utils import timezone\n"
                 "owner = User.objects.create_user('hooked')\n"
                 "project = Project.objects.create(name='hooks', gid=5000)\n"
@@ -279,7 +282,7 @@ def test_webhook_retries_arrive_at_their_delays_in_queue_mode(tmp_path):
                 "job = Job.objects.create(name='hook', owner=owner, project=project, "
                 "request=request, gpus=0, cpus=1, cpu_memory_gb=1, min_duration_s=1, "
                 "max_duration_s=2, status='FINISHED', status_updated=timezone.now(), created=timezone.now())\n"
-                "tasks.fire('jobs.tasks.job_deliver', job.pk, 'FINISHED', 0, 0, "
+                "async_task('jobs.tasks.job_deliver', job.pk, 'FINISHED', 0, 0, "
                 "str(uuid.uuid4()), 1)\n",
             )
             arrived = _wait(lambda: len(_Receiver.arrivals) >= 3, timeout=40)
@@ -291,16 +294,24 @@ def test_webhook_retries_arrive_at_their_delays_in_queue_mode(tmp_path):
             assert len(_Receiver.arrivals) == 3  # the 200 ended it: no fourth attempt
             rows = _query(
                 env,
-                "list(__import__('jobs.models').models.JobDelivery.objects.order_by('attempt')"
+                "list(__import__('notifications.models').models.JobDelivery.objects"
+                ".order_by('attempt')"
                 ".values_list('attempt', 'ok', 'retry_in_s'))",
             )
+            # The first ran by its old path; the notifications app fired the retries by its own.
+            ran = _query(
+                env,
+                "sorted(__import__('django_q.models').models.Success.objects"
+                ".filter(func__endswith='.job_deliver').values_list('func', flat=True))",
+            )
+            assert ran == ["jobs.tasks.job_deliver", *["notifications.tasks.job_deliver"] * 2]
             assert rows == [[1, False, 2], [2, False, 4], [3, True, None]]
             # Nothing was stored as a django-q2 schedule for it (those wait for a 30 s pass).
             assert (
                 _query(
                     env,
                     "__import__('django_q.models').models.Schedule.objects"
-                    ".filter(func='jobs.tasks.job_deliver').count()",
+                    ".filter(func__endswith='.job_deliver').count()",
                 )
                 == 0
             )

@@ -4,19 +4,25 @@ import pytest
 
 from core import tasks
 from jobs import task_names
+from notifications import task_names as notifications_task_names
 from portal import schedules
 
+# Each app's task names, and how many it has.
+TASK_NAMES = [(task_names, 9), (notifications_task_names, 2)]
 
-def test_every_task_name_resolves_to_a_function():
+
+@pytest.mark.parametrize("names, count", TASK_NAMES, ids=lambda v: getattr(v, "__name__", v))
+def test_every_task_name_resolves_to_a_function(names, count):
     constants = {
         name: value
-        for name, value in vars(task_names).items()
+        for name, value in vars(names).items()
         if name.isupper() and isinstance(value, str)
     }
-    assert set(constants.values()) == set(task_names.ALL)
-    assert len(task_names.ALL) == len(set(task_names.ALL)) == 11
-    for path in task_names.ALL:
+    assert set(constants.values()) == set(names.ALL)
+    assert len(names.ALL) == len(set(names.ALL)) == count
+    for path in names.ALL:
         assert callable(tasks.resolve(path)), path
+        assert path.split(".")[0] == names.__name__.split(".")[0]  # its own app's tasks
 
 
 def test_modules_that_fire_tasks_use_the_constants():
@@ -24,9 +30,10 @@ def test_modules_that_fire_tasks_use_the_constants():
 
     from gangs import launch as gang_launch
     from jobs import transitions
-    from jobs.lifecycle import actions, notifications, subscriptions
+    from jobs.lifecycle import actions
     from jobs.runtime import reconcile, recovery, watcher
     from jobs.scheduler_bridge import ticks
+    from notifications import job_emails, subscriptions
 
     apply = import_module("jobs.scheduler_bridge.apply")
 
@@ -40,13 +47,13 @@ def test_modules_that_fire_tasks_use_the_constants():
         actions.HALT_TASK,
         watcher.FINISH_TASK,
         ticks.SCHEDULER_TICK_TASK,
-        notifications.NOTIFY_TASK,
+        job_emails.NOTIFY_TASK,
         subscriptions.DELIVER_TASK,
         transitions.GANG_UPDATE_TASK,
         gang_launch.LAUNCH_TASK,
         *(path for path, _ in schedules.PERIODIC.values()),
     }
-    assert used == set(task_names.ALL)
+    assert used == {path for names, _ in TASK_NAMES for path in names.ALL}
     assert set(tasks.task_timeouts()) <= set(task_names.ALL)
 
 

@@ -1,6 +1,7 @@
-"""The job page's outputs table, share form and subscriptions (templates/jobs/_job_outputs.html,
-_job_shares.html, _job_deliveries.html), with their download and share/revoke routes. Rules live in
-``jobs.runtime.outputs`` and ``jobs.actions.shares``; these views only call them."""
+"""The job page's outputs table and share form (templates/jobs/_job_outputs.html,
+_job_shares.html), with their download and share/revoke routes. Rules live in
+``jobs.runtime.outputs`` and ``jobs.actions.shares``; these views only call them. (The job's
+subscriptions and deliveries are the notifications app's section of the page.)"""
 
 from functools import partial
 from typing import Any
@@ -16,11 +17,6 @@ from jobs.actions.shares import (
     job_share_revoke,
     job_shares_list,
 )
-from jobs.lifecycle.subscriptions import (
-    SIGNATURE_HEADER,
-    job_deliveries_list,
-    job_webhook_secret_for,
-)
 from jobs.models import Job, JobShare
 from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.selectors import job_sees_full
@@ -28,7 +24,6 @@ from jobs.web.share_forms import share_add_from_form, share_revoke_from_form
 from jobs.web.views.common import visible_job
 
 OUTPUT_ROWS = 200
-DELIVERY_ROWS = 50
 
 
 def outputs_context(request, job: Job) -> dict:
@@ -40,7 +35,6 @@ def outputs_context(request, job: Job) -> dict:
         "outputs_note": "",
         "shares": None,
         "may_share": False,
-        "signature_header": SIGNATURE_HEADER,
     }
     if job_sees_full(user, job):
         try:
@@ -48,13 +42,6 @@ def outputs_context(request, job: Job) -> dict:
             context["outputs"] = [r for r in rows if r["type"] != "dir"][:OUTPUT_ROWS]
         except ServiceError as error:
             context["outputs_note"] = str(error)
-    context["subscriptions"] = ((job.request or {}).get("notifications") or {}).get(
-        "subscriptions"
-    ) or []
-    context["deliveries"] = None
-    context["webhook_secret"] = job_webhook_secret_for(job=job, user=user)
-    if job_sees_full(user, job):
-        context["deliveries"] = job_deliveries_list(job=job, user=user, limit=DELIVERY_ROWS)
     try:
         context["shares"] = job_shares_list(job=job, user=user)
         context["may_share"] = user.pk == job.owner_id

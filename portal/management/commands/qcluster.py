@@ -4,6 +4,8 @@
   (portal/stopping.py): django-q2 alone waits for every running task to end.
 - A schedule django-q2 cannot read is set aside at start and every minute after
   (portal/schedules.py): one such row otherwise stops every periodic task of the site.
+- A task queued under the path it had before it moved to another app still runs, and stored
+  schedules get the new paths (portal/moved_tasks.py).
 
 It replaces django-q2's command of the same name ("portal" comes first in INSTALLED_APPS), so
 ``manage.py qcluster`` in the systemd unit, run_portal and the docs is this one.
@@ -19,6 +21,7 @@ from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
 from core.connections import connections_release
+from portal.moved_tasks import moved_schedules_rewrite, moved_tasks_alias
 from portal.schedules import schedules_set_aside_unreadable
 from portal.stopping import stop_deadline_install
 
@@ -47,6 +50,8 @@ class Command(DjangoQCommand):
         settings.SECRET_KEY  # noqa: B018 (django-q2 signs its tasks with it: fail early)
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
+        moved_tasks_alias()  # before the fork: the workers inherit the old names
+        moved_schedules_rewrite()
         schedules_set_aside_unreadable()
         connections.close_all()  # nothing open in this process while it forks the cluster
         stop = threading.Event()

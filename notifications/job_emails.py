@@ -10,10 +10,10 @@ from django.core.mail import send_mail
 
 from accounts.emails import HIDDEN_EMAIL
 from core.tasks import fire
-from jobs import task_names
-from jobs.lifecycle.subscriptions import subscriptions_request
 from jobs.models import Job
 from jobs.states import JobStatus
+from notifications import task_names
+from notifications.subscriptions import subscriptions_request
 
 NOTIFY_TASK = task_names.JOB_NOTIFY
 LIST_FOR_STATUS: dict[str, str] = {
@@ -38,7 +38,8 @@ def recipients(job: Job, event: str) -> list[str]:
 
 def job_notify_request(*, job: Job, event: str) -> None:
     """Fire the notification task after commit when the job's request asks for this event,
-    and the deliveries of the job's subscriptions (jobs/lifecycle/subscriptions.py)."""
+    and the deliveries of the job's subscriptions (notifications/subscriptions.py). Called by
+    the receivers of jobs' signals (notifications/receivers.py)."""
     if recipients(job, event):
         fire(NOTIFY_TASK, job.pk, event)
     subscriptions_request(job=job, event=event)

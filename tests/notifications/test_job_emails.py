@@ -4,13 +4,13 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from jobs.lifecycle.notifications import job_notify_send
 from jobs.models import Job
 from jobs.runtime.services import job_restart_create
 from jobs.transitions import job_transition
+from notifications.job_emails import job_notify_send
 
 pytestmark = pytest.mark.django_db
-NOTIFY = "jobs.tasks.job_notify"
+NOTIFY = "notifications.tasks.job_notify"
 
 
 def notified(recorded):

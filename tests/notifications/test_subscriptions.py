@@ -20,13 +20,18 @@ from rest_framework.test import APIClient
 from core import tasks
 from jobs.actions.services import job_submit
 from jobs.actions.shares import job_share_create
-from jobs.lifecycle.subscriptions import SIGNATURE_HEADER, job_webhook_secret, subscription_deliver
-from jobs.models import Job, JobDelivery, JobEvent
+from jobs.models import Job, JobEvent
 from jobs.spec import SpecDefaults, SpecError
 from jobs.spec.v2 import normalize_job
 from jobs.spec.v2_notifications import EVENT_TYPES, webhook_refusal
 from jobs.states import JobStatus
 from jobs.transitions import job_transition
+from notifications.models import JobDelivery
+from notifications.subscriptions import (
+    SIGNATURE_HEADER,
+    job_webhook_secret,
+    subscription_deliver,
+)
 from tests.conftest import HELLO_WORLD
 
 pytestmark = pytest.mark.django_db
@@ -274,7 +279,7 @@ def test_a_retry_is_due_after_the_delay_and_sent_once(
     then, once, as plain arguments (no django-q2 schedule: those are read every 30 s only)."""
     from django_q.models import Schedule
 
-    from jobs.lifecycle.subscriptions import RETRY_CLAIM_S, deliveries_retry_due
+    from notifications.subscriptions import RETRY_CLAIM_S, deliveries_retry_due
 
     receiver.status = 503
     settings.PORTAL_TASK_MODE = "queue"
@@ -285,7 +290,7 @@ def test_a_retry_is_due_after_the_delay_and_sent_once(
         job_id=job.pk, event="QUEUED", s_index=0, t_index=0, delivery_id=DELIVERY, attempt=2
     )
     assert delivery.retry_in_s == 60 and not delivery.ok
-    assert not Schedule.objects.filter(func="jobs.tasks.job_deliver").exists()
+    assert not Schedule.objects.filter(func__endswith=".job_deliver").exists()
     wait = delivery.retry_at - before
     assert timedelta(seconds=59) < wait < timedelta(seconds=62)
     settings.PORTAL_TASK_MODE = "record"
@@ -293,7 +298,7 @@ def test_a_retry_is_due_after_the_delay_and_sent_once(
         assert deliveries_retry_due(now=delivery.retry_at - timedelta(seconds=1)) == 0
         assert deliveries_retry_due(now=delivery.retry_at) == 1
         assert deliveries_retry_due(now=delivery.retry_at + timedelta(seconds=5)) == 0  # claimed
-    (fired,) = [args for path, args in tasks.recorded if path == "jobs.tasks.job_deliver"]
+    (fired,) = [args for path, args in tasks.recorded if path == "notifications.tasks.job_deliver"]
     assert fired == (job.pk, "QUEUED", 0, 0, DELIVERY, 3)
     assert all(type(value) in (int, str) for value in fired)  # plain values, no enum
 

@@ -1,8 +1,10 @@
-"""Subscriptions of a job (``request.notifications.subscriptions``, jobs/spec/v2_notifications.py):
-on each matching status change, deliver to e-mail or to a signed webhook, with retries.
+"""Subscriptions of a job (``request.notifications.subscriptions``, checked at submit by
+jobs/spec/v2_notifications.py): on each matching status change, deliver to e-mail or to a signed
+webhook, with retries.
 
-- Fired with GPULab's e-mails (``jobs.lifecycle.notifications.job_notify_request`` calls
-  ``subscriptions_request``): one background task per target, after commit.
+- Fired with GPULab's e-mails (``notifications.job_emails.job_notify_request`` calls
+  ``subscriptions_request``) when jobs announces a status (``jobs.signals.job_status_changed``):
+  one background task per target, after commit.
 - A webhook gets a JSON body and ``X-Portal-Signature-256: sha256=<hex>``, the HMAC-SHA256 of
   the exact body under the job's webhook secret (``job_webhook_secret``: shown to the job's
   project on its page and over the API; never written to logs, events or deliveries).
@@ -15,10 +17,12 @@ on each matching status change, deliver to e-mail or to a signed webhook, with r
 - A failed attempt (connection error, timeout, non-2xx answer, mail error) is retried after
   each of PORTAL_WEBHOOK_RETRY_DELAYS_S (10 s, 60 s, 300 s); an allow-list refusal is final.
   The failed attempt's row keeps when the next is due (``retry_at``); the watcher's timer
-  (``deliveries_retry_loop``) claims each due row by compare-and-swap and fires the next
-  attempt, within a second of its time. (Not django-q2 schedules: its scheduler looks only
-  every 30 s, and one unreadable schedule rolls back every schedule of the site.) Every attempt is a ``JobDelivery`` row (status code, error,
-  attempt, time, when the next one follows), visible to whoever reads the job in full.
+  (``deliveries_retry_loop``, started in the watcher process on ``jobs.signals.watcher_started``)
+  claims each due row by compare-and-swap and fires the next attempt, within a second of its
+  time. (Not django-q2 schedules: its scheduler looks only every 30 s, and one unreadable
+  schedule rolls back every schedule of the site.) Every attempt is a ``JobDelivery`` row
+  (status code, error, attempt, time, when the next one follows), visible to whoever reads the
+  job in full.
 """
 
 from __future__ import annotations
@@ -43,8 +47,7 @@ from core import tasks
 from core.connections import connections_release
 from core.errors import NotAllowed
 from core.timefmt import utc_z
-from jobs import task_names
-from jobs.models import Job, JobDelivery
+from jobs.models import Job
 from jobs.selectors import job_sees_full, project_ids_of
 from jobs.spec.v2_notifications import (
     ALL,
@@ -53,6 +56,8 @@ from jobs.spec.v2_notifications import (
     listed_exactly,
     webhook_refusal,
 )
+from notifications import task_names
+from notifications.models import JobDelivery
 
 log = logging.getLogger(__name__)
 DELIVER_TASK = task_names.JOB_DELIVER

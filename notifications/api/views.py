@@ -1,0 +1,44 @@
+"""The portal API's subscriptions route (docs/api.md): a thin view over
+notifications/subscriptions.py, which holds the rules (who reads deliveries, who sees the
+webhook secret). The job is found as every job route finds it (``jobs.api.views``)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from core.api.common import PortalAPIView
+from jobs.api.serializers import ErrorSerializer
+from jobs.api.views import PORTAL_TAG, get_visible_job
+from notifications.api.serializers import SubscriptionsSerializer
+from notifications.subscriptions import (
+    SIGNATURE_HEADER,
+    delivery_as_json,
+    job_deliveries_list,
+    job_webhook_secret_for,
+)
+
+
+class JobSubscriptionsView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_subscriptions",
+        tags=[PORTAL_TAG],
+        summary="The job's subscriptions, its webhook secret (the job's project only) and "
+        "every delivery attempt",
+        responses={200: SubscriptionsSerializer, 403: ErrorSerializer, 404: ErrorSerializer},
+    )
+    def get(self, request, job_id: str):
+        job = get_visible_job(request, job_id)
+        deliveries = job_deliveries_list(job=job, user=request.user)
+        notifications = (job.request or {}).get("notifications") or {}
+        return Response(
+            {
+                "subscriptions": notifications.get("subscriptions") or [],
+                "webhookSecret": job_webhook_secret_for(job=job, user=request.user),
+                "signatureHeader": SIGNATURE_HEADER,
+                "deliveries": [delivery_as_json(d) for d in deliveries],
+            }
+        )
