@@ -79,14 +79,25 @@ class StartAdviceSerializer(serializers.Serializer):
 
 
 class AccuracySerializer(serializers.Serializer):
-    jobs = serializers.IntegerField(help_text="started jobs that had an estimate")
+    jobs = serializers.IntegerField(
+        help_text="the latest started jobs that had an estimate (at most 100)"
+    )
     median_error_s = serializers.IntegerField()
     p90_error_s = serializers.IntegerField()
 
 
 class StartEstimateSerializer(serializers.Serializer):
     estimated_start = serializers.CharField(
-        allow_null=True, help_text="UTC; null when not within the simulated horizon"
+        allow_null=True,
+        help_text="UTC; jobs ahead run as long as their like ran (the median of the history "
+        "of run times, at most their maxDuration); null when not within the simulated horizon",
+    )
+    earliest_start = serializers.CharField(
+        allow_null=True, help_text="UTC; the start if the jobs ahead run short (5th percentile)"
+    )
+    latest_start = serializers.CharField(
+        allow_null=True,
+        help_text="UTC; the start if they run long (95th percentile); null: beyond the horizon",
     )
     made_at = serializers.CharField()
     note = serializers.CharField(allow_null=True, help_text="why there is no estimate")

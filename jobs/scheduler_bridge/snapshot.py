@@ -4,7 +4,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -14,8 +14,9 @@ from django.db.models import Count, F, Func, JSONField, Model
 from accounts.models import Project
 from clusters.models import Cluster, Gpu, Slave
 from core.timefmt import parse_utc_z
-from jobs.models import Job
+from jobs.models import ENDED_RUNS, Job
 from jobs.scheduler import model as sm
+from jobs.scheduler.runtimes import history_from_runs, history_keys
 from jobs.scheduler.scorers import check_weights
 from jobs.scheduler_bridge.bulk_writes import keys_in
 from jobs.scheduler_bridge.usage import usage_now
@@ -38,6 +39,7 @@ def scheduler_config() -> sm.SchedulerConfig:
         per_user_max_running_jobs=settings.PORTAL_USER_MAX_RUNNING_JOBS,
         per_user_max_gpus=settings.PORTAL_USER_MAX_GPUS,
         interactive_halt_wait_s=settings.PORTAL_INTERACTIVE_HALT_WAIT_S,
+        halt_grace_s=settings.PORTAL_HALT_GRACE_S,
         scorer_weights=scorer_weights(),
     )
 
@@ -336,14 +338,56 @@ def bucket_counts() -> dict[str, int]:
     return {row["bucket_name"]: row["n"] for row in rows}
 
 
+# Start estimates read the run times of the runs that ended in this window, the latest first
+# (at most HISTORY_RUNS of them; jobs/scheduler/runtimes.py keeps 50 per key).
+HISTORY_WINDOW = timedelta(days=30)
+HISTORY_RUNS = 5000
+IMAGE = "request__docker__image"
+
+
+def runtime_history(now: datetime) -> sm.RuntimeHistory:
+    """How long the latest runs lasted, and the keys of every queued and running job (two
+    queries), for start estimates (``jobs.scheduler.runtimes``; the tick reads none).
+
+    A run lasted from its start to its end (``Job.run_end_of``: the container's finish time),
+    whatever ended it: finished, failed, cancelled or halted, as jobs really do.
+    """
+    runs = (
+        Job.objects.filter(
+            ENDED_RUNS, started_at__isnull=False, status_updated__gt=now - HISTORY_WINDOW
+        )
+        .order_by("-status_updated")
+        .values_list("owner__username", "name", IMAGE, "started_at", "ended_at", "status",
+                     "status_updated")[:HISTORY_RUNS]
+    )  # fmt: skip
+    ended = []
+    for user, name, image, started, ended_at, status, updated in runs:
+        end = Job.run_end_of(status=status, ended_at=ended_at, status_updated=updated, now=now)
+        keys = history_keys(user=user, name=name, image=str(image or ""))
+        ended.append((keys, (end - started).total_seconds()))
+    jobs = Job.objects.filter(status__in=[JobStatus.QUEUED, *HOLDS_RESOURCES]).values_list(
+        "uuid", "owner__username", "name", IMAGE
+    )
+    job_keys = {
+        str(uuid): history_keys(user=user, name=name, image=str(image or ""))
+        for uuid, user, name, image in jobs
+    }
+    return history_from_runs(ended, job_keys)
+
+
 def build_snapshot(
-    now: datetime, *, running: list[dict] | None = None, usage: dict[str, float] | None = None
+    now: datetime,
+    *,
+    running: list[dict] | None = None,
+    usage: dict[str, float] | None = None,
+    history: bool = False,
 ) -> tuple[sm.Snapshot, list[dict]]:
     """The snapshot and the queued rows (the latter to compare explanations on apply).
 
     Reads only. The tick passes the running rows and the usage it has just accrued
     (``jobs.scheduler_bridge.usage.usage_accrue``, the one writer of UserUsage); without them
-    the usage is decayed in memory (``usage_now``)."""
+    the usage is what a tick now would store (``usage_now``). ``history``: with the run times
+    start estimates use (``runtime_history``); the tick never needs them."""
     config = scheduler_config()
     if running is None:
         running = running_rows()
@@ -373,5 +417,6 @@ def build_snapshot(
         usage=usage,
         bucket_counts=bucket_counts(),
         config=config,
+        history=runtime_history(now) if history else None,
     )
     return snapshot, queued

@@ -20,8 +20,8 @@ from django.utils import timezone
 from accounts.models import Project
 from accounts.selectors import project_ids_of
 from jobs.models import Job, UserUsage
-from jobs.scheduler.usage import accrue, decayed, usage_rate
 from jobs.scheduler_bridge.snapshot import scheduler_config
+from jobs.scheduler_bridge.usage import RUN_FIELDS, runs_ended_since_accrual, usage_pending
 from jobs.spec import format_duration
 from jobs.states import HOLDS_RESOURCES
 
@@ -152,31 +152,23 @@ def usage_page_data(user, *, now: datetime) -> dict:
 def usage_values(*, now: datetime, config) -> dict[int, float]:
     """Every user's fair-share usage at ``now`` (user id -> weighted GPU-seconds), as the
     scheduler would compute it in a tick now: the stored values decayed to ``now``, plus what
-    the running jobs added since their owner's row was last brought up to date. Reads only.
+    the running jobs, and the runs that ended since, added after their owner's row was last
+    brought up to date (``jobs.scheduler_bridge.usage.usage_pending``). Reads only.
 
-    Without the running jobs' share the page showed the value of the last tick, behind the
-    chart of GPU-hours (which counts running jobs up to now). Two queries.
+    Without that share the page showed the value of the last tick, behind the chart of
+    GPU-hours (which counts running jobs up to now and every run, however short). Three queries.
     """
-    half_life = config.usage_half_life_s
-    updated: dict[int, datetime] = {}
-    values: dict[int, float] = {}
-    for user_id, value, updated_at in UserUsage.objects.values_list(
-        "user_id", "value", "updated_at"
-    ):
-        values[user_id] = decayed(value, (now - updated_at).total_seconds(), half_life)
-        updated[user_id] = updated_at
-    running = Job.objects.filter(status__in=HOLDS_RESOURCES, started_at__isnull=False).values_list(
-        "owner_id", "gpus", "cpus", "cpu_memory_gb", "tmpfs_gb", "started_at"
+    stored = UserUsage.objects.values_list("user_id", "value", "updated_at")
+    running = Job.objects.filter(status__in=HOLDS_RESOURCES, started_at__isnull=False).values(
+        *RUN_FIELDS
     )
-    for owner_id, gpus, cpus, memory_gb, tmpfs_gb, started_at in running:
-        assert started_at is not None  # filtered: started_at__isnull=False
-        since = max(updated.get(owner_id, started_at), started_at)
-        memory = Job.held_memory_of(memory_gb, tmpfs_gb)
-        rate = usage_rate(gpus=gpus, cpus=cpus, memory_gb=memory, config=config)
-        values[owner_id] = values.get(owner_id, 0.0) + accrue(
-            0.0, (now - since).total_seconds(), rate=rate, half_life_s=half_life
-        )
-    return values
+    return usage_pending(
+        now=now,
+        config=config,
+        stored=stored,
+        runs=[*running, *runs_ended_since_accrual(now)],
+        key="owner_id",
+    )
 
 
 def _hours(value: float) -> float:
@@ -188,7 +180,7 @@ def _hours(value: float) -> float:
 def fair_share(user, *, now: datetime | None = None) -> dict:
     """The viewer's decayed usage against everyone's: rank 1 is the least used (starts first).
 
-    Others are anonymised as "user N" by rank. Two queries.
+    Others are anonymised as "user N" by rank. Three queries.
     """
     now = now or timezone.now()
     config = scheduler_config()

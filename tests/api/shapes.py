@@ -364,6 +364,8 @@ VERSION = Obj(
 START_ESTIMATE = Obj(
     {
         "estimated_start": Null(TIME),
+        "earliest_start": Null(TIME),
+        "latest_start": Null(TIME),
         "made_at": TIME,
         "note": Null(str),
         "advice": ListOf(

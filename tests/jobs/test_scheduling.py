@@ -100,10 +100,11 @@ def test_usage_accrues_for_running_jobs(submit, hello_world, member):
     usage = UserUsage.objects.get(user=member)
     # Two GPUs for an hour (plus small CPU/memory weights), barely decayed over one hour.
     assert 2 * 3600 * 0.99 < usage.value < 2 * 3600 * 1.2
-    # The snapshot reads that usage, decayed to its own moment, and writes nothing.
+    # The snapshot reads that usage at its own moment, the hour the job ran since included
+    # (what a tick then would store: issue 26 item 4), and writes nothing.
     later = start + timedelta(hours=2)
     snapshot, _ = build_snapshot(later)
-    assert 2 * 3600 * 0.9 < snapshot.usage[member.username] < usage.value
+    assert 2 * usage.value * 0.99 < snapshot.usage[member.username] < 2 * usage.value
     assert UserUsage.objects.get(user=member).updated_at == start + timedelta(hours=1)
 
 
