@@ -70,7 +70,7 @@ def test_openpai_config_pasted_then_uploaded(queued, page, js_errors, tmp_path):
     assert json.loads(editor.input_value()) == SINGLE
     page.click("#job-submit")
     expect(page).to_have_url(JOB_URL)
-    expect(page.locator(".alert-success")).to_contain_text("from an OpenPAI config")
+    expect(page.locator(".alert-success")).to_contain_text("from an OpenPAI job config")
     job = Job.objects.get(name="pai-browser")
     assert job.request["docker"]["environment"]["PAI_CURRENT_TASK_ROLE_NAME"] == "solo"
     assert not js_errors
