@@ -81,6 +81,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: under /api/ every error is JSON, even a bad Host header or a debug page.
     "core.api_errors.ApiJsonErrorsMiddleware",
+    # Under /api/tapis/, the refusals of the guards below in Tapis' envelope (tapis/middleware.py).
+    "tapis.middleware.TapisErrorEnvelopeMiddleware",
     # A body above its path's limit gets 413 before anything reads it (core/body_limits.py).
     "core.body_limits.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -185,7 +187,8 @@ REST_FRAMEWORK = {
         "accounts.certs.authentication.ClientCertificateAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Refusals, error bodies and descriptions of every operation (core/api/openapi.py).
+    "DEFAULT_SCHEMA_CLASS": "core.api.openapi.PortalAutoSchema",
     "DEFAULT_PAGINATION_CLASS": None,
     "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
@@ -204,6 +207,8 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI would otherwise ask validator.swagger.io to check the schema.
     # No deep links: Swagger UI puts them inside the operation's button (axe: nested-interactive).
     "SWAGGER_UI_SETTINGS": {"deepLinking": False, "validatorUrl": None},
+    # 3.1: the login certificate is a mutualTLS security scheme, which 3.0 cannot name.
+    "OAS_VERSION": "3.1.0",
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.

@@ -30,6 +30,16 @@ def envelope(result, message: str = "success", status: str = "success", metadata
     return body
 
 
+def error_envelope(error: dict) -> dict:
+    """The portal's error body (``{"error", "errors"}``, core.api_errors) in Tapis' envelope:
+    ``status: "error"``, the message followed by each problem, the problems as the result."""
+    errors = error.get("errors") or []
+    message = error.get("error") or "error"
+    if errors:
+        message = f"{message}: " + "; ".join(errors)
+    return envelope({"errors": errors} if errors else None, message, status="error")
+
+
 def condition(job: Job, status: str) -> str | None:
     """Tapis' ``condition``: why a job ended the way it did (None while it runs)."""
     reason = (job.end_reason or "").lower()

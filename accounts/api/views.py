@@ -46,7 +46,9 @@ class TokenView(PortalAPIView):
     @extend_schema(
         operation_id="portal_token_get",
         tags=[PORTAL_TAG],
-        summary="Your API token's prefix and dates (the key itself is shown only at creation)",
+        summary="Your API token's prefix and dates",
+        description="Keys are stored hashed: this tells which token you have (its first "
+        "characters) and when it was made and last used, never the key itself.",
         responses={200: TokenSerializer},
     )
     def get(self, request):
@@ -55,7 +57,9 @@ class TokenView(PortalAPIView):
     @extend_schema(
         operation_id="portal_token_rotate",
         tags=[PORTAL_TAG],
-        summary="Create or rotate your API token (the old one stops working); answers the key once",
+        summary="Create or rotate your API token; answers the key once",
+        description="Makes a new token and answers its key, the only time the portal shows "
+        "it; the old token stops working at once.",
         request=None,
         responses={201: TokenSerializer},
     )
@@ -88,6 +92,8 @@ class ProjectListView(PortalAPIView):
         operation_id="portal_projects",
         tags=[PORTAL_TAG],
         summary="Your projects and their memberships (admins: all projects)",
+        description="The projects you are a member of (admins: every project), each with its "
+        "members and their roles.",
         responses={200: ProjectSerializer(many=True)},
     )
     def get(self, request):
@@ -139,6 +145,8 @@ class MeView(PortalAPIView):
         operation_id="portal_me",
         tags=[PORTAL_TAG],
         summary="Who you are: username, URN, admin flag and memberships",
+        description="The caller as the portal knows them: the user URN jobs carry, whether "
+        "they have admin powers, and their projects.",
         responses={200: MeSerializer},
     )
     def get(self, request):

@@ -25,6 +25,7 @@ import logging
 import threading
 
 from django.conf import settings
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 
@@ -135,3 +136,17 @@ class ClientCertificateAuthentication(BaseAuthentication):
             # Raises PermissionDenied for an unsafe request without a valid CSRF token.
             SessionAuthentication().enforce_csrf(request)
         return result
+
+
+class ClientCertificateScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security scheme of ClientCertificateAuthentication (``GET /api/schema``)."""
+
+    target_class = ClientCertificateAuthentication
+    name = "loginCertificate"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "mutualTLS",
+            "description": "The portal login certificate (the PEM gpulab-cli uses), presented "
+            "in the TLS handshake with the portal's front end (docs/tls-frontend.md).",
+        }

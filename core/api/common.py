@@ -10,8 +10,10 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
+from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
+from core.api.openapi import PortalErrorSerializer
 from core.api.renderers import PortalJSONRenderer
 from core.api.text import PlainTextRenderer, RawBodyParser
 from core.api_errors import BadRequest, PayloadTooLarge
@@ -35,6 +37,8 @@ class PortalAPIView(APIView):
 
     renderer_classes = [PortalJSONRenderer, PlainTextRenderer]
     parser_classes = [FormParser, MultiPartParser, RawBodyParser]
+    # The body of every refusal, as the OpenAPI schema describes it (core/api/openapi.py).
+    error_body: type[Serializer[Any]] = PortalErrorSerializer
 
     def get_authenticate_header(self, request: Request) -> str:
         return super().get_authenticate_header(request) or 'Token realm="api"'

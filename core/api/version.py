@@ -26,6 +26,8 @@ class VersionView(PortalAPIView):
         operation_id="gpulab_version",
         tags=["GPULab v4.0"],
         summary="Server version; gpulab-cli warns when older than latest_client_version",
+        description="The portal's and the API's versions, for anyone: gpulab-cli asks first "
+        "and warns when it is older than latest_client_version.",
         responses={200: VersionSerializer},
     )
     def get(self, request: Request) -> Response:

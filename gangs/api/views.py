@@ -11,18 +11,22 @@ from __future__ import annotations
 from django.db.models import Q
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from core.api.common import PortalAPIView, parse_uuid_or_404, read_body, read_json_object
+from core.api.openapi import refusal
 from core.errors import NotAllowed
+from gangs.api.serializers import GangCopySerializer, GangResubmitRequestSerializer, GangSerializer
 from gangs.models import JobGang
 from gangs.resubmit import gang_resubmit
 from gangs.summary import gang_summary
 from jobs.api.views import PORTAL_TAG, get_visible_job
 from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.spec import FieldError, SpecError
+
+_MEMBERS_ONLY = refusal("only members of the job's project (and admins) see this")
 
 
 def _visible_gang(request, gang_id: str) -> JobGang:
@@ -49,7 +53,10 @@ class GangDetailView(PortalAPIView):
         operation_id="portal_gang_get",
         tags=["portal"],
         summary="A multi-task OpenPAI job: roles x tasks of its attempt, and its attempts",
-        responses={200: OpenApiTypes.OBJECT},
+        description="The job (named by its own uuid or any task's) as its roles x tasks of the "
+        "current attempt, each task's state, slave, ports and exit code, its ended attempts "
+        "and its copies (docs/openpai.md).",
+        responses={200: GangSerializer, 403: _MEMBERS_ONLY},
     )
     def get(self, request, gang_id: str):
         return Response(gang_summary(_visible_gang(request, gang_id)))
@@ -61,15 +68,20 @@ class GangResubmitView(PortalAPIView):
     @extend_schema(
         operation_id="portal_gang_resubmit",
         tags=["portal"],
-        summary="Resubmit a multi-task OpenPAI job as a copy (a new job from the same config)",
+        summary="Resubmit a multi-task OpenPAI job as a copy",
         description=(
             'Body (optional): {"jobName": "..."}; default `<jobName>-copy`, `-copy2`, ... '
             "The copy is submitted with every check of a new submission, in the job's project "
             "(403 for a user who may not submit there); answers 201 with the new job's roles x "
             "tasks, `copyOf` naming the old one, and `firstTask`: the uuid of its first task."
         ),
-        request=OpenApiTypes.OBJECT,
-        responses={201: OpenApiTypes.OBJECT},
+        request=GangResubmitRequestSerializer,
+        examples=[OpenApiExample("a named copy", {"jobName": "pai-again"}, request_only=True)],
+        responses={
+            201: GangCopySerializer,
+            400: refusal("an unknown key or a jobName that is not valid or already taken"),
+            403: refusal("you may not see the job's tasks or submit in its project"),
+        },
     )
     def post(self, request, gang_id: str):
         gang = _visible_gang(request, gang_id)
@@ -99,7 +111,10 @@ class JobOpenPaiView(PortalAPIView):
         summary="The OpenPAI config a job was submitted from (extras included)",
         description="The canonical OpenPAI config (docs/openpai.md) of a job submitted from "
         "one, image credentials removed; 404 for a job submitted otherwise.",
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="an OpenPAI job config")},
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="an OpenPAI job config"),
+            403: _MEMBERS_ONLY,
+        },
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)

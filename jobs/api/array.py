@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from core.api.common import PortalAPIView, parse_bool, read_json_object
+from core.api.openapi import refusal
 from jobs.actions import services
-from jobs.api.serializers import ErrorSerializer
-from jobs.api.views import PORTAL_TAG, project_named
+from jobs.api.views import JOB_EXAMPLE, PORTAL_TAG, project_named
 from jobs.spec.array import expand_array
 
 
@@ -31,7 +31,7 @@ class JobArrayView(PortalAPIView):
     @extend_schema(
         operation_id="portal_jobs_array_submit",
         tags=[PORTAL_TAG],
-        summary="Submit many jobs at once: a list of documents, or a template with variations",
+        summary="Submit many jobs at once",
         description=(
             'Body: `{"jobs": [doc, ...]}` or `{"template": doc, "variations": [patch, ...]}` '
             "(each variation merged into the template as a JSON merge patch, then `${index}` "
@@ -41,12 +41,20 @@ class JobArrayView(PortalAPIView):
         ),
         parameters=[OpenApiParameter("hold", OpenApiTypes.BOOL, description="submit ONHOLD")],
         request={"application/json": OpenApiTypes.OBJECT},
+        examples=[
+            OpenApiExample(
+                "a sweep of three",
+                {
+                    "template": {**JOB_EXAMPLE, "name": "hello-${index}"},
+                    "variations": [{}, {"request": {"resources": {"cpus": 1}}}, {}],
+                },
+                request_only=True,
+            )
+        ],
         responses={
             201: ArraySubmittedSerializer,
-            400: ErrorSerializer,
-            401: ErrorSerializer,
-            403: ErrorSerializer,
-            413: ErrorSerializer,
+            400: refusal("invalid documents: every problem is named with its item's index"),
+            403: refusal("you may not submit in that project"),
         },
     )
     def post(self, request):

@@ -72,6 +72,8 @@ class ClusterListView(PortalAPIView):
         operation_id="gpulab_clusters",
         tags=[TAG],
         summary="Clusters (anonymous callers: sanitised)",
+        description="Every cluster with its slaves' resources and what the jobs use of "
+        "them; whether you may use a private one (haveAccess) is told to logged-in callers.",
         responses={200: ClusterInfoSerializer(many=True)},
     )
     def get(self, request):
@@ -85,6 +87,8 @@ class SlaveListView(PortalAPIView):
         operation_id="gpulab_slaves",
         tags=[TAG],
         summary="Slaves (anonymous callers: hosts and ids hidden)",
+        description="Every slave with its GPUs, CPUs and memory, what the jobs use of them "
+        "and the jobs running there (GPULab's SlaveInfo2).",
         responses={200: SlaveInfo2Serializer(many=True)},
     )
     def get(self, request):

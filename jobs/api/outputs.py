@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from core.api.common import PortalAPIView, parse_bool, read_json_object
+from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from jobs.actions.shares import (
     job_share_create,
@@ -20,12 +21,17 @@ from jobs.actions.shares import (
     share_as_json,
     share_grantee_from,
 )
-from jobs.api.serializers import ErrorSerializer
+from jobs.api.serializers import (
+    JobShareListSerializer,
+    JobShareRequestSerializer,
+    JobShareSerializer,
+    OutputListSerializer,
+)
 from jobs.api.views import PORTAL_TAG, get_visible_job
 from jobs.models import JobShare
 from jobs.runtime.outputs import job_output_response, job_outputs_list
 
-_ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+_READERS_ONLY = refusal("only members of the job's project and those it is shared with")
 _PATH = OpenApiParameter("path", OpenApiTypes.STR, description="relative to the output folder")
 
 
@@ -36,8 +42,14 @@ class JobOutputListView(PortalAPIView):
         operation_id="portal_job_outputs_list",
         tags=[PORTAL_TAG],
         summary="The job's archived outputs: path, size, modified, type",
+        description="The entries of the job's output folder at `path` (or that one file); "
+        "`recursive` walks below it. Outputs are archived when the job ends (docs/api.md).",
         parameters=[_PATH, OpenApiParameter("recursive", OpenApiTypes.BOOL)],
-        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+        responses={
+            200: OutputListSerializer,
+            400: refusal("a bad query parameter, or a path leaving the output folder"),
+            403: _READERS_ONLY,
+        },
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -53,9 +65,20 @@ class JobOutputDownloadView(PortalAPIView):
     @extend_schema(
         operation_id="portal_job_outputs_download",
         tags=[PORTAL_TAG],
-        summary="Download one output file, or a folder (zip=1: also a file) as a streamed zip",
+        summary="Download one output file, or a folder as a streamed zip",
+        description="One file as it is; a folder (or a file with `zip=true`) as a zip "
+        "streamed while it is made.",
         parameters=[_PATH, OpenApiParameter("zip", OpenApiTypes.BOOL)],
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, **_ERRORS},
+        responses={
+            (200, "*/*"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="the file's bytes, with its own media type"
+            ),
+            (200, "application/zip"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="a folder (or zip=true) as a zip"
+            ),
+            400: refusal("a bad query parameter, or a path leaving the output folder"),
+            403: _READERS_ONLY,
+        },
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -71,7 +94,9 @@ class JobShareListView(PortalAPIView):
         operation_id="portal_job_shares_list",
         tags=[PORTAL_TAG],
         summary="Who the job is shared with (read-only)",
-        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+        description="Every share of the job: a user or a project reads it (job, log, "
+        "outputs) without acting on it.",
+        responses={200: JobShareListSerializer, 403: _READERS_ONLY},
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -81,9 +106,20 @@ class JobShareListView(PortalAPIView):
     @extend_schema(
         operation_id="portal_job_shares_create",
         tags=[PORTAL_TAG],
-        summary='Share the job read-only: {"user": NAME} or {"project": NAME}',
-        request={"application/json": OpenApiTypes.OBJECT},
-        responses={201: OpenApiTypes.OBJECT, **_ERRORS, 409: ErrorSerializer},
+        summary="Share the job read-only with a user or a project",
+        description='Body `{"user": NAME}` or `{"project": NAME}`: they may then read the '
+        "job, its log and outputs, never act on it.",
+        request=JobShareRequestSerializer,
+        examples=[
+            OpenApiExample("with a user", {"user": "bob"}, request_only=True),
+            OpenApiExample("with a project", {"project": "vision"}, request_only=True),
+        ],
+        responses={
+            201: JobShareSerializer,
+            400: refusal("not exactly one of user, project, or no such user or project"),
+            403: refusal("only members of the job's project may share it"),
+            409: refusal("the job is already shared with them"),
+        },
     )
     def post(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -114,8 +150,9 @@ class JobShareDetailView(PortalAPIView):
         operation_id="portal_job_shares_revoke",
         tags=[PORTAL_TAG],
         summary="Revoke a share",
+        description="Ends a share of the job (its id is in the list of shares).",
         request=None,
-        responses={204: None, **_ERRORS},
+        responses={204: None, 403: refusal("only members of the job's project may revoke it")},
     )
     def delete(self, request, job_id: str, share_id: str):
         job = get_visible_job(request, job_id)

@@ -33,14 +33,6 @@ def explanation(job) -> dict:
 # --- OpenAPI descriptions -----------------------------------------------------------------
 
 
-class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField()
-    # A field named like Serializer.errors: DRF's metaclass moves it into the declared fields.
-    errors = serializers.ListField(  # type: ignore[assignment]
-        child=serializers.CharField(), required=False, help_text='"path: rule" per problem'
-    )
-
-
 class JobSerializer(serializers.Serializer):
     """GPULab's Job object (see docs/api.md and the GPULab reference for the nested keys)."""
 
@@ -120,3 +112,63 @@ class ConvertedJobSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(allow_null=True)
     request = serializers.DictField()
+
+
+class OutputEntrySerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="relative to the output folder")
+    size = serializers.IntegerField(help_text="bytes; 0 for a folder or a link")
+    modified = serializers.CharField(help_text="UTC")
+    type = serializers.ChoiceField(choices=["file", "dir", "link"])
+
+
+class OutputListSerializer(serializers.Serializer):
+    items = OutputEntrySerializer(many=True)
+
+
+class JobShareSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    job = serializers.UUIDField()
+    user = serializers.CharField(allow_null=True, help_text="the user it is shared with")
+    project = serializers.CharField(allow_null=True, help_text="or the project")
+    createdBy = serializers.CharField()
+    created = serializers.CharField()
+
+
+class JobShareListSerializer(serializers.Serializer):
+    items = JobShareSerializer(many=True)
+
+
+class JobShareRequestSerializer(serializers.Serializer):
+    """Exactly one of the two."""
+
+    user = serializers.CharField(required=False, help_text="a user name")
+    project = serializers.CharField(required=False, help_text="a project name")
+
+
+class GpuSeriesSerializer(serializers.Serializer):
+    percent = serializers.ListField(child=serializers.FloatField(allow_null=True))
+    memoryUsedMb = serializers.ListField(child=serializers.FloatField(allow_null=True))
+
+
+class JobMetricsSerializer(serializers.Serializer):
+    """One column per measure, one entry per sample (oldest first)."""
+
+    time = serializers.ListField(child=serializers.CharField())
+    cpuPercent = serializers.ListField(child=serializers.FloatField())
+    memoryMb = serializers.ListField(child=serializers.IntegerField())
+    netRxKbps = serializers.ListField(child=serializers.FloatField())
+    netTxKbps = serializers.ListField(child=serializers.FloatField())
+    gpus = serializers.DictField(child=GpuSeriesSerializer(), help_text="by GPU index")
+    gpuIdleFlaggedAt = serializers.CharField(
+        allow_null=True, help_text="when the idle-GPU review flagged the job"
+    )
+
+
+class ClusterUtilisationSerializer(serializers.Serializer):
+    """One column per measure, one entry per bucket (oldest first)."""
+
+    time = serializers.ListField(child=serializers.CharField(), help_text="bucket start, UTC")
+    cpuCores = serializers.ListField(child=serializers.FloatField())
+    memoryGb = serializers.ListField(child=serializers.FloatField())
+    gpusHeld = serializers.ListField(child=serializers.FloatField())
+    gpusBusy = serializers.ListField(child=serializers.FloatField())

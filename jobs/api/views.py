@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -30,6 +30,7 @@ from core.api.common import (
     read_json_object,
     read_text,
 )
+from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.errors import NotAllowed
 from jobs.actions import services
@@ -38,11 +39,12 @@ from jobs.api.filters import job_filter_from_query, sort_order
 from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab, listed_jobs
 from jobs.api.pagination import paginate
 from jobs.api.serializers import (
+    ClusterUtilisationSerializer,
     ConvertedJobSerializer,
     DebugEventSerializer,
-    ErrorSerializer,
     ExplanationSerializer,
     JobListSerializer,
+    JobMetricsSerializer,
     JobSerializer,
     debug_event,
     explanation,
@@ -60,7 +62,19 @@ from jobs.submit import idempotency
 
 TAG = "GPULab v4.0"
 PORTAL_TAG = "portal"
-_ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+# A job document for the schema's examples (docs/gpulab-format.md): one GPU for a minute.
+JOB_EXAMPLE = {
+    "name": "hello",
+    "description": "prints a greeting",
+    "request": {
+        "resources": {"clusterId": 1, "gpus": 1, "cpus": 2, "cpuMemoryGb": 2},
+        "docker": {"image": "debian:stable", "command": "echo hello"},
+        "scheduling": {"maxDuration": "1 minute"},
+    },
+}
+# Refusals several operations share (core.api.openapi gives them the error body).
+BAD_QUERY = refusal("a query parameter that is not valid: each problem is named")
+MEMBERS_ONLY = refusal("only members of the job's project (and admins) see this")
 _PROJECT_URN_RE = re.compile(r"^urn:publicid:IDN\+(?P<authority>[^+]+)\+project\+(?P<name>[^+]+)$")
 _RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d{1,18})\s*-\s*(\d{0,18})\s*$", re.IGNORECASE)
 
@@ -120,6 +134,11 @@ class JobListView(PortalAPIView):
         operation_id="gpulab_jobs_list",
         tags=[TAG],
         summary="List jobs (own projects' jobs in full, others sanitised)",
+        description=(
+            "Every job you may see, newest first unless `sort` says otherwise, one page at a "
+            "time. Jobs of your projects (and jobs shared with you) come in full; others "
+            "sanitised, as GPULab does. The state groups and the comma lists filter."
+        ),
         parameters=[
             OpenApiParameter(g, OpenApiTypes.BOOL, description=f"state group {g}")
             for g in ("pending", "running", "finished", "deleted")
@@ -143,7 +162,7 @@ class JobListView(PortalAPIView):
             OpenApiParameter("page", OpenApiTypes.INT, description="from 1"),
             OpenApiParameter("page_size", OpenApiTypes.INT, description="default 10, max 200"),
         ],
-        responses={200: JobListSerializer, **_ERRORS},
+        responses={200: JobListSerializer, 400: BAD_QUERY},
     )
     def get(self, request):
         params = request.query_params
@@ -161,7 +180,13 @@ class JobListView(PortalAPIView):
     @extend_schema(
         operation_id="gpulab_jobs_submit",
         tags=[TAG],
-        summary="Submit a job (v1/v2 document or OpenPAI config); answers the uuid as text",
+        summary="Submit a job; answers its uuid as text",
+        description=(
+            "The body is a GPULab v2 (or v1) job document or an OpenPAI config "
+            "(docs/gpulab-format.md, docs/openpai.md); `owner.projectUrn` names the project "
+            "unless you are in only one. The job is checked at once (every problem named with "
+            "its path) and queued; the answer is its uuid as plain text, with `Location`."
+        ),
         parameters=[
             OpenApiParameter("hold", OpenApiTypes.BOOL, description="submit ONHOLD"),
             OpenApiParameter(
@@ -173,11 +198,16 @@ class JobListView(PortalAPIView):
             ),
         ],
         request={"application/json": OpenApiTypes.OBJECT},
+        examples=[OpenApiExample("one GPU for a minute", JOB_EXAMPLE, request_only=True)],
         responses={
-            (201, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="the job uuid"),
-            **_ERRORS,
-            413: ErrorSerializer,
-            422: ErrorSerializer,
+            (201, "text/plain"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="the job's uuid (a retry with the same Idempotency-Key: the first "
+                "answer again, with Idempotent-Replayed: true)",
+            ),
+            400: refusal("an invalid document: every problem is named with its path"),
+            403: refusal("you may not submit in that project"),
+            422: refusal("this Idempotency-Key was used for another request"),
         },
     )
     def post(self, request):
@@ -217,7 +247,9 @@ class JobDetailView(PortalAPIView):
         operation_id="gpulab_job_get",
         tags=[TAG],
         summary="One job",
-        responses={200: JobSerializer, **_ERRORS},
+        description="The job in GPULab's Job shape: in full for members of its project (and "
+        "those it is shared with), sanitised for others.",
+        responses={200: JobSerializer},
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -227,6 +259,12 @@ class JobDetailView(PortalAPIView):
         operation_id="gpulab_job_delete",
         tags=[TAG],
         summary="Revoke a job that has not run; finished=true to remove an ended one",
+        description=(
+            "A job that has not started is revoked (CANCELLED, then DELETED); an ended one is "
+            "marked DELETED with `finished=true`. Admins may remove the row (`real`) of a job "
+            "in any state (`force`). A task of a multi-task job acts on the whole job "
+            "(X-Portal-Info says so)."
+        ),
         parameters=[
             OpenApiParameter("finished", OpenApiTypes.BOOL, description="also allow an ended job"),
             OpenApiParameter("real", OpenApiTypes.BOOL, description="remove the row (admin)"),
@@ -235,7 +273,12 @@ class JobDetailView(PortalAPIView):
             ),
         ],
         request=None,
-        responses={204: None, **_ERRORS, 409: ErrorSerializer},
+        responses={
+            204: None,
+            400: BAD_QUERY,
+            403: refusal("not your job, or real/force without admin powers"),
+            409: refusal("the job's state does not allow it (running, or ended without finished)"),
+        },
     )
     def delete(self, request, job_id: str):
         finished = parse_bool(request.query_params.get("finished"), "finished")
@@ -259,9 +302,23 @@ class JobStatusView(PortalAPIView):
     @extend_schema(
         operation_id="gpulab_job_status_put",
         tags=[TAG],
-        summary="Cancel, halt, hold or release: plain-text body CANCELLED/MUSTHALT/ONHOLD/QUEUED",
+        summary="Cancel, halt, hold or release a job",
+        description=(
+            "The plain-text body names the wanted state: CANCELLED, MUSTHALT, ONHOLD or "
+            "QUEUED (release). Answers the job afterwards; a task of a multi-task job acts on "
+            "the whole job (X-Portal-Info says so)."
+        ),
         request={"text/plain": OpenApiTypes.STR},
-        responses={200: JobSerializer, **_ERRORS, 409: ErrorSerializer},
+        examples=[
+            OpenApiExample("cancel", "CANCELLED", request_only=True, media_type="text/plain"),
+            OpenApiExample("hold", "ONHOLD", request_only=True, media_type="text/plain"),
+        ],
+        responses={
+            200: JobSerializer,
+            400: refusal("not one of CANCELLED, MUSTHALT, ONHOLD, QUEUED"),
+            403: refusal("you may not act on this job"),
+            409: refusal("the job's state does not allow it"),
+        },
     )
     def put(self, request, job_id: str):
         text = read_text(request).strip().strip('"').strip().upper()
@@ -311,7 +368,7 @@ class JobLogView(PortalAPIView):
             (200, "text/plain"): OpenApiTypes.STR,
             (206, "text/plain"): OpenApiTypes.STR,
             204: None,
-            **_ERRORS,
+            403: MEMBERS_ONLY,
         },
     )
     def get(self, request, job_id: str):
@@ -342,7 +399,9 @@ class JobDebugView(PortalAPIView):
         operation_id="gpulab_job_debug",
         tags=[TAG],
         summary="The job's event history",
-        responses={200: DebugEventSerializer(many=True), **_ERRORS},
+        description="Every status change and message of the job, oldest first (GPULab's "
+        "debug events).",
+        responses={200: DebugEventSerializer(many=True), 403: MEMBERS_ONLY},
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -362,7 +421,10 @@ class JobExplainView(PortalAPIView):
         operation_id="portal_job_explain",
         tags=[PORTAL_TAG],
         summary="Why a job is (still) in its state: the scheduler's explanations",
-        responses={200: ExplanationSerializer, **_ERRORS},
+        description="For a queued job, why each cluster and slave cannot start it now and "
+        "when it may start (docs/scheduling.md); for an ended one, why it ended (its "
+        "project's members only).",
+        responses={200: ExplanationSerializer},
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -381,8 +443,19 @@ class ConvertView(PortalAPIView):
         operation_id="portal_convert",
         tags=[PORTAL_TAG],
         summary="Validate a v1/v2 document or an OpenPAI config; answer its canonical form",
+        description=(
+            "Checks the document as a submission would, without submitting: a v1 or v2 job "
+            "document comes back as the canonical v2 document, an OpenPAI config as the "
+            "canonical config (X-Converted-From names what it was)."
+        ),
         request={"application/json": OpenApiTypes.OBJECT},
-        responses={200: ConvertedJobSerializer, 400: ErrorSerializer, 413: ErrorSerializer},
+        examples=[OpenApiExample("a v2 document", JOB_EXAMPLE, request_only=True)],
+        responses={
+            200: OpenApiResponse(
+                ConvertedJobSerializer, description="a v2 job document, or an OpenPAI config"
+            ),
+            400: refusal("an invalid document: every problem is named with its path"),
+        },
     )
     def post(self, request):
         parsed = parse_any_document(read_body(request), defaults=services.spec_defaults())
@@ -407,7 +480,8 @@ class JobMetricsView(PortalAPIView):
         operation_id="portal_job_metrics",
         tags=[PORTAL_TAG],
         summary="A job's resource samples (CPU, memory, network, GPU load) as chart columns",
-        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+        description="What the job used, sampled while it ran (docs/metrics.md).",
+        responses={200: JobMetricsSerializer, 403: MEMBERS_ONLY},
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)
@@ -421,9 +495,11 @@ class ClusterUtilisationView(PortalAPIView):
     @extend_schema(
         operation_id="portal_cluster_utilisation",
         tags=[PORTAL_TAG],
-        summary="What a cluster's running jobs used over the last hours (10-minute buckets)",
+        summary="What a cluster's running jobs used over the last hours",
+        description="Summed over the cluster's running jobs, per 10-minute bucket (hourly "
+        "beyond 48 hours): CPU cores busy, memory in GB, GPUs held and GPUs busy.",
         parameters=[OpenApiParameter("hours", int, description="1 to 168; default 24")],
-        responses={200: OpenApiTypes.OBJECT, **_ERRORS},
+        responses={200: ClusterUtilisationSerializer, 400: BAD_QUERY},
     )
     def get(self, request, cluster_id: int):
         get_object_or_404(Cluster, pk=cluster_id)

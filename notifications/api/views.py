@@ -9,7 +9,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from core.api.common import PortalAPIView
-from jobs.api.serializers import ErrorSerializer
+from core.api.openapi import refusal
 from jobs.api.views import PORTAL_TAG, get_visible_job
 from notifications.api.serializers import SubscriptionsSerializer
 from notifications.subscriptions import (
@@ -26,9 +26,14 @@ class JobSubscriptionsView(PortalAPIView):
     @extend_schema(
         operation_id="portal_job_subscriptions",
         tags=[PORTAL_TAG],
-        summary="The job's subscriptions, its webhook secret (the job's project only) and "
-        "every delivery attempt",
-        responses={200: SubscriptionsSerializer, 403: ErrorSerializer, 404: ErrorSerializer},
+        summary="The job's subscriptions, webhook secret and delivery attempts",
+        description="The job's subscriptions (e-mail, webhooks), the secret its webhooks "
+        "are signed with (members of the job's project only: null for others) and every "
+        "delivery attempt.",
+        responses={
+            200: SubscriptionsSerializer,
+            403: refusal("only members of the job's project and those it is shared with"),
+        },
     )
     def get(self, request, job_id: str):
         job = get_visible_job(request, job_id)

@@ -14,7 +14,7 @@ import re
 from django.contrib.auth import get_user_model
 from django.http import Http404
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
@@ -23,6 +23,7 @@ from accounts.models import Project, user_urn
 from accounts.permissions import may_manage_reservations, may_view_all_reservations
 from clusters.models import Cluster, Slave
 from core.api.common import PortalAPIView, parse_bool, parse_uuid_or_404, read_json_object
+from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.timefmt import utc_z
 from reservations.models import Reservation
@@ -199,6 +200,10 @@ def reservation_json(reservation: Reservation, *, user, now) -> dict:
     }
 
 
+_INVALID = refusal("an invalid reservation: every problem is named")
+_ADMINS_ONLY = refusal("only admins may create, change or delete reservations")
+
+
 def _reservations():
     return Reservation.objects.prefetch_related("slaves", "projects", "users").order_by(
         "start", "id"
@@ -219,8 +224,13 @@ class ReservationListView(PortalAPIView):
         operation_id="portal_reservations_list",
         tags=[TAG],
         summary="Current and future reservations, with whether you are entitled to each",
+        description="Reservations set GPUs aside for some projects and users; `entitled` "
+        "says whether yours are among them (who exactly: admins only).",
         parameters=[OpenApiParameter("include_past", bool, description="also ended ones")],
-        responses={200: ReservationOutSerializer(many=True)},
+        responses={
+            200: ReservationOutSerializer(many=True),
+            400: refusal("include_past is not true or false"),
+        },
     )
     def get(self, request):
         now = timezone.now()
@@ -234,8 +244,28 @@ class ReservationListView(PortalAPIView):
         operation_id="portal_reservation_create",
         tags=[TAG],
         summary="Create a reservation (admins)",
+        description="Checked as in the admin (window, cluster capacity, overlaps); every "
+        "problem is named. The scheduler looks again at once.",
         request=ReservationSerializer,
-        responses={201: ReservationOutSerializer},
+        examples=[
+            OpenApiExample(
+                "two GPUs of cluster 1 for a night",
+                {
+                    "name": "night run",
+                    "cluster_id": 1,
+                    "gpu_count": 2,
+                    "start": "2030-01-01T20:00:00Z",
+                    "end": "2030-01-02T06:00:00Z",
+                    "projects": ["vision"],
+                },
+                request_only=True,
+            )
+        ],
+        responses={
+            201: ReservationOutSerializer,
+            400: _INVALID,
+            403: _ADMINS_ONLY,
+        },
     )
     def post(self, request):
         data = _resolve(_validated(request, partial=False))
@@ -265,6 +295,7 @@ class ReservationDetailView(PortalAPIView):
         operation_id="portal_reservation_get",
         tags=[TAG],
         summary="One reservation",
+        description="The reservation, with whether you are entitled to it.",
         responses={200: ReservationOutSerializer},
     )
     def get(self, request, reservation_id: str):
@@ -276,8 +307,11 @@ class ReservationDetailView(PortalAPIView):
         operation_id="portal_reservation_update",
         tags=[TAG],
         summary="Change a reservation (admins; send only the fields to change)",
+        description="The fields sent replace the stored ones; the result is checked as a "
+        "new reservation is.",
         request=ReservationSerializer,
-        responses={200: ReservationOutSerializer},
+        examples=[OpenApiExample("a new end", {"end": "2031-01-01T00:00:00Z"}, request_only=True)],
+        responses={200: ReservationOutSerializer, 400: _INVALID, 403: _ADMINS_ONLY},
     )
     def patch(self, request, reservation_id: str):
         reservation = _get(reservation_id)
@@ -303,7 +337,8 @@ class ReservationDetailView(PortalAPIView):
         operation_id="portal_reservation_delete",
         tags=[TAG],
         summary="Delete a reservation (admins)",
-        responses={204: None},
+        description="The reservation's GPUs are free for everyone again at once.",
+        responses={204: None, 403: _ADMINS_ONLY},
     )
     def delete(self, request, reservation_id: str):
         reservation_delete(reservation=_get(reservation_id))

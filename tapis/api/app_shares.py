@@ -5,13 +5,21 @@
 from __future__ import annotations
 
 from django.http import Http404
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.response import Response
 
 from core.api.common import read_json_object
+from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.timefmt import utc_z
 from tapis.api.outputs import PROJECT_PREFIX, _grantee
-from tapis.api.views import TapisAPIView
+from tapis.api.serializers import (
+    TapisAppShareEnvelope,
+    TapisAppShareListEnvelope,
+    TapisAppShareRequestSerializer,
+    TapisEmptyEnvelope,
+)
+from tapis.api.views import TAG, TapisAPIView
 from tapis.models import App, AppShare
 from tapis.selectors import app_get_visible
 from tapis.shapes import envelope
@@ -44,11 +52,35 @@ def _app(request, app_id: str, version: str) -> App:
 
 
 class AppShareView(TapisAPIView):
+    @extend_schema(
+        operation_id="tapis_apps_share_list",
+        tags=[TAG],
+        summary="getAppShares: who an app version is shared with",
+        description="Every share of the app version (a project grantee as `project:<name>`).",
+        responses={200: TapisAppShareListEnvelope},
+    )
     def get(self, request, app_id, version):
         app = _app(request, app_id, version)
         shares = app_shares_list(app=app, user=request.user)
         return Response(envelope([app_share_item(s) for s in shares], "app shares"))
 
+    @extend_schema(
+        operation_id="tapis_apps_share",
+        tags=[TAG],
+        summary="shareApp: let a user or a project use an app version",
+        description="Shares the app version read-only (appPermission READ) with a user or "
+        "`project:<name>`: they may run it, not change it.",
+        request=TapisAppShareRequestSerializer,
+        examples=[
+            OpenApiExample("with a project", {"grantee": "project:vision"}, request_only=True)
+        ],
+        responses={
+            201: TapisAppShareEnvelope,
+            400: refusal("an invalid share: every problem is named"),
+            403: refusal("only the app's owner or an admin may share it"),
+            409: refusal("the app version is already shared with this grantee"),
+        },
+    )
     def post(self, request, app_id, version):
         app = _app(request, app_id, version)
         body = read_json_object(request)
@@ -66,6 +98,18 @@ class AppShareView(TapisAPIView):
 
 
 class AppUnshareView(TapisAPIView):
+    @extend_schema(
+        operation_id="tapis_apps_unshare",
+        tags=[TAG],
+        summary="deleteAppShare: revoke an app share",
+        description="Revokes the app version's share with a user (or `project:<name>`).",
+        request=None,
+        responses={
+            200: TapisEmptyEnvelope,
+            400: refusal("no such user or project"),
+            403: refusal("only the app's owner or an admin may revoke its shares"),
+        },
+    )
     def delete(self, request, app_id, version, grantee):
         app = _app(request, app_id, version)
         grantee_user, grantee_project = _grantee(grantee)

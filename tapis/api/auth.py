@@ -11,6 +11,7 @@ import base64
 import json
 import time
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
@@ -66,3 +67,20 @@ class TapisTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'X-Tapis-Token realm="api"'
+
+
+class TapisTokenScheme(OpenApiAuthenticationExtension):
+    """The OpenAPI security scheme of TapisTokenAuthentication (``GET /api/schema``)."""
+
+    target_class = TapisTokenAuthentication
+    name = "tapisToken"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "X-Tapis-Token",
+            "description": "The portal API token as Tapis clients send their JWT: the key "
+            "itself, or the unsigned JWT wrapping it that `manage.py tapis_token` prints "
+            "(docs/tapis.md).",
+        }

@@ -9,10 +9,13 @@ import mimetypes
 
 from django.contrib.auth import get_user_model
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from accounts.models import Project
 from core.api.common import parse_bool, read_json_object
+from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.errors import Conflict
 from core.timefmt import utc_z
@@ -20,7 +23,23 @@ from jobs.actions.shares import job_share_create, job_share_revoke, job_shares_l
 from jobs.models import JobShare
 from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.states import TERMINAL
-from tapis.api.views import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, TapisAPIView, int_param, tapis_job
+from tapis.api.serializers import (
+    TapisFileListEnvelope,
+    TapisJobShareListEnvelope,
+    TapisMessageEnvelope,
+    TapisShareRequestSerializer,
+)
+from tapis.api.views import (
+    BAD_QUERY,
+    ENDED_ONLY,
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    LIST_PAGING,
+    TAG,
+    TapisAPIView,
+    int_param,
+    tapis_job,
+)
 from tapis.shapes import TENANT, envelope
 
 KINDS = {"file": "file", "dir": "dir", "link": "symbolic_link"}
@@ -58,10 +77,30 @@ def file_info(item: dict, download_base: str) -> dict:
     }
 
 
-class JobOutputListView(TapisAPIView):
-    """``GET /v3/jobs/{uuid}/output/list/{outputPath}``: the folder's entries (``recurse=true``
-    walks below it), ``limit``/``skip`` as Tapis."""
+_ALLOW_IF_RUNNING = OpenApiParameter(
+    "allowIfRunning", bool, description="also while the job runs: what is there already"
+)
 
+
+class JobOutputListView(TapisAPIView):
+    @extend_schema(
+        operation_id="tapis_jobs_output_list",
+        tags=[TAG],
+        summary="getJobOutputList: the entries of an output folder",
+        description="The entries of the job's archived output folder at `output_path` "
+        "(empty: the top); `recurse=true` walks below it.",
+        parameters=[
+            *LIST_PAGING,
+            OpenApiParameter("recurse", bool, description="also every folder below"),
+            _ALLOW_IF_RUNNING,
+        ],
+        responses={
+            200: TapisFileListEnvelope,
+            400: refusal("a query parameter out of its range, or a path leaving the folder"),
+            403: refusal("only members of the job's project and its sharees read its outputs"),
+            409: ENDED_ONLY,
+        },
+    )
     def get(self, request, job_uuid, output_path=""):
         job = tapis_job(request, job_uuid)
         _require_ended(request, job)
@@ -77,10 +116,28 @@ class JobOutputListView(TapisAPIView):
 
 
 class JobOutputDownloadView(TapisAPIView):
-    """``GET /v3/jobs/{uuid}/output/download/{outputPath}``: one file as it is (tapipy hands
-    back its bytes); a folder (a path ending in "/", the root, or ``compress=true``) as a
-    streamed zip."""
-
+    @extend_schema(
+        operation_id="tapis_jobs_output_download",
+        tags=[TAG],
+        summary="getJobOutputDownload: an output file, or a folder as a zip",
+        description="One file as it is (tapipy hands back its bytes); a folder (a path "
+        'ending in "/", the top, or `compress=true`) as a streamed zip.',
+        parameters=[
+            OpenApiParameter("compress", bool, description="a zip even of one file"),
+            _ALLOW_IF_RUNNING,
+        ],
+        responses={
+            (200, "*/*"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="the file's bytes, with its own media type"
+            ),
+            (200, "application/zip"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="a folder as a zip"
+            ),
+            400: BAD_QUERY,
+            403: refusal("only members of the job's project and its sharees read its outputs"),
+            409: ENDED_ONLY,
+        },
+    )
     def get(self, request, job_uuid, output_path=""):
         job = tapis_job(request, job_uuid)
         _require_ended(request, job)
@@ -127,14 +184,33 @@ def _grantee(value) -> tuple:
 
 
 class JobShareView(TapisAPIView):
-    """``GET, POST /v3/jobs/{uuid}/share``: Tapis' ReqShareJob ``{grantee, jobResource,
-    jobPermission}``; the portal shares read-only and whole (READ, every resource)."""
-
+    @extend_schema(
+        operation_id="tapis_jobs_share_list",
+        tags=[TAG],
+        summary="getJobShare: who the job is shared with",
+        description="Every share of the job (a project grantee as `project:<name>`).",
+        responses={200: TapisJobShareListEnvelope},
+    )
     def get(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
         shares = job_shares_list(job=job, user=request.user)
         return Response(envelope([share_item(s) for s in shares], "job shares"))
 
+    @extend_schema(
+        operation_id="tapis_jobs_share",
+        tags=[TAG],
+        summary="shareJob: share a job read-only",
+        description="Tapis' ReqShareJob: the portal shares a job read-only and whole "
+        "(jobPermission READ, every jobResource) with a user or `project:<name>`.",
+        request=TapisShareRequestSerializer,
+        examples=[OpenApiExample("with a user", {"grantee": "bob"}, request_only=True)],
+        responses={
+            200: TapisMessageEnvelope,
+            400: refusal("an invalid share: every problem is named"),
+            403: refusal("only members of the job's project may share it"),
+            409: refusal("the job is already shared with this grantee"),
+        },
+    )
     def post(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
         body = read_json_object(request)
@@ -160,8 +236,18 @@ _SHARE_FIELDS = ("grantee", "jobResource", "jobPermission")
 
 
 class JobUnshareView(TapisAPIView):
-    """``DELETE /v3/jobs/{uuid}/share/{user}`` (or ``project:<name>``)."""
-
+    @extend_schema(
+        operation_id="tapis_jobs_unshare",
+        tags=[TAG],
+        summary="deleteJobShare: revoke a share",
+        description="Revokes the job's share with a user (or `project:<name>`).",
+        request=None,
+        responses={
+            200: TapisMessageEnvelope,
+            400: refusal("no such user or project"),
+            403: refusal("only members of the job's project may revoke its shares"),
+        },
+    )
     def delete(self, request, job_uuid, grantee):
         job = tapis_job(request, job_uuid)
         grantee_user, grantee_project = _grantee(grantee)

@@ -56,7 +56,7 @@ urlpatterns = [
         name="tapis-job-unshare",
     ),
     re_path(TAPIS + r"apps/?$", views.AppListView.as_view(), name="tapis-apps"),
-    re_path(TAPIS + rf"apps/{APP}/?$", views.AppDetailView.as_view(), name="tapis-app"),
+    re_path(TAPIS + rf"apps/{APP}/?$", views.AppLatestView.as_view(), name="tapis-app"),
     re_path(
         TAPIS + rf"apps/{APP}/(?P<version>[^/]+)/share/?$",
         app_shares.AppShareView.as_view(),
@@ -69,7 +69,7 @@ urlpatterns = [
     ),
     re_path(
         TAPIS + rf"apps/{APP}/(?P<version>[^/]+)/?$",
-        views.AppDetailView.as_view(),
+        views.AppVersionView.as_view(),
         name="tapis-app-version",
     ),
     re_path(

@@ -12,13 +12,14 @@ from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from core.api.common import PortalAPIView, parse_uuid_or_404, read_json_object
+from core.api.openapi import refusal
 from core.api_errors import BadRequest, exception_handler
 from core.errors import NotAllowed
 from jobs.actions.registry import ACTIONS
@@ -26,15 +27,53 @@ from jobs.lifecycle.stages import job_tapis_status
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_list_not_deleted, job_list_visible_to, job_sees_full, project_ids_of
 from tapis.api.auth import TapisTokenAuthentication
+from tapis.api.serializers import (
+    TapisAppEnvelope,
+    TapisAppListEnvelope,
+    TapisEmptyEnvelope,
+    TapisErrorSerializer,
+    TapisHistoryEnvelope,
+    TapisJobEnvelope,
+    TapisJobListEnvelope,
+    TapisJobStatusEnvelope,
+    TapisMessageEnvelope,
+    TapisResubmitRequestEnvelope,
+)
 from tapis.definitions import app_to_json
 from tapis.selectors import app_get_visible, app_list_visible_to
 from tapis.services import app_create, app_delete, app_update
-from tapis.shapes import condition, envelope, history_items, job_list_item, job_to_tapis
+from tapis.shapes import (
+    condition,
+    envelope,
+    error_envelope,
+    history_items,
+    job_list_item,
+    job_to_tapis,
+)
 from tapis.submit import job_resubmit, tapis_job_submit
 
 TAG = "Tapis v3"
 LIST_LIMIT_DEFAULT = 100
 LIST_LIMIT_MAX = 1000
+# An app definition for the schema's examples (docs/tapis.md).
+APP_EXAMPLE = {
+    "id": "classify",
+    "version": "0.1",
+    "description": "image classifier",
+    "visibility": "project",
+    "project": "vision",
+    "containerImage": "debian:stable",
+    "command": "python /app/classify.py",
+    "jobAttributes": {
+        "parameterSet": {
+            "appArgs": [{"name": "model", "inputMode": "REQUIRED", "arg": ""}],
+            "envVariables": [{"key": "MODE", "value": "fast"}],
+        },
+        "fileInputs": [{"name": "image", "inputMode": "REQUIRED", "targetPath": "img/dog.jpg"}],
+        "resources": {"gpus": 1, "cpus": 1, "cpuMemoryGb": 1},
+        "scheduling": {"maxDuration": "1 hour"},
+    },
+}
 ORDER_FIELDS = {"created": "created", "name": "name", "lastUpdated": "status_updated"}
 
 
@@ -44,11 +83,7 @@ def tapis_exception_handler(exc, context):
     if response is None:
         return None
     data = response.data if isinstance(response.data, dict) else {"error": str(response.data)}
-    errors = data.get("errors") or []
-    message = data.get("error") or "error"
-    if errors:
-        message = f"{message}: " + "; ".join(errors)
-    response.data = envelope({"errors": errors} if errors else None, message, status="error")
+    response.data = error_envelope(data)
     return response
 
 
@@ -59,6 +94,7 @@ class TapisAPIView(PortalAPIView):
         *api_settings.DEFAULT_AUTHENTICATION_CLASSES,  # type: ignore[list-item]
     ]
     permission_classes = [IsAuthenticated]
+    error_body = TapisErrorSerializer
 
     def get_exception_handler(self):
         return tapis_exception_handler
@@ -93,13 +129,47 @@ def tapis_job(request, job_uuid: str) -> Job:
     return job
 
 
+LIST_PAGING = [
+    OpenApiParameter(
+        "limit", int, description=f"default {LIST_LIMIT_DEFAULT}, at most {LIST_LIMIT_MAX}"
+    ),
+    OpenApiParameter("skip", int, description="how many to skip first"),
+]
+BAD_QUERY = refusal("a query parameter out of its range")
+_FROM_OPENPAI = refusal("a task of an OpenPAI job: submit its config again")
+ENDED_ONLY = refusal("the job has not ended (allowIfRunning=true lists what is there)")
+
+
 class JobSubmitView(TapisAPIView):
     @extend_schema(
         operation_id="tapis_jobs_submit",
         tags=[TAG],
-        summary="submitJob: run an app (Tapis ReqSubmitJob)",
+        summary="submitJob: run an app",
+        description=(
+            "Tapis' ReqSubmitJob: `appId` and `appVersion` name an app you may use; "
+            "`parameterSet`, `fileInputs`, resources and `subscriptions` fill in or override "
+            "its defaults (docs/tapis.md). The job is checked as every submission is and "
+            "queued; the answer is the new job."
+        ),
         request={"application/json": OpenApiTypes.OBJECT},
-        responses={200: OpenApiTypes.OBJECT},
+        examples=[
+            OpenApiExample(
+                "run an app",
+                {
+                    "name": "classify-dog",
+                    "appId": "classify",
+                    "appVersion": "0.1",
+                    "parameterSet": {"appArgs": [{"name": "model", "arg": "--model resnet"}]},
+                    "fileInputs": [{"name": "image", "sourceUrl": "/project/data/dog.jpg"}],
+                },
+                request_only=True,
+            )
+        ],
+        responses={
+            200: TapisJobEnvelope,
+            400: refusal("not a JSON object, an unknown app, or arguments the app refuses"),
+            403: refusal("you may not use this app or submit in its project"),
+        },
     )
     def post(self, request):
         job = tapis_job_submit(user=request.user, request=read_json_object(request))
@@ -107,7 +177,25 @@ class JobSubmitView(TapisAPIView):
 
 
 class JobListView(TapisAPIView):
-    @extend_schema(operation_id="tapis_jobs_list", tags=[TAG], summary="getJobList")
+    @extend_schema(
+        operation_id="tapis_jobs_list",
+        tags=[TAG],
+        summary="getJobList: your jobs and the jobs shared with you",
+        description=(
+            "Newest first unless `orderBy` says otherwise; `listType` picks your own jobs "
+            "(MY_JOBS, the default), those of your projects' other members and the ones "
+            "shared with you (SHARED_JOBS), or both (ALL_JOBS)."
+        ),
+        parameters=[
+            *LIST_PAGING,
+            OpenApiParameter("listType", str, enum=["MY_JOBS", "SHARED_JOBS", "ALL_JOBS"]),
+            OpenApiParameter(
+                "orderBy", str, description="created, name or lastUpdated, then (asc) or (desc)"
+            ),
+            OpenApiParameter("computeTotal", bool, description="add metadata.totalCount"),
+        ],
+        responses={200: TapisJobListEnvelope, 400: BAD_QUERY},
+    )
     def get(self, request):
         limit = int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
         skip = int_param(request, "skip", 0)
@@ -158,14 +246,27 @@ def _order(value: str | None) -> list[str]:
 
 
 class JobDetailView(TapisAPIView):
-    @extend_schema(operation_id="tapis_jobs_get", tags=[TAG], summary="getJob")
+    @extend_schema(
+        operation_id="tapis_jobs_get",
+        tags=[TAG],
+        summary="getJob: one job",
+        description="A job you see in full (your projects' jobs, and jobs shared with you).",
+        responses={200: TapisJobEnvelope},
+    )
     def get(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
         return Response(envelope(job_to_tapis(job), "job retrieved"))
 
 
 class JobStatusView(TapisAPIView):
-    @extend_schema(operation_id="tapis_jobs_status", tags=[TAG], summary="getJobStatus")
+    @extend_schema(
+        operation_id="tapis_jobs_status",
+        tags=[TAG],
+        summary="getJobStatus: a job's Tapis status",
+        description="The job's status in Tapis' terms (docs/tapis.md maps the portal's "
+        "states) and, once it ended, why (`condition`).",
+        responses={200: TapisJobStatusEnvelope},
+    )
     def get(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
         status = job_tapis_status(job, timezone.now())
@@ -175,7 +276,15 @@ class JobStatusView(TapisAPIView):
 
 
 class JobHistoryView(TapisAPIView):
-    @extend_schema(operation_id="tapis_jobs_history", tags=[TAG], summary="getJobHistory")
+    @extend_schema(
+        operation_id="tapis_jobs_history",
+        tags=[TAG],
+        summary="getJobHistory: a job's events, oldest first",
+        description="Status changes and stages as JOB_NEW_STATUS, errors as "
+        "JOB_ERROR_MESSAGE, other messages as JOB_USER_EVENT.",
+        parameters=LIST_PAGING,
+        responses={200: TapisHistoryEnvelope, 400: BAD_QUERY},
+    )
     def get(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
         limit = int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
@@ -185,7 +294,19 @@ class JobHistoryView(TapisAPIView):
 
 
 class JobCancelView(TapisAPIView):
-    @extend_schema(operation_id="tapis_jobs_cancel", tags=[TAG], summary="cancelJob")
+    @extend_schema(
+        operation_id="tapis_jobs_cancel",
+        tags=[TAG],
+        summary="cancelJob",
+        description="Asks for the job to be cancelled: a queued job at once, a running one "
+        "is stopped by the runtime.",
+        request=None,
+        responses={
+            200: TapisMessageEnvelope,
+            403: refusal("only members of the job's project may cancel it"),
+            409: refusal("the job has already ended"),
+        },
+    )
     def post(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
         # The registry: a task of a multi-task OpenPAI job cancels its whole gang.
@@ -196,7 +317,20 @@ class JobCancelView(TapisAPIView):
 
 
 class JobResubmitView(TapisAPIView):
-    @extend_schema(operation_id="tapis_jobs_resubmit", tags=[TAG], summary="resubmitJob")
+    @extend_schema(
+        operation_id="tapis_jobs_resubmit",
+        tags=[TAG],
+        summary="resubmitJob: the same job again",
+        description="Submits a new job from the same app and arguments (or the same "
+        "document), with every check of a new submission; the answer is the new job.",
+        request=None,
+        responses={
+            200: TapisJobEnvelope,
+            400: refusal("the job's request no longer passes the submission checks"),
+            403: refusal("you may not submit in the job's project"),
+            409: _FROM_OPENPAI,
+        },
+    )
     def post(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
         new = job_resubmit(job=job, user=request.user)
@@ -205,7 +339,14 @@ class JobResubmitView(TapisAPIView):
 
 class JobResubmitRequestView(TapisAPIView):
     @extend_schema(
-        operation_id="tapis_jobs_resubmit_request", tags=[TAG], summary="getResubmitRequestJson"
+        operation_id="tapis_jobs_resubmit_request",
+        tags=[TAG],
+        summary="getResubmitRequestJson: the request a job was made from",
+        description="The submitJob request of a job submitted from an app, as stored.",
+        responses={
+            200: TapisResubmitRequestEnvelope,
+            400: refusal("this job was not submitted from an app"),
+        },
     )
     def get(self, request, job_uuid):
         job = tapis_job(request, job_uuid)
@@ -219,7 +360,15 @@ class JobResubmitRequestView(TapisAPIView):
 
 
 class AppListView(TapisAPIView):
-    @extend_schema(operation_id="tapis_apps_list", tags=[TAG], summary="getApps")
+    @extend_schema(
+        operation_id="tapis_apps_list",
+        tags=[TAG],
+        summary="getApps: the apps you may use",
+        description="Your apps, your projects' apps, apps shared with you and public ones "
+        f"(at most {LIST_LIMIT_MAX}); `id` keeps the versions of one app.",
+        parameters=[OpenApiParameter("id", str, description="only this app's versions")],
+        responses={200: TapisAppListEnvelope},
+    )
     def get(self, request):
         apps = app_list_visible_to(request.user)
         if search := request.query_params.get("id"):
@@ -229,8 +378,17 @@ class AppListView(TapisAPIView):
     @extend_schema(
         operation_id="tapis_apps_create",
         tags=[TAG],
-        summary="createAppVersion",
+        summary="createAppVersion: a new app or a new version of yours",
+        description="The body is an app definition (docs/tapis.md): `id`, `version`, "
+        "`containerImage`, and optionally `command`, `visibility`, `project` and "
+        "`jobAttributes` (arguments, environment, file inputs, resources, scheduling).",
         request={"application/json": OpenApiTypes.OBJECT},
+        examples=[OpenApiExample("an app", {**APP_EXAMPLE, "version": "0.2"}, request_only=True)],
+        responses={
+            201: TapisAppEnvelope,
+            400: refusal("an invalid definition: every problem is named"),
+            409: refusal("this id and version exist already"),
+        },
     )
     def post(self, request):
         app = app_create(user=request.user, definition=read_json_object(request))
@@ -238,30 +396,85 @@ class AppListView(TapisAPIView):
         return response
 
 
-class AppDetailView(TapisAPIView):
-    def _app(self, request, app_id, version):
-        app = app_get_visible(request.user, app_id, version)
-        if app is None:
-            raise Http404(f"no app {app_id}" + (f" version {version}" if version else ""))
-        return app
+def _visible_app(request, app_id: str, version: str | None):
+    app = app_get_visible(request.user, app_id, version)
+    if app is None:
+        raise Http404(f"no app {app_id}" + (f" version {version}" if version else ""))
+    return app
 
-    @extend_schema(operation_id="tapis_apps_get", tags=[TAG], summary="getApp")
-    def get(self, request, app_id, version=None):
-        return Response(envelope(app_to_json(self._app(request, app_id, version)), "app retrieved"))
 
-    @extend_schema(operation_id="tapis_apps_put", tags=[TAG], summary="putApp")
-    def put(self, request, app_id, version=None):
-        if version is None:
-            raise exceptions.MethodNotAllowed("PUT", "name the version: apps/{id}/{version}")
-        app = self._app(request, app_id, version)
+class AppLatestView(TapisAPIView):
+    """``apps/{id}``: the latest version; changing or deleting names a version
+    (``AppVersionView``)."""
+
+    @extend_schema(
+        operation_id="tapis_apps_get_latest",
+        tags=[TAG],
+        summary="getAppLatestVersion: the newest version of an app",
+        description="The newest version of the app that you may use.",
+        responses={200: TapisAppEnvelope},
+    )
+    def get(self, request, app_id):
+        return Response(envelope(app_to_json(_visible_app(request, app_id, None)), "app retrieved"))
+
+    @extend_schema(exclude=True)  # not an operation: it only says where the right one is
+    def put(self, request, app_id):
+        raise exceptions.MethodNotAllowed("PUT", "name the version: apps/{id}/{version}")
+
+    @extend_schema(exclude=True)
+    def delete(self, request, app_id):
+        raise exceptions.MethodNotAllowed("DELETE", "name the version: apps/{id}/{version}")
+
+
+class AppVersionView(TapisAPIView):
+    @extend_schema(
+        operation_id="tapis_apps_get",
+        tags=[TAG],
+        summary="getApp: one version of an app",
+        description="That version of the app, if you may use it.",
+        responses={200: TapisAppEnvelope},
+    )
+    def get(self, request, app_id, version):
+        return Response(
+            envelope(app_to_json(_visible_app(request, app_id, version)), "app retrieved")
+        )
+
+    @extend_schema(
+        operation_id="tapis_apps_put",
+        tags=[TAG],
+        summary="putApp: replace an app version's definition",
+        description="The whole definition, as for createAppVersion; `id` and `version` "
+        "must stay those of the path. Only the owner (or an admin) changes an app, and "
+        "never a locked one.",
+        request={"application/json": OpenApiTypes.OBJECT},
+        examples=[OpenApiExample("apps/classify/0.1", APP_EXAMPLE, request_only=True)],
+        responses={
+            200: TapisAppEnvelope,
+            400: refusal("an invalid definition: every problem is named"),
+            403: refusal("only the app's owner or an admin may change it"),
+            409: refusal("the app version is locked"),
+        },
+    )
+    def put(self, request, app_id, version):
+        app = _visible_app(request, app_id, version)
         app = app_update(app=app, user=request.user, definition=read_json_object(request))
         return Response(envelope(app_to_json(app), f"app {app} updated"))
 
-    @extend_schema(operation_id="tapis_apps_delete", tags=[TAG], summary="deleteApp")
-    def delete(self, request, app_id, version=None):
-        if version is None:
-            raise exceptions.MethodNotAllowed("DELETE", "name the version: apps/{id}/{version}")
-        app = self._app(request, app_id, version)
+    @extend_schema(
+        operation_id="tapis_apps_delete",
+        tags=[TAG],
+        summary="deleteApp: delete an app version",
+        description="Only the owner (or an admin) deletes an app; jobs made from it keep "
+        "their arguments.",
+        request=None,
+        responses={
+            200: TapisEmptyEnvelope,
+            403: refusal("only the app's owner or an admin may delete it"),
+            409: refusal("the app version is locked"),
+        },
+    )
+    def delete(self, request, app_id, version):
+        app = _visible_app(request, app_id, version)
         app_delete(app=app, user=request.user)
         return Response(envelope(None, f"app {app_id} {version} deleted"))
 
@@ -270,14 +483,20 @@ class AppDetailView(TapisAPIView):
 
 
 class PortalResubmitView(PortalAPIView):
-    """``POST /api/portal/jobs/<uuid>/resubmit``: the new job's uuid as text (like submit)."""
-
     @extend_schema(
         operation_id="portal_jobs_resubmit",
         tags=["portal"],
         summary="Resubmit a job (same document, or same app and arguments)",
+        description="Submits a new job from the same document (or the same app and "
+        "arguments) in the job's project, with every check of a new submission; answers "
+        "the new job's uuid as text, like a GPULab submit.",
         request=None,
-        responses={(201, "text/plain"): OpenApiTypes.STR},
+        responses={
+            (201, "text/plain"): OpenApiTypes.STR,
+            400: refusal("the job's request no longer passes the submission checks"),
+            403: refusal("only members of the job's project may resubmit it"),
+            409: _FROM_OPENPAI,
+        },
     )
     def post(self, request, job_id):
         job = job_list_visible_to(request.user).filter(uuid=parse_uuid_or_404(job_id)).first()
