@@ -424,10 +424,9 @@ class DockerEngine:
             if port not in bindings:
                 ports.append(tuple(key.split("/")) if "/" in key else port)
             host_ip, host_port = mapping.host_ip, mapping.host_port
+            binding: Any = host_port
             if host_ip:
                 binding = (host_ip, host_port) if host_port else (host_ip,)
-            else:
-                binding = host_port
             bindings.setdefault(port, []).append(binding)
         host_config = self.api.create_host_config(
             cpuset_cpus=spec.cpuset_cpus,
