@@ -8,7 +8,9 @@ import json
 import pytest
 
 from clusters.models import Cluster
+from core.errors import NotAllowed
 from gangs.models import JobGang
+from jobs.actions.registry import ACTIONS, whole_gang_actions_register
 from jobs.models import Job, JobEvent
 from jobs.states import JobStatus
 from tests.api.conftest import API, PORTAL, put_state
@@ -326,3 +328,55 @@ def test_a_gang_name_clashes_like_a_job_name(member_client, slave):
     assert post(member_client, doc).status_code == 201
     errors = post(member_client, SINGLE).json()["errors"]
     assert len(errors) == 1 and errors[0].startswith("jobName: must be unique")
+
+
+def _gang_of(member_client, tasks: int) -> list[Job]:
+    doc = copy.deepcopy(SINGLE)
+    doc["taskRoles"][0]["taskNumber"] = tasks
+    response = post(member_client, doc)
+    assert response.status_code == 201, response.content
+    first = Job.objects.get(uuid=response.content.decode())
+    return list(Job.objects.filter(gang_id=first.gang_id).order_by("task_index"))
+
+
+def test_deleting_one_task_deletes_the_gang_and_a_real_delete_removes_one_row(
+    member_client, admin_client, slave
+):
+    # gpulab-cli rm of a waiting task: through the action registry, the whole gang.
+    tasks = _gang_of(member_client, 2)
+    answer = member_client.delete(f"{API}jobs/{tasks[1].uuid}")
+    assert answer.status_code == 204, answer.content
+    assert "deleted the whole job pai-single: 2 task(s)" in answer["X-Portal-Info"]
+    statuses = Job.objects.filter(gang_id=tasks[0].gang_id).values_list("status", flat=True)
+    assert sorted(statuses) == [JobStatus.DELETED] * 2
+    # An admin's real delete removes that task's row only, and says nothing of the gang.
+    answer = admin_client.delete(f"{API}jobs/{tasks[0].uuid}?real=true")
+    assert answer.status_code == 204, answer.content
+    assert "X-Portal-Info" not in answer
+    remaining = Job.objects.filter(gang_id=tasks[0].gang_id).values_list("pk", flat=True)
+    assert list(remaining) == [tasks[1].pk]
+
+
+def test_the_registry_checks_permission_before_acting_on_a_gang(member_client, outsider, slave):
+    tasks = _gang_of(member_client, 2)
+    with pytest.raises(NotAllowed):
+        ACTIONS["cancel"].run(job=tasks[0], user=outsider, reason="not mine")
+    gang = JobGang.objects.get(pk=tasks[0].gang_id)
+    assert not gang.cancelled_by_user
+    assert set(Job.objects.filter(gang=gang).values_list("status", flat=True)) == {JobStatus.QUEUED}
+
+
+def test_a_cancel_with_a_reason_cancels_the_whole_gang(member_client, member, slave):
+    """Tapis' cancelJob passes a reason through the registry, as any caller may."""
+    tasks = _gang_of(member_client, 2)
+    ACTIONS["cancel"].run(job=tasks[1], user=member, reason="Tapis cancelJob")
+    gang = JobGang.objects.get(pk=tasks[0].gang_id)
+    assert gang.cancelled_by_user
+    assert gang.end_reason == f"cancelled by {member.username}: Tapis cancelJob"
+    statuses = Job.objects.filter(gang=gang).values_list("status", flat=True)
+    assert set(statuses) == {JobStatus.CANCELLED}
+
+
+def test_whole_gang_actions_name_actions_of_the_registry():
+    with pytest.raises(ValueError, match="no such job action: launch"):
+        whole_gang_actions_register(services={"launch": print}, info=str)
