@@ -161,7 +161,7 @@ class Command(BaseCommand):
             began = timezone.now()
             job = job_submit(user=user, project=project, document=document)
             # Wait for the end, whatever was seen on the way: a job may be RUNNING when
-            # job_submit returns and FINISHED by the first look (a loaded machine, the memory
+            # job_submit returns and FINISHED by the first look (a loaded machine, a fast
             # engine), and every field below is read once it has ended.
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:

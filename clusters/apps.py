@@ -11,7 +11,6 @@ class ClustersConfig(AppConfig):
 
         capabilities.connect()
         checks.register(check_port_policy)
-        checks.register(check_engine)
 
 
 def check_port_policy(app_configs=None, **kwargs):
@@ -24,17 +23,4 @@ def check_port_policy(app_configs=None, **kwargs):
         site_port_policy()
     except ValueError as error:
         return [checks.Error(str(error), id="clusters.E001")]
-    return []
-
-
-ENGINES = ("docker", "memory")
-
-
-def check_engine(app_configs=None, **kwargs):
-    """PORTAL_ENGINE names one of the engines (clusters.services.engine_for)."""
-    from django.conf import settings
-
-    if settings.PORTAL_ENGINE not in ENGINES:
-        message = f"PORTAL_ENGINE={settings.PORTAL_ENGINE!r}: must be one of {', '.join(ENGINES)}"
-        return [checks.Error(message, id="clusters.E002")]
     return []

@@ -6,6 +6,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from clusters.capabilities import capabilities_changed
 from clusters.engine_policy import insecure_tcp_problem
@@ -35,16 +36,12 @@ def site_port_policy():
 
 
 def engine_for(slave: Slave):
-    """The engine behind a slave (``clusters.runtime.protocol.Engine``): Docker, or the
-    in-memory engine when ``PORTAL_ENGINE=memory`` or the slave's URL is ``memory://name``
-    (fast tests, demos without Docker). The runtime package is the only Docker importer."""
-    # Imported when first needed, for cost: both modules load the Docker SDK (and its requests
-    # stack), which web requests that never reach an engine need not pay for.
-    from clusters.runtime.engine import DockerEngine
-    from clusters.runtime.memory import MemoryEngine, is_memory_url
-
-    use_memory = settings.PORTAL_ENGINE == "memory" or is_memory_url(slave.docker_url)
-    engine_class = MemoryEngine if use_memory else DockerEngine
+    """The engine behind a slave (``clusters.runtime.protocol.Engine``): an instance of
+    ``settings.PORTAL_ENGINE_CLASS``, the Docker engine (the fast tests put their scripted
+    fake there). The runtime package is the only Docker importer."""
+    # Imported when first needed, for cost: the Docker engine loads the Docker SDK (and its
+    # requests stack), which web requests that never reach an engine need not pay for.
+    engine_class = import_string(settings.PORTAL_ENGINE_CLASS)
     return engine_class(
         slave.docker_url,
         tls_ca=slave.tls_ca or None,

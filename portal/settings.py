@@ -243,9 +243,10 @@ if os.environ.get("PORTAL_REDIS_URL"):
 # calling process (single-process demos and integration tests); "record": only remember them
 # (unit tests assert what would have been enqueued).
 PORTAL_TASK_MODE = os.environ.get("PORTAL_TASK_MODE", "queue")
-# Which engine runs slaves' containers: "docker", or "memory" (clusters.runtime.memory: pure
-# Python, for fast tests and demos without Docker). A slave URL memory://NAME is always memory.
-PORTAL_ENGINE = os.environ.get("PORTAL_ENGINE", "docker").strip().lower() or "docker"
+# The class that runs slaves' containers (clusters.runtime.protocol.Engine), built by
+# clusters.services.engine_for. Not read from the environment: a portal runs on Docker engines;
+# only the fast tests put another class here (their scripted fake, under tests/support/).
+PORTAL_ENGINE_CLASS = "clusters.runtime.engine.DockerEngine"
 
 # --- GPULab identity -----------------------------------------------------------------------
 PORTAL_URN_AUTHORITY = os.environ.get("PORTAL_URN_AUTHORITY", "gpuportal.local")

@@ -15,8 +15,8 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 # Static types (pyproject.toml's [tool.mypy]: every product package; core and the pure
 # scheduler strict). Incremental: the cache in .mypy_cache makes a rerun take seconds.
 .venv/bin/mypy
-# Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the in-memory
+# Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the scripted
 # engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
 exec .venv/bin/pytest \
   --cov=jobs.runtime.services --cov=jobs.runtime.reconcile --cov=jobs.runtime.watcher \
-  --cov=clusters.runtime.engine --cov=clusters.runtime.memory --cov-report=term "$@"
+  --cov=clusters.runtime.engine --cov-report=term "$@"

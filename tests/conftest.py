@@ -66,6 +66,27 @@ def recorded_tasks():
 
 
 @pytest.fixture
+def scripted_world():
+    """The scripted engines' state (tests/support/scripted_engine.py), fresh for the test: the
+    test states its command table with ``.script({...})``. A container that was asked to run a
+    command the table lacks fails the test here, even where the product caught the error."""
+    from tests.support.scripted_engine import WORLD
+
+    WORLD.reset()
+    yield WORLD
+    unscripted = list(WORLD.unscripted)
+    WORLD.reset()
+    assert not unscripted, f"commands run without a stated behaviour: {unscripted}"
+
+
+@pytest.fixture
+def scripted_engines(scripted_world, settings):
+    """Every slave runs on a scripted engine (settings.PORTAL_ENGINE_CLASS), whatever its URL."""
+    settings.PORTAL_ENGINE_CLASS = "tests.support.scripted_engine.ScriptedEngine"
+    return scripted_world
+
+
+@pytest.fixture
 def make_user(db, django_user_model):
     def make(username, *, admin=False, **extra):
         return django_user_model.objects.create_user(

@@ -2,8 +2,6 @@
 
 - ``protocol.Engine``: the calls the portal makes on an engine.
 - ``engine.DockerEngine``: run, inspect, signal, stop, logs, list by label, events, info, pull.
-- ``memory.MemoryEngine``: the same calls in pure Python (fast tests, single-process demos);
-  ``clusters.services.engine_for`` picks it for ``PORTAL_ENGINE=memory`` or ``memory://`` URLs.
 - ``spec.ContainerSpec``: everything a job container may get (and nothing it may not).
 - ``errors.RuntimeFailure``: every failure, flagged ``permanent`` (fail the job) or transient
   (retry later).

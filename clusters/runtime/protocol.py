@@ -1,8 +1,9 @@
 """What the portal needs from a container engine: exactly the calls it makes, nothing more.
 
-Two engines implement it: ``engine.DockerEngine`` (a real Docker daemon, the one production
-uses) and ``memory.MemoryEngine`` (pure Python, for fast tests and demos). One contract suite
-(tests/integration/contract/) holds both to the same behaviour, so they cannot drift.
+``engine.DockerEngine`` implements it on a Docker daemon; ``clusters.services.engine_for``
+builds the class named by ``settings.PORTAL_ENGINE_CLASS``. The fast tests' scripted fake
+(tests/support/scripted_engine.py) implements it too, and one contract suite
+(tests/integration/contract/) holds both to the same observable behaviour.
 
 Every method raises ``errors.RuntimeFailure`` (``permanent`` or transient) and nothing else;
 ``ContainerNotFound``, ``ContainerNotRunning`` and ``HostPortBusy`` (a start whose host port

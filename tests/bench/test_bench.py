@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.urls import Resolver404, resolve
 
 from bench import api, launch
+from tests.support.scripted_engine import Behaviour
 
 FLOOR = "/api/portal/bench/floor"
 
@@ -21,9 +22,11 @@ def test_the_floor_is_routed_by_the_bench_urls_only():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_inline_mode_on_the_memory_engine_when_jobs_end_before_the_first_look(monkeypatch):
-    """`bench/launch.py --mode inline --docker memory://...` crashed with a TypeError when the
-    job had ended before the first look (its ended_at was never read)."""
+def test_inline_mode_when_jobs_end_before_the_first_look(monkeypatch, scripted_engines):
+    """`bench/launch.py --mode inline` crashed with a TypeError when the job had ended before
+    the first look (its ended_at was never read). Its engine is scripted here: the bench job
+    sleeps half a second, the floor runs `true`."""
+    scripted_engines.script({"sleep 0.5": Behaviour(runs_for=0.5), "true": Behaviour()})
     submit = launch.job_submit
 
     def slow_submit(**kwargs):  # a loaded machine: the job has ended when submit returns
@@ -39,7 +42,7 @@ def test_inline_mode_on_the_memory_engine_when_jobs_end_before_the_first_look(mo
     monkeypatch.setattr(launch, "job_submit", slow_submit)
     out = io.StringIO()
     call_command(
-        launch.Command(), "--mode", "inline", "--docker", f"memory://bench-{uuid.uuid4().hex[:8]}",
+        launch.Command(), "--mode", "inline", "--docker", f"fake://bench-{uuid.uuid4().hex[:8]}",
         "--runs", "2", stdout=out, stderr=io.StringIO(),
     )  # fmt: skip
     report = json.loads(out.getvalue())

@@ -3,7 +3,7 @@ reachable ports, OOM kills, several engines, an engine that stops, registry fail
 
 The life cycle every engine shares (finish, exit codes, cancel, halt, restart, maxDuration,
 reconcile, live logs) is in tests/integration/contract/test_jobs_contract.py, run on Docker
-and on the in-memory engine alike. Tasks run inline (right after commit, in this process); a
+and on the scripted engine alike. Tasks run inline (right after commit, in this process); a
 real watcher thread follows the engine's events, as the watcher process does in production.
 """
 

@@ -1,6 +1,6 @@
 """A job's outputs: safe extraction of hostile tars, limits, listing, downloads (one file and a
 streamed zip), path escapes, retention. The runtime path (folders made before start, the copy
-at the end) on the in-memory engine: tests/runtime/test_outputs_runtime.py."""
+at the end) on the scripted engine: tests/runtime/test_outputs_runtime.py."""
 
 import io
 import os

@@ -260,7 +260,6 @@ def test_webhook_retries_arrive_at_their_delays_in_queue_mode(tmp_path):
             tmp_path / "var",
             PORTAL_WEBHOOK_RETRY_DELAYS_S="2,4,8",
             PORTAL_WEBHOOK_ALLOWED_HOSTS=f"127.0.0.1:{port}",
-            PORTAL_ENGINE="memory",
         )
         subprocess.run([*MANAGE, "migrate", "-v0"], env=env, cwd=ROOT, check=True, timeout=300)
         cluster = _start(env, tmp_path / "qcluster.log", "qcluster")

@@ -1,5 +1,6 @@
 """Fast runtime tests: launch, finish, stop, halt, restart, reconcile and the watcher on the
-in-memory engine (clusters.runtime.memory), with tasks run inline as in production's order."""
+scripted engine (tests/support/scripted_engine.py: each module states what its commands do),
+with tasks run inline as in production's order."""
 
 import uuid
 
@@ -7,16 +8,14 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from accounts.models import Membership, Project
-from clusters.runtime import memory
 from clusters.services import engine_for
 from tests.support.runtime import add_slave
 
 
 @pytest.fixture(autouse=True)
-def _fresh_memory_engines():
-    memory.reset()
-    yield
-    memory.reset()
+def _scripted(scripted_engines):
+    """Every slave of these tests runs on a scripted engine."""
+    return scripted_engines
 
 
 @pytest.fixture
@@ -79,14 +78,14 @@ def people(runtime, django_user_model):
 
 @pytest.fixture
 def slave(people):
-    """Slave "mem" on its own in-memory engine, probed online."""
-    slave = add_slave("mem", f"memory://mem-{uuid.uuid4().hex[:8]}")
+    """Slave "mem" on its own scripted engine, probed online."""
+    slave = add_slave("mem", f"fake://mem-{uuid.uuid4().hex[:8]}")
     assert slave.online, slave.offline_reason
     return slave
 
 
 @pytest.fixture
 def engine(slave):
-    """A client of the slave's in-memory engine (the same daemon the portal talks to)."""
+    """A client of the slave's scripted engine (the same daemon the portal talks to)."""
     with engine_for(slave) as client:
         yield client

@@ -1,4 +1,4 @@
-"""Each exit is recorded once, on the in-memory engine: a die event that comes while the launch
+"""Each exit is recorded once, on the scripted engine: a die event that comes while the launch
 has not recorded RUNNING yet is not lost, two finishers racing archive the outputs once, and an
 instant job keeps its port mappings."""
 
@@ -7,12 +7,30 @@ import time
 
 import pytest
 
-from clusters.runtime.memory import MemoryEngine
 from jobs.actions.services import job_cancel
 from jobs.models import Job
 from jobs.runtime import services
 from jobs.runtime.watcher import handle_event
-from tests.support.runtime import containers_of, job_doc, log_text, submit, wait_for
+from tests.support.runtime import (
+    SHARED_COMMANDS,
+    containers_of,
+    job_doc,
+    log_text,
+    submit,
+    wait_for,
+)
+from tests.support.scripted_engine import Behaviour, ScriptedEngine
+
+COMMANDS = {
+    **SHARED_COMMANDS,
+    "sh -c 'echo quick; sleep 300'": Behaviour(output=["quick"], runs_for=300),
+    "echo 'Hello World!'": Behaviour(output=["Hello World!"]),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 def status_changes(job):
@@ -30,7 +48,7 @@ def test_a_die_event_before_running_is_recorded_still_ends_the_job(
     """The container exits right after the launch looked at it (still running) and the
     watcher handles its die event while the job is STARTING: the job still goes RUNNING, then
     FAILED with the container's exit code, at once (no reconcile)."""
-    inspect = MemoryEngine.inspect
+    inspect = ScriptedEngine.inspect
     raced = []
 
     def inspect_then_exit(self, container_id):
@@ -46,7 +64,7 @@ def test_a_die_event_before_running_is_recorded_still_ends_the_job(
             watcher.join(timeout=10)
         return state
 
-    monkeypatch.setattr(MemoryEngine, "inspect", inspect_then_exit)
+    monkeypatch.setattr(ScriptedEngine, "inspect", inspect_then_exit)
     job = submit(people, job_doc("sh -c 'echo quick; sleep 300'"))
     job.refresh_from_db()
     assert raced, "the launch never looked at its container"

@@ -1,11 +1,10 @@
-"""Launch and finish on the in-memory engine: observable outcomes only (status, reasons,
+"""Launch and finish on the scripted engine: observable outcomes only (status, reasons,
 events, logs, the containers left on the engine)."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from clusters.runtime.memory import MemoryEngine
 from clusters.runtime.spec import ContainerSpec
 from core import tasks
 from jobs.actions.services import job_cancel
@@ -13,9 +12,25 @@ from jobs.models import Job
 from jobs.runtime.container_spec import LABEL_JOB, container_spec
 from jobs.runtime.services import job_finish_run, job_launch_run
 from jobs.scheduler_bridge.tick import tick
-from tests.support.runtime import containers_of, job_doc, log_text, submit
+from tests.support.runtime import SHARED_COMMANDS, containers_of, job_doc, log_text, submit
+from tests.support.scripted_engine import Behaviour, ScriptedEngine
 
 pytestmark = pytest.mark.django_db
+
+COMMANDS = {
+    **SHARED_COMMANDS,
+    "sh -c 'echo hello; sleep 300'": Behaviour(output=["hello"], runs_for=300),
+    "echo 'Hello World!'": Behaviour(output=["Hello World!"]),
+    "sh -c 'echo oops; exit 3'": Behaviour(output=["oops"], exit_code=3),
+    "sh -c 'echo started; sleep 300'": Behaviour(output=["started"], runs_for=300),
+    "no-such-program": Behaviour(not_found=True),
+    "sleep 9": Behaviour(runs_for=9),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 def events(job):
@@ -23,7 +38,7 @@ def events(job):
 
 
 def test_job_runs_and_finishes_with_its_log_archived(people, slave, engine):
-    job = submit(people, job_doc(["sh", "-c", "echo hello; sleep 300"], docker__portMappings=[80]))
+    job = submit(people, job_doc("sh -c 'echo hello; sleep 300'", docker__portMappings=[80]))
     job.refresh_from_db()
     assert job.status == "RUNNING" and job.slave == slave and job.container_id
     (container,) = containers_of(slave, job)
@@ -70,7 +85,8 @@ def test_oom_kill_is_reported(people, slave, engine):
     assert "killed by the kernel for using more than its 1 GB memory" in job.end_reason
 
 
-def test_missing_image_is_pulled_first(people, slave, engine):
+def test_missing_image_is_pulled_first(people, slave, engine, scripted_engines):
+    scripted_engines.registry_add("example.org/team/tool:v2")
     job = submit(people, job_doc("true", image="example.org/team/tool:v2"))
     job.refresh_from_db()
     assert job.status == "FINISHED", job.end_reason
@@ -225,8 +241,8 @@ def test_a_container_that_cannot_be_removed_does_not_block_the_end(people, slave
 
 
 def test_the_same_daemon_behind_every_engine_for_one_url(slave):
-    one, two = MemoryEngine(slave.docker_url), MemoryEngine(slave.docker_url)
-    other = MemoryEngine("memory://somewhere-else")
+    one, two = ScriptedEngine(slave.docker_url), ScriptedEngine(slave.docker_url)
+    other = ScriptedEngine("fake://somewhere-else")
     container = one.run(ContainerSpec(image="gpuportal/busybox:latest", command=["sleep", "9"]))
     assert two.inspect(container).running
     assert other.list_by_labels({}) == []

@@ -10,8 +10,12 @@ from jobs.runtime.logs import archive_path, job_log_range, job_log_range_marked,
 from jobs.runtime.services import job_finish_run
 from jobs.web.views.log import segments
 from tests.support.runtime import job_doc, submit
+from tests.support.scripted_engine import Behaviour, err
 
 pytestmark = pytest.mark.django_db
+
+WRITES_BOTH = "sh -c 'echo out-1; echo err-1 >&2; echo out-2; sleep 300'"
+COMMANDS = {WRITES_BOTH: Behaviour(output=["out-1", err("err-1"), "out-2"], runs_for=300)}
 
 
 def frame(stream: int, data: bytes) -> bytes:
@@ -24,8 +28,11 @@ def test_split_frames_reads_dockers_multiplexed_stream():
     assert split_frames(b"plain tty output\n") == [(1, b"plain tty output\n")]  # no frames
 
 
-def test_stderr_lines_are_marked_while_running_and_after_the_end(people, slave, engine):
-    job = submit(people, job_doc(["sh", "-c", "echo out-1; echo err-1 >&2; echo out-2; sleep 300"]))
+def test_stderr_lines_are_marked_while_running_and_after_the_end(
+    people, slave, engine, scripted_engines
+):
+    scripted_engines.script(COMMANDS)
+    job = submit(people, job_doc(WRITES_BOTH))
     job.refresh_from_db()
     assert job.status == "RUNNING"
     data, total, ranges = job_log_range_marked(job, 0)

@@ -1,4 +1,4 @@
-"""Resource samples of running jobs on the in-memory engine: rates from cumulative counters,
+"""Resource samples of running jobs on the scripted engine: rates from cumulative counters,
 GPU load shared out by index (recorded real nvidia-smi output), compact storage, the idle-GPU
 review and the chart API."""
 
@@ -16,14 +16,21 @@ from jobs.models import JobSample
 from jobs.runtime import metrics
 from jobs.runtime.metrics import job_samples_series, slave_samples_collect
 from tests.support.runtime import job_doc, submit
+from tests.support.scripted_engine import Behaviour
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).parents[1] / "clusters" / "fixtures" / "nvidia-smi"
+SLEEPS = "sh -c 'sleep 300'"
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script({SLEEPS: Behaviour(runs_for=300)})
 
 
 @pytest.fixture
 def running(people, slave, engine):
-    job = submit(people, job_doc(["sh", "-c", "sleep 300"], gpus=1))
+    job = submit(people, job_doc(SLEEPS, gpus=1))
     job.refresh_from_db()
     assert job.status == "RUNNING"
     return job
@@ -125,8 +132,8 @@ def test_chart_api_for_members_only(running, slave, engine, make_user):
 
 def test_cluster_utilisation_sums_each_jobs_mean_per_bucket(people, slave, engine, monkeypatch):
     nvidia(slave, monkeypatch, "csv-util-busy-6gb-header-units.txt")
-    one = submit(people, job_doc(["sh", "-c", "sleep 300"], gpus=1))
-    two = submit(people, job_doc(["sh", "-c", "sleep 300"], gpus=1))
+    one = submit(people, job_doc(SLEEPS, gpus=1))
+    two = submit(people, job_doc(SLEEPS, gpus=1))
     one.refresh_from_db()
     two.refresh_from_db()
     t0 = timezone.now().replace(microsecond=0)

@@ -1,4 +1,4 @@
-"""OpenPAI's jobEnvs.isDebug on the in-memory engine: a failed task's container is kept for
+"""OpenPAI's jobEnvs.isDebug on the scripted engine: a failed task's container is kept for
 PORTAL_OPENPAI_DEBUG_KEEP_S, then removed by reconcile (gangs/debug.py)."""
 
 from datetime import timedelta
@@ -10,10 +10,18 @@ from jobs.models import JobEvent
 from jobs.runtime.container_spec import LABEL_JOB
 from jobs.runtime.reconcile import reconcile_all
 from jobs.states import JobStatus
-from tests.runtime.test_openpai_gang import config, finish, role, run, statuses, two_slaves
+from tests.runtime.test_openpai_gang import (
+    _commands,
+    config,
+    finish,
+    role,
+    run,
+    statuses,
+    two_slaves,
+)
 
 pytestmark = pytest.mark.django_db
-__all__ = ["two_slaves"]  # the fixture, used by name
+__all__ = ["_commands", "two_slaves"]  # the fixtures, used by name
 
 
 def containers_of(task) -> list:

@@ -1,4 +1,4 @@
-"""Multi-task OpenPAI jobs on the in-memory engine: gang start with ports and peers, a gang that
+"""Multi-task OpenPAI jobs on the scripted engine: gang start with ports and peers, a gang that
 waits whole, completion policies, retry, cancel and halt of the whole gang (gangs/)."""
 
 import copy
@@ -18,10 +18,23 @@ from jobs.models import Job
 from jobs.runtime.services import job_finish_run
 from jobs.states import JobStatus
 from tests.support.runtime import TEST_IMAGE, add_slave, job_doc, submit
+from tests.support.scripted_engine import Behaviour, Reaction
 
 pytestmark = pytest.mark.django_db
 # Obeys a halt (exit 123 on SIGUSR1); OpenPAI commands run through /bin/sh -c already.
 HALTABLE = 'trap "echo saw-usr1; exit 123" USR1; while true; do sleep 0.2; done'
+COMMANDS = {
+    "sleep 300": Behaviour(runs_for=300),  # a plain job beside the gangs
+    ("/bin/sh", "-c", "sleep 300"): Behaviour(runs_for=300),
+    ("/bin/sh", "-c", HALTABLE): Behaviour(
+        runs_for=None, on_signal={"USR1": Reaction(["saw-usr1"], exit_code=123)}
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 def role(name, tasks, *, gpus=1, command="sleep 300", ports=(), **extra):
@@ -43,10 +56,10 @@ def config(*roles, name="gang", **extra) -> dict:
 
 @pytest.fixture
 def two_slaves(people):
-    """Slaves "mem" and "mem2" of 2 GPUs each, on their own in-memory engines; mem2 is
+    """Slaves "mem" and "mem2" of 2 GPUs each, on their own scripted engines; mem2 is
     registered with a routable-looking host (its PAI_HOST_IP)."""
-    first = add_slave("mem", f"memory://mem-{uuid.uuid4().hex[:8]}")
-    second = add_slave("mem2", f"memory://mem2-{uuid.uuid4().hex[:8]}")
+    first = add_slave("mem", f"fake://mem-{uuid.uuid4().hex[:8]}")
+    second = add_slave("mem2", f"fake://mem2-{uuid.uuid4().hex[:8]}")
     second.host = "10.0.0.2"
     second.save(update_fields=["host"])
     assert first.online and second.online
@@ -55,7 +68,7 @@ def two_slaves(people):
 
 def run(people, document) -> list[Job]:
     user, project = people
-    # The default outputDir; an in-memory slave is "remote": its folders are not made for it.
+    # The default outputDir; a scripted slave is "remote": its folders are not made for it.
     output = Path(settings.PORTAL_STORAGE_BASE) / "project" / project.name / "Output"
     (output / document["jobName"]).mkdir(parents=True, exist_ok=True)
     first = job_submit(user=user, project=project, document=copy.deepcopy(document))

@@ -1,4 +1,4 @@
-"""Outputs on the in-memory engine: the folders and their variables in every container, the
+"""Outputs on the scripted engine: the folders and their variables in every container, the
 container writes, the finish copies its output folder before removing it, list and zip."""
 
 import io
@@ -10,7 +10,8 @@ from jobs.models import JobEvent
 from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.runtime.services import job_finish_run
 from jobs.runtime.workdir import WORKDIR_ENV, job_archive_outputs_dir
-from tests.support.runtime import containers_of, job_doc, submit
+from tests.support.runtime import SHARED_COMMANDS, containers_of, job_doc, submit
+from tests.support.scripted_engine import Behaviour
 
 pytestmark = pytest.mark.django_db
 
@@ -20,6 +21,18 @@ WRITER = (
     "echo two >> $JOB_OUTPUT_DIR/one.txt; echo deep > $JOB_OUTPUT_DIR/sub/deep.txt; "
     "echo in=$JOB_INPUT_DIR work=$JOB_WORKING_DIR'"
 )
+COMMANDS = {
+    **SHARED_COMMANDS,
+    WRITER: Behaviour(
+        output=["in=$JOB_INPUT_DIR work=$JOB_WORKING_DIR"],
+        files={"$JOB_OUTPUT_DIR/one.txt": "one\ntwo\n", "$JOB_OUTPUT_DIR/sub/deep.txt": "deep\n"},
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 def test_a_job_writes_outputs_that_are_archived_listed_and_downloaded(people, slave):
@@ -46,11 +59,10 @@ def test_every_container_gets_the_folders_and_their_variables(people, slave, eng
     job = submit(people, job_doc("sleep 300"))
     job.refresh_from_db()
     (container,) = containers_of(slave, job)
-    spec = engine._daemon.containers[container.id].spec
+    spec = engine.container_spec(container.id)
     assert {k: spec.environment[k] for k in WORKDIR_ENV} == WORKDIR_ENV
     assert spec.folders == ("/job/inputs", "/job/outputs")
-    files = engine._daemon.containers[container.id].files
-    assert files["/job/outputs"] is None and files["/job/inputs"] is None
+    assert {"/job/outputs", "/job/inputs"} <= engine.container_folders(container.id)
 
 
 def test_an_engine_failure_while_copying_is_a_warning_not_a_stuck_job(people, slave, engine):

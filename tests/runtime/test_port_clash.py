@@ -1,34 +1,46 @@
-"""A host port found taken when a job's container starts (issue 24 item 7), on the in-memory
-engine: ``memory.host_port_occupy`` plays the other user of the slave's port space (another
-engine on the machine, another installation). The portal's ports are replaced (Docker's picks
+"""A host port found taken when a job's container starts (issue 24 item 7), on the scripted
+engine: ``host_port_occupy`` plays the other user of the slave's port space (another engine on
+the machine, another installation). The portal's ports are replaced (Docker's picks
 by starting again, a gang's by re-queueing it whole); a port the user fixed fails the job."""
 
 import uuid
 
 import pytest
 
-from clusters.runtime import memory
 from gangs.models import JobGang
 from gangs.ports import PORT_REQUEUES_MAX, ports_of_reason, requeue_for_port_clash
 from jobs.models import Job
 from jobs.states import JobStatus
 from tests.runtime.test_openpai_gang import config, finish, role, run, statuses, tasks_of
 from tests.support.runtime import add_slave, job_doc, submit
+from tests.support.scripted_engine import Behaviour
 
 pytestmark = pytest.mark.django_db
+
+COMMANDS = {
+    "sleep 30": Behaviour(runs_for=30),
+    ("/bin/sh", "-c", "sleep 300"): Behaviour(runs_for=300),  # the gangs' tasks
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 @pytest.fixture
 def two_slaves(people):
-    return [add_slave(name, f"memory://{name}-{uuid.uuid4().hex[:8]}") for name in ("m1", "m2")]
+    return [add_slave(name, f"fake://{name}-{uuid.uuid4().hex[:8]}") for name in ("m1", "m2")]
 
 
 def messages(job: Job) -> list[str]:
     return list(job.events.order_by("pk").values_list("message", flat=True))
 
 
-def test_a_port_the_user_fixed_and_found_taken_fails_the_job_saying_so(people, slave):
-    memory.host_port_occupy(20080)
+def test_a_port_the_user_fixed_and_found_taken_fails_the_job_saying_so(
+    people, slave, scripted_engines
+):
+    scripted_engines.host_port_occupy(20080)
     job = submit(
         people,
         job_doc("sleep 30", docker__portMappings=[{"containerPort": 80, "hostPort": 20080}]),
@@ -75,13 +87,13 @@ def test_docker_s_picks_taken_start_after_start_fail_the_job_at_last(people, sla
 
 
 def test_a_gang_port_found_taken_requeues_the_gang_whole_on_other_ports(
-    people, two_slaves, settings
+    people, two_slaves, settings, scripted_engines
 ):
     """The portal chooses a gang's ports from the top of the site's range: the first one is
     taken on the machine, so the task cannot start; its peers know that number, so the gang
     goes back to the queue whole, and its next attempt's ports avoid the taken one."""
     settings.PORTAL_AUTO_HOST_PORT_RANGE = "20000-20003"
-    memory.host_port_occupy(20003)
+    scripted_engines.host_port_occupy(20003)
     second = run(people, config(role("worker", 2, ports=("http",)), name="clash"))
     first = tasks_of(second[0], attempt=1)
     gang = JobGang.objects.get(pk=first[0].gang_id)
@@ -107,9 +119,11 @@ def test_a_gang_port_found_taken_requeues_the_gang_whole_on_other_ports(
     )
 
 
-def test_a_requeue_for_a_taken_port_is_not_counted_as_a_retry(people, two_slaves, settings):
+def test_a_requeue_for_a_taken_port_is_not_counted_as_a_retry(
+    people, two_slaves, settings, scripted_engines
+):
     settings.PORTAL_AUTO_HOST_PORT_RANGE = "20000-20003"
-    memory.host_port_occupy(20003)
+    scripted_engines.host_port_occupy(20003)
     second = run(
         people,
         config(
@@ -129,8 +143,10 @@ def test_a_requeue_for_a_taken_port_is_not_counted_as_a_retry(people, two_slaves
     assert (gang.status, gang.attempt) == (JobStatus.FAILED, 3)
 
 
-def test_a_gang_port_the_user_fixed_and_found_taken_fails_the_task(people, two_slaves):
-    memory.host_port_occupy(21000)
+def test_a_gang_port_the_user_fixed_and_found_taken_fails_the_task(
+    people, two_slaves, scripted_engines
+):
+    scripted_engines.host_port_occupy(21000)
     fixed = {"label": "http", "beginAt": 21000, "portNumber": 1}
     first = run(
         people,
@@ -146,9 +162,9 @@ def test_a_gang_port_the_user_fixed_and_found_taken_fails_the_task(people, two_s
     assert gang.status == JobStatus.FAILED and "portsTaken" not in gang.attempts[0]
 
 
-def test_requeues_for_taken_ports_stop_at_the_limit(people, two_slaves, settings):
+def test_requeues_for_taken_ports_stop_at_the_limit(people, two_slaves, settings, scripted_engines):
     settings.PORTAL_AUTO_HOST_PORT_RANGE = "20000-20003"
-    memory.host_port_occupy(20003)
+    scripted_engines.host_port_occupy(20003)
     second = run(people, config(role("worker", 2, ports=("http",)), name="limit"))
     first = tasks_of(second[0], attempt=1)
     gang = JobGang.objects.get(pk=first[0].gang_id)

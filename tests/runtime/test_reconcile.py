@@ -1,4 +1,4 @@
-"""Reconcile on the in-memory engine: missed exits, vanished containers, strays, lost slaves."""
+"""Reconcile on the scripted engine: missed exits, vanished containers, strays, lost slaves."""
 
 import uuid
 from datetime import timedelta
@@ -12,9 +12,28 @@ from jobs.actions.services import job_cancel
 from jobs.models import Job
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
 from jobs.runtime.reconcile import reconcile_all
-from tests.support.runtime import TEST_IMAGE, add_slave, containers_of, job_doc, log_text, submit
+from tests.support.runtime import (
+    SHARED_COMMANDS,
+    TEST_IMAGE,
+    add_slave,
+    containers_of,
+    job_doc,
+    log_text,
+    submit,
+)
+from tests.support.scripted_engine import Behaviour
 
 pytestmark = pytest.mark.django_db
+
+COMMANDS = {
+    **SHARED_COMMANDS,
+    "sh -c 'echo quick; sleep 300'": Behaviour(output=["quick"], runs_for=300),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 def running(people, command="sleep 300", **extra) -> Job:
@@ -182,7 +201,7 @@ def test_a_cancelling_job_on_a_lost_slave_is_cancelled(people, slave, engine, ru
 
 def test_one_broken_slave_does_not_stop_the_others(people, slave, engine):
     # Slaves are reconciled by name: the broken one comes first.
-    broken = add_slave("a-broken", f"memory://broken-{uuid.uuid4().hex[:8]}", gpus=0)
+    broken = add_slave("a-broken", f"fake://broken-{uuid.uuid4().hex[:8]}", gpus=0)
     job = running(people)
     engine.finish(job.container_id, 0)
     crashed = []

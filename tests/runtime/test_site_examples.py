@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_probe_records_the_images_and_examples_use_one(people):
-    slave = add_slave("mem", f"memory://mem-{uuid.uuid4().hex[:8]}", gpus=0)
+    slave = add_slave("mem", f"fake://mem-{uuid.uuid4().hex[:8]}", gpus=0)
     assert slave.images == [TEST_IMAGE]
     with engine_for(slave) as engine:
         engine.add_image("python:3.12")
@@ -31,7 +31,7 @@ def test_probe_records_the_images_and_examples_use_one(people):
 
 
 def test_a_cluster_with_gpus_gets_one_gpu_and_offline_slaves_do_not_count(people):
-    slave = add_slave("mem", f"memory://mem-{uuid.uuid4().hex[:8]}", gpus=2)
+    slave = add_slave("mem", f"fake://mem-{uuid.uuid4().hex[:8]}", gpus=2)
     assert site_images().gpus == 1
     Slave.objects.filter(pk=slave.pk).update(online=False)
     images = site_images()

@@ -1,13 +1,34 @@
-"""Cancel (stop), halt and restart on the in-memory engine."""
+"""Cancel (stop), halt and restart on the scripted engine."""
 
 import pytest
 
 from jobs.actions.services import job_cancel, job_halt_request
 from jobs.models import Job
 from jobs.runtime.services import job_halt_run, job_restart_create, job_stop_run
-from tests.support.runtime import HALTABLE, STUBBORN, containers_of, job_doc, log_text, submit
+from tests.support.runtime import (
+    HALTABLE,
+    SHARED_COMMANDS,
+    STUBBORN,
+    containers_of,
+    job_doc,
+    log_text,
+    submit,
+)
+from tests.support.scripted_engine import Behaviour, Reaction
 
 pytestmark = pytest.mark.django_db
+
+TRAPS_TERM = "sh -c 'trap \"echo bye; exit 0\" TERM; while :; do sleep 1; done'"
+COMMANDS = {
+    **SHARED_COMMANDS,
+    "sh -c 'echo started; sleep 300'": Behaviour(output=["started"], runs_for=300),
+    TRAPS_TERM: Behaviour(runs_for=None, on_signal={"TERM": Reaction(["bye"], exit_code=0)}),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 def running(people, command, **extra) -> Job:
@@ -37,7 +58,7 @@ def test_cancel_stops_the_container_and_keeps_the_log(people, slave):
 
 def test_cancel_of_a_job_that_traps_sigterm(people, slave):
     user, _ = people
-    job = running(people, "sh -c 'trap \"echo bye; exit 0\" TERM; while :; do sleep 1; done'")
+    job = running(people, TRAPS_TERM)
     job_cancel(job=job, user=user)
     job.refresh_from_db()
     assert job.status == "CANCELLED" and job.exit_code == 0 and "bye" in log_text(job)

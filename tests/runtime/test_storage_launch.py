@@ -1,4 +1,4 @@
-"""Storage folders at launch, fast: PORTAL_ENGINE=memory with a local (unix://) slave URL, so
+"""Storage folders at launch, fast: a scripted engine behind a local (unix://) slave URL, so
 the portal prepares the folders on this machine exactly as for a local Docker slave."""
 
 import uuid
@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.runtime import add_slave, job_doc, submit
+from tests.support.runtime import SHARED_COMMANDS, add_slave, job_doc, submit
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def local_slave(people, runtime):
-    runtime.PORTAL_ENGINE = "memory"
+def local_slave(people, runtime, scripted_engines):
+    scripted_engines.script(SHARED_COMMANDS)
     slave = add_slave("local", f"unix:///run/gpuportal-test/{uuid.uuid4().hex[:8]}.sock")
     assert slave.online, slave.offline_reason
     return slave

@@ -1,4 +1,4 @@
-"""Jobs from Tapis apps on the in-memory engine: inputs staged into /job/inputs between create
+"""Jobs from Tapis apps on the scripted engine: inputs staged into /job/inputs between create
 and start (from project storage or an allowed URL), the stages recorded in Tapis' order,
 tapisjob.out archived, and staging failures failing the job with Tapis' condition."""
 
@@ -17,6 +17,7 @@ from tapis.services import app_create
 from tapis.shapes import condition
 from tapis.submit import tapis_job_submit
 from tests.support.runtime import TEST_IMAGE
+from tests.support.scripted_engine import Behaviour
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +41,15 @@ APP = {
         "resources": {"gpus": 0, "cpus": 1, "cpuMemoryGb": 1},
     },
 }
+# The app's command with its argument appended, as the container runs it.
+COMMANDS = {
+    f"{APP['command']} --size 1": Behaviour(output=["run=$RUN_ID out=$OUT"], runs_for=300),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The slave watcher on the in-memory engine: die events finish jobs."""
+"""The slave watcher on the scripted engine: die events finish jobs."""
 
 import threading
 import time
@@ -6,17 +6,29 @@ from datetime import timedelta
 
 import pytest
 
-from clusters.runtime import memory
 from core import tasks
 from jobs.models import Job, SlaveEventCursor
 from jobs.runtime.watcher import SlaveWatch, handle_event, watch_forever
 from tests.support.runtime import (
+    SHARED_COMMANDS,
     job_doc,
     log_text,
     submit,
     wait_container_removed,
     wait_for,
 )
+from tests.support.scripted_engine import WORLD, Behaviour
+
+EXITS_4 = "sh -c 'echo working; sleep 0.3; exit 4'"
+COMMANDS = {
+    **SHARED_COMMANDS,
+    EXITS_4: Behaviour(output=["working"], runs_for=0.3, exit_code=4),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_engines):
+    scripted_engines.script(COMMANDS)
 
 
 @pytest.mark.django_db(transaction=True)  # handle_event closes stale connections
@@ -57,7 +69,7 @@ def watching(runtime):
 
     yield start
     stop.set()
-    memory.reset()  # ends the streams the threads wait on
+    WORLD.streams_end()  # ends the streams the threads wait on
     for thread in threads:
         thread.join(timeout=5)
         assert not thread.is_alive()
@@ -66,7 +78,7 @@ def watching(runtime):
 @pytest.mark.django_db(transaction=True)
 def test_die_event_finishes_the_job_within_a_second(people, slave, engine, watching):
     watching(slave, engine)
-    job = submit(people, job_doc("sh -c 'echo working; sleep 0.3; exit 4'"))
+    job = submit(people, job_doc(EXITS_4))
     began = time.monotonic()
     done = wait_for(job, "FAILED", "FINISHED", timeout=10)
     assert done.status == "FAILED" and done.exit_code == 4 and "working" in log_text(done)
@@ -92,7 +104,7 @@ def test_watcher_resumes_after_the_engine_comes_back(people, slave, engine, runt
         wait_container_removed(slave, job)
     finally:
         stop.set()
-        memory.reset()
+        WORLD.streams_end()
         thread.join(timeout=5)
     assert not thread.is_alive()
 
@@ -150,7 +162,7 @@ def test_a_restarted_watcher_finishes_what_ended_while_it_was_down(people, slave
         wait_container_removed(slave, done)
     finally:
         second_stop.set()
-        memory.reset()
+        WORLD.streams_end()
         second.join(timeout=5)
     assert not second.is_alive()
     cursor = SlaveEventCursor.objects.get(slave=slave).event_time

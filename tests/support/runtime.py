@@ -1,5 +1,5 @@
-"""Job-lifecycle helpers shared by the fast runtime tests (in-memory engine) and the contract
-suite (the same tests on the in-memory engine and on real Docker)."""
+"""Job-lifecycle helpers shared by the fast runtime tests (scripted engine) and the contract
+suite (the same tests on the scripted engine and on real Docker)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave
 from jobs.actions.services import job_submit
 from jobs.models import Job
 from jobs.runtime.logs import job_log_bytes
+from tests.support.scripted_engine import Behaviour, Reaction
 
 TEST_IMAGE = "gpuportal/busybox:latest"
 
@@ -22,6 +23,18 @@ HALTABLE = (
 )
 # Handles SIGUSR1 without exiting: the halt procedure is not obeyed.
 STUBBORN = "sh -c 'trap \"echo ignored\" USR1; echo ready; while true; do sleep 0.2; done'"
+
+# What these commands do on the scripted engine (real Docker runs them in busybox).
+SHARED_COMMANDS = {
+    HALTABLE: Behaviour(
+        output=["restart-count=$GPULAB_RESTART_COUNT initial=$GPULAB_RESTART_INITIAL_JOB_ID"],
+        runs_for=None,
+        on_signal={"USR1": Reaction(["saw-usr1"], exit_code=123)},
+    ),
+    STUBBORN: Behaviour(output=["ready"], runs_for=None, on_signal={"USR1": Reaction(["ignored"])}),
+    "sleep 300": Behaviour(runs_for=300),
+    "true": Behaviour(),
+}
 
 
 def add_slave(name: str, url: str, gpus: int = 2) -> Slave:

@@ -31,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--docker",
             required=True,
-            help="unix:///path, tcp://host:2376 or memory://NAME (in-memory engine)",
+            help="unix:///path or tcp://host:2376",
         )
         parser.add_argument("--host", default="", help="DNS name users reach mapped ports on")
         parser.add_argument("--tls-ca", default="")
@@ -48,8 +48,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **o):
         url = o["docker"]
-        if not url.startswith(("unix://", "tcp://", "memory://")):
-            raise CommandError("--docker: must start with unix://, tcp:// or memory://")
+        if not url.startswith(("unix://", "tcp://")):
+            raise CommandError("--docker: must start with unix:// or tcp://")
         problem = insecure_tcp_problem(
             docker_url=url,
             tls_ca=o["tls_ca"],

@@ -1,6 +1,9 @@
-"""What every engine does, held to the same assertions on the in-memory engine and on Docker
+"""What every engine does, held to the same assertions on the scripted engine and on Docker
 (moved here from tests/integration/test_docker_engine.py, which keeps the Docker-only ones:
-cgroup limits, mounts seen from inside, reachable ports, OOM kills, the GPU probe)."""
+cgroup limits, mounts seen from inside, reachable ports, OOM kills, the GPU probe).
+
+Each test states what its commands do (``scripted_world.script``): the scripted engine plays
+that, Docker runs the same command in busybox, and both must give what the test asserts."""
 
 import io
 import socket
@@ -11,19 +14,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from clusters.runtime import memory
 from clusters.runtime.errors import (
     ContainerNotFound,
     ContainerNotRunning,
     HostPortBusy,
     RuntimeFailure,
 )
-from clusters.runtime.memory import MemoryEngine
 from clusters.runtime.protocol import Engine
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, PortPolicy
 from jobs.runtime.logs import stamp_ns
 from jobs.spec.images import parse_image
 from tests.integration.docker_support import TEST_IMAGE
+from tests.support.scripted_engine import Behaviour, Reaction, ScriptedEngine, err, out
+
+SLEEPS_30 = {("sleep", "30"): Behaviour(runs_for=30)}
+TRUE = {("true",): Behaviour()}
 
 
 def wait_for_log(engine, container_id, text, timeout_s=10.0):
@@ -52,8 +57,10 @@ def test_engine_follows_the_protocol(engine):
     assert info.cpus >= 1 and info.memory_bytes > 64 * 1024 * 1024 and info.server_version
 
 
-def test_exit_code_labels_environment_and_log(engine, run_container):
+def test_exit_code_labels_environment_and_log(engine, run_container, scripted_world):
     script = 'echo "A=$A B=$B"; echo to-stderr >&2; pwd; id -u; exit 3'
+    says = ["A=$A B=$B", err("to-stderr"), "$PWD", "65534"]  # (id -u: the user, as stated)
+    scripted_world.script({("sh", "-c", script): Behaviour(output=says, exit_code=3)})
     container_id = run_container(
         command=["sh", "-c", script],
         environment={"A": "1", "B": "two words"},
@@ -80,12 +87,16 @@ def test_exit_code_labels_environment_and_log(engine, run_container):
     assert lines == ["A=1 B=two words", "/tmp", "65534"]
 
 
-def test_image_cmd_when_no_command(engine, run_container):
+def test_image_cmd_when_no_command(engine, run_container, scripted_world):
+    scripted_world.script({None: Behaviour()})
     container_id = run_container(command=None)
     assert engine.wait(container_id, timeout_s=20) == 0  # CMD ["sh"] with no stdin: exits
 
 
-def test_a_running_container_reports_its_published_ports(engine, run_container, monkeypatch):
+def test_a_running_container_reports_its_published_ports(
+    engine, run_container, monkeypatch, scripted_world
+):
+    scripted_world.script(SLEEPS_30)
     monkeypatch.setattr(engine, "port_policy", PortPolicy((1024, 65535), (), ("127.0.0.1",)))
     fixed = free_port()
     container_id = run_container(
@@ -105,10 +116,11 @@ def test_a_running_container_reports_its_published_ports(engine, run_container, 
     assert engine.inspect(container_id).host_ports == [by_port[8081]]
 
 
-def test_each_published_port_is_reported_once(engine, run_container):
+def test_each_published_port_is_reported_once(engine, run_container, scripted_world):
     """One mapping per published port, whatever Docker lists per address family: on a host
     with IPv6 it publishes on 0.0.0.0 and ::, on host ports that may differ (a port published
     on 0.0.0.0 alone first makes them differ on Docker 20.10). The IPv4 one is reported."""
+    scripted_world.script(SLEEPS_30)
     first = run_container(
         command=["sleep", "30"], port_mappings=[PortMapping(8080, None, "0.0.0.0")]
     )
@@ -123,15 +135,15 @@ def test_each_published_port_is_reported_once(engine, run_container):
 
 
 @contextmanager
-def held_outside(engine, port: int):
+def held_outside(engine, world, port: int):
     """``port`` taken on the host by a process outside the engine (another engine's container,
-    another installation): a listening socket on 0.0.0.0, or the in-memory engine's model."""
-    if isinstance(engine, MemoryEngine):
-        memory.host_port_occupy(port)
+    another installation): a listening socket on 0.0.0.0, or the scripted engines' world."""
+    if isinstance(engine, ScriptedEngine):
+        world.host_port_occupy(port)
         try:
             yield
         finally:
-            memory.host_port_release(port)
+            world.host_port_release(port)
         return
     with socket.socket() as held:
         held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -140,25 +152,32 @@ def held_outside(engine, port: int):
         yield
 
 
-def test_a_taken_host_port_fails_the_start_naming_the_port(engine, run_container, test_labels):
+def test_a_taken_host_port_fails_the_start_naming_the_port(
+    engine, run_container, test_labels, scripted_world
+):
     """HostPortBusy with the port, whoever holds it: another container of the engine, or a
     process outside it; the container that could not start is removed."""
+    scripted_world.script(SLEEPS_30)
     fixed, outside = free_port(), free_port(low=25000)
     run_container(command=["sleep", "30"], port_mappings=[PortMapping(80, fixed)])
     with pytest.raises(HostPortBusy, match="port is already allocated") as caught:
         run_container(command=["sleep", "30"], port_mappings=[PortMapping(80, fixed)])
     assert caught.value.host_port == fixed and caught.value.permanent
-    with held_outside(engine, outside):
+    with held_outside(engine, scripted_world, outside):
         with pytest.raises(HostPortBusy, match="address already in use") as caught:
             run_container(command=["sleep", "30"], port_mappings=[PortMapping(81, outside)])
     assert caught.value.host_port == outside
     assert len(engine.list_by_labels(test_labels)) == 1
 
 
-def test_sigusr1_reaches_the_job_and_it_exits_123(engine, run_container):
-    container_id = run_container(
-        command=["sh", "-c", 'trap "exit 123" USR1; echo ready; while true; do sleep 0.1; done']
+def test_sigusr1_reaches_the_job_and_it_exits_123(engine, run_container, scripted_world):
+    script = 'trap "exit 123" USR1; echo ready; while true; do sleep 0.1; done'
+    # The trap runs once the sleep under way ends: up to 0.1 s later.
+    exits = Reaction(exit_code=123, delay=0.1)
+    scripted_world.script(
+        {("sh", "-c", script): Behaviour(["ready"], runs_for=None, on_signal={"USR1": exits})}
     )
+    container_id = run_container(command=["sh", "-c", script])
     wait_for_log(engine, container_id, b"ready")
     engine.signal(container_id, "USR1")
     assert engine.wait(container_id, timeout_s=15) == 123
@@ -167,10 +186,15 @@ def test_sigusr1_reaches_the_job_and_it_exits_123(engine, run_container):
     assert caught.value.permanent
 
 
-def test_a_handled_signal_that_does_not_exit_leaves_it_running(engine, run_container):
-    container_id = run_container(
-        command=["sh", "-c", 'trap "echo ignored" USR1; echo ready; while :; do sleep 0.1; done']
+def test_a_handled_signal_that_does_not_exit_leaves_it_running(
+    engine, run_container, scripted_world
+):
+    script = 'trap "echo ignored" USR1; echo ready; while :; do sleep 0.1; done'
+    says = Reaction(["ignored"], delay=0.1)
+    scripted_world.script(
+        {("sh", "-c", script): Behaviour(["ready"], runs_for=None, on_signal={"USR1": says})}
     )
+    container_id = run_container(command=["sh", "-c", script])
     wait_for_log(engine, container_id, b"ready")
     engine.signal(container_id, "SIGUSR1")
     wait_for_log(engine, container_id, b"ignored")
@@ -180,7 +204,17 @@ def test_a_handled_signal_that_does_not_exit_leaves_it_running(engine, run_conta
     assert engine.inspect(container_id).running
 
 
-def test_stop_escalates_to_kill_and_kill_is_idempotent(engine, run_container):
+def test_stop_escalates_to_kill_and_kill_is_idempotent(engine, run_container, scripted_world):
+    polite_script = 'trap "exit 0" TERM; echo ready; while :; do sleep 0.1; done'
+    leaves = Reaction(exit_code=0, delay=0.1)
+    scripted_world.script(
+        {
+            ("sleep", "60"): Behaviour(runs_for=60),
+            ("sh", "-c", polite_script): Behaviour(
+                ["ready"], runs_for=None, on_signal={"TERM": leaves}
+            ),
+        }
+    )
     # PID 1 without a handler ignores SIGTERM: stop must fall back to SIGKILL.
     stubborn = run_container(command=["sleep", "60"])
     started = time.monotonic()
@@ -189,9 +223,7 @@ def test_stop_escalates_to_kill_and_kill_is_idempotent(engine, run_container):
     assert engine.inspect(stubborn).exit_code == 137
     engine.stop(stubborn, timeout_s=1)  # already stopped: fine
 
-    polite = run_container(
-        command=["sh", "-c", 'trap "exit 0" TERM; echo ready; while :; do sleep 0.1; done']
-    )
+    polite = run_container(command=["sh", "-c", polite_script])
     wait_for_log(engine, polite, b"ready")
     engine.stop(polite, timeout_s=10)
     assert engine.inspect(polite).exit_code == 0
@@ -204,7 +236,10 @@ def test_stop_escalates_to_kill_and_kill_is_idempotent(engine, run_container):
     engine.kill(victim)  # already dead: no error
 
 
-def test_events_deliver_die_within_a_second(engine, run_container, test_labels):
+def test_events_deliver_die_within_a_second(engine, run_container, test_labels, scripted_world):
+    scripted_world.script(
+        {**TRUE, "sh -c 'sleep 0.3; exit 7'": Behaviour(runs_for=0.3, exit_code=7)}
+    )
     (key, value), other_labels = next(iter(test_labels.items())), {"gpuportal.test": "other"}
     started = datetime.now(UTC)
     events = engine.events(
@@ -233,7 +268,8 @@ def test_events_deliver_die_within_a_second(engine, run_container, test_labels):
     assert received - finished < timedelta(seconds=1), (received, finished)
 
 
-def test_an_event_stream_with_an_end_ends(engine, run_container, test_labels):
+def test_an_event_stream_with_an_end_ends(engine, run_container, test_labels, scripted_world):
+    scripted_world.script(TRUE)
     (key, value) = next(iter(test_labels.items()))
     container_id = run_container(command=["true"])
     engine.wait(container_id, timeout_s=20)
@@ -249,7 +285,8 @@ def test_an_event_stream_with_an_end_ends(engine, run_container, test_labels):
     ]
 
 
-def test_list_and_find_by_label_include_exited(engine, run_container, test_labels):
+def test_list_and_find_by_label_include_exited(engine, run_container, test_labels, scripted_world):
+    scripted_world.script({**TRUE, **SLEEPS_30})
     done = run_container(command=["true"], labels={"gpuportal.job": "a"})
     engine.wait(done, timeout_s=20)
     running = run_container(command=["sleep", "30"], labels={"gpuportal.job": "b"})
@@ -261,7 +298,8 @@ def test_list_and_find_by_label_include_exited(engine, run_container, test_label
     assert engine.list_by_labels({**test_labels, "gpuportal.job": "a"})[0].id == done
 
 
-def test_start_runs_a_stopped_container_again(engine, run_container):
+def test_start_runs_a_stopped_container_again(engine, run_container, scripted_world):
+    scripted_world.script({"sh -c 'echo run'": Behaviour(["run"])})
     container_id = run_container(command=["sh", "-c", "echo run"])
     assert engine.wait(container_id, timeout_s=20) == 0
     engine.start(container_id)
@@ -269,7 +307,9 @@ def test_start_runs_a_stopped_container_again(engine, run_container):
     assert engine.logs(container_id) == b"run\nrun\n"
 
 
-def test_logs_with_timestamps_and_since(engine, run_container):
+def test_logs_with_timestamps_and_since(engine, run_container, scripted_world):
+    says = ["one", out("two", at=0.3)]
+    scripted_world.script({"sh -c 'echo one; sleep 0.3; echo two'": Behaviour(says, runs_for=0.3)})
     container_id = run_container(command=["sh", "-c", "echo one; sleep 0.3; echo two"])
     assert engine.wait(container_id, timeout_s=20) == 0
     entries = engine.logs(container_id, timestamps=True).splitlines()
@@ -280,7 +320,10 @@ def test_logs_with_timestamps_and_since(engine, run_container):
     assert engine.logs(container_id, since=since) == b"two\n"
 
 
-def test_log_frames_keep_stderr_apart(engine, run_container):
+def test_log_frames_keep_stderr_apart(engine, run_container, scripted_world):
+    says = ["out-1", err("err-1"), out("out-2", at=0.2)]
+    script = "echo out-1; echo err-1 >&2; sleep 0.2; echo out-2"
+    scripted_world.script({("sh", "-c", script): Behaviour(says, runs_for=0.2)})
     container_id = run_container(
         command=["sh", "-c", "echo out-1; echo err-1 >&2; sleep 0.2; echo out-2"]
     )
@@ -298,7 +341,10 @@ def test_image_tags_list_what_is_present(engine):
     assert all(engine.image_present(tag) for tag in tags[:5])
 
 
-def test_remove_refuses_a_running_container_unless_forced(engine, run_container, test_labels):
+def test_remove_refuses_a_running_container_unless_forced(
+    engine, run_container, test_labels, scripted_world
+):
+    scripted_world.script(SLEEPS_30)
     container_id = run_container(command=["sleep", "30"])
     with pytest.raises(RuntimeFailure) as caught:
         engine.remove(container_id, force=False)
@@ -349,7 +395,8 @@ def test_own_engine_socket_is_refused(engine, run_container):
             run_container(command=["true"], binds=[Mount(engine.url[len("unix://") :], "/s")])
 
 
-def test_failed_start_leaves_no_container(engine, run_container, test_labels):
+def test_failed_start_leaves_no_container(engine, run_container, test_labels, scripted_world):
+    scripted_world.script({"no-such-program": Behaviour(not_found=True)})
     with pytest.raises(RuntimeFailure) as caught:
         run_container(command=["no-such-program"])
     assert caught.value.permanent and "no-such-program" in str(caught.value)
@@ -390,7 +437,10 @@ def test_missing_containers(engine):
     assert not engine.image_present("gpuportal/no-such-image:nope")
 
 
-def test_stats_read_a_running_container_and_zero_for_a_stopped_one(engine, run_container):
+def test_stats_read_a_running_container_and_zero_for_a_stopped_one(
+    engine, run_container, scripted_world
+):
+    scripted_world.script({"sh -c 'sleep 30'": Behaviour(runs_for=30)})
     container_id = run_container(command=["sh", "-c", "sleep 30"])
     reading = engine.stats(container_id)
     assert reading.cpu_ns >= 0 and reading.memory_bytes >= 0
@@ -415,11 +465,15 @@ def _archive_names(engine, container_id: str, path: str) -> dict:
         }
 
 
-def test_folders_exist_before_start_and_an_exited_container_is_read(engine, run_container):
+def test_folders_exist_before_start_and_an_exited_container_is_read(
+    engine, run_container, scripted_world
+):
     script = (
         "mkdir -p /job/outputs/sub; echo one > /job/outputs/a.txt; "
         "echo two >> /job/outputs/a.txt; echo deep > /job/outputs/sub/b.txt"
     )
+    writes = {"/job/outputs/a.txt": "one\ntwo\n", "/job/outputs/sub/b.txt": "deep\n"}
+    scripted_world.script({("sh", "-c", script): Behaviour(files=writes)})
     container_id = run_container(
         command=["sh", "-c", script],
         folders=("/job/inputs", "/job/outputs"),
@@ -449,8 +503,9 @@ def _tar(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def test_create_put_archive_then_start(engine, test_labels):
+def test_create_put_archive_then_start(engine, test_labels, scripted_world):
     """How a job's inputs are staged: files copied into a created container, then started."""
+    scripted_world.script({"sh -c 'exit 0'": Behaviour()})
     spec = ContainerSpec(image=TEST_IMAGE, command=["sh", "-c", "exit 0"], labels=test_labels)
     container_id = engine.create(spec)
     try:

@@ -1,4 +1,4 @@
-"""Job life cycles end to end, the same tests on the in-memory engine and on real Docker:
+"""Job life cycles end to end, the same tests on the scripted engine and on real Docker:
 submit -> tick -> launch -> container -> watcher -> finish, cancel, halt, restart, reconcile.
 
 Tasks run inline (right after commit, in this process) and a real watcher thread follows the
@@ -28,6 +28,7 @@ from jobs.runtime.watcher import SlaveWatch
 from jobs.scheduler_bridge.tick import tick
 from tests.support.runtime import (
     HALTABLE,
+    SHARED_COMMANDS,
     TEST_IMAGE,
     add_slave,
     job_doc,
@@ -36,8 +37,34 @@ from tests.support.runtime import (
     wait_container_removed,
     wait_for,
 )
+from tests.support.scripted_engine import ENVIRONMENT, Behaviour, Reaction, err, out
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+STUBBORN = "sh -c 'trap \"echo ignored\" USR1; while true; do sleep 0.2; done'"
+LIVE_LOG = "sh -c 'for i in 1 2 3 4 5 6; do echo line-$i; echo err-$i >&2; sleep 0.4; done'"
+# What each command of these tests does: the scripted engine plays it, Docker runs it.
+COMMANDS = {
+    **SHARED_COMMANDS,
+    "sh -c 'env | sort; echo all-done'": Behaviour([ENVIRONMENT, "all-done"]),
+    "sh -c 'echo oops; exit 3'": Behaviour(["oops"], exit_code=3),
+    STUBBORN: Behaviour(runs_for=None, on_signal={"USR1": Reaction(["ignored"], delay=0.2)}),
+    "sh -c 'echo started; sleep 300'": Behaviour(["started"], runs_for=300),
+    "sh -c 'echo quick; sleep 1'": Behaviour(["quick"], runs_for=1),
+    LIVE_LOG: Behaviour(
+        [
+            line
+            for i in range(6)
+            for line in (out(f"line-{i + 1}", at=0.4 * i), err(f"err-{i + 1}", at=0.4 * i))
+        ],
+        runs_for=2.4,
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def _commands(scripted_world):
+    scripted_world.script(COMMANDS)
 
 
 @pytest.fixture
@@ -77,7 +104,7 @@ def watcher(runtime):
                 if opened is None:
                     time.sleep(0.3)  # Docker: let the event stream open
                     continue
-                deadline = time.monotonic() + 10  # in memory: wait until it has
+                deadline = time.monotonic() + 10  # scripted: wait until it has
                 while engine.streams_opened() <= opened:
                     assert time.monotonic() < deadline, "the watcher never opened its stream"
                     time.sleep(0.02)
@@ -88,7 +115,7 @@ def watcher(runtime):
 
 def test_env_job_finishes_with_archived_log(people, local, watcher):
     watcher()
-    doc = job_doc(["sh", "-c", "env | sort; echo all-done"], docker__environment={"MY_VAR": "x1"})
+    doc = job_doc("sh -c 'env | sort; echo all-done'", docker__environment={"MY_VAR": "x1"})
     doc["request"]["docker"]["projectGidVariableName"] = "PROJ_GID"
     doc["name"] = "e2e"
     done = wait_for(submit(people, doc), "FINISHED", "FAILED")
@@ -151,8 +178,7 @@ def test_halt_then_restart_continues_with_restart_count(people, local, watcher):
 def test_job_ignoring_sigusr1_fails_after_grace(people, local, watcher):
     watcher()
     user, _ = people
-    stubborn = "sh -c 'trap \"echo ignored\" USR1; while true; do sleep 0.2; done'"
-    running = wait_for(submit(people, job_doc(stubborn)), "RUNNING")
+    running = wait_for(submit(people, job_doc(STUBBORN)), "RUNNING")
     time.sleep(0.3)
     began = time.monotonic()
     job_halt_request(job=running, user=user)
@@ -225,8 +251,7 @@ def test_reconcile_removes_containers_of_unknown_or_ended_jobs(people, local, ru
 def test_live_log_ranges_add_up_to_the_archive(people, local, watcher):
     """Followers read the live log by offsets; what they saw equals the archived log."""
     watcher()
-    command = "sh -c 'for i in 1 2 3 4 5 6; do echo line-$i; echo err-$i >&2; sleep 0.4; done'"
-    running = wait_for(submit(people, job_doc(command)), "RUNNING")
+    running = wait_for(submit(people, job_doc(LIVE_LOG)), "RUNNING")
     seen, offset, reads = b"", 0, 0
     deadline = time.monotonic() + 30
     while True:
