@@ -48,6 +48,7 @@ from jobs.models import Job
 from jobs.runtime.workdir import job_archive_outputs_dir
 from reservations.models import Reservation
 from tapis.services import app_create
+from tapis.shapes import ARCHIVE_SYSTEM
 from tapis.shares import app_share_create
 from tapis.submit import tapis_job_submit
 from tests.api.conftest import put_state
@@ -214,6 +215,7 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
                     "reservation_id": str(RESERVATION),
                     "cluster_id": slave.cluster_id,
                     "share_id": str(share.pk),
+                    "system_id": ARCHIVE_SYSTEM,
                 }
             ]
             for job, extra in (
