@@ -11,7 +11,7 @@ from gangs.models import JobGang
 from gangs.ports import PORT_REQUEUES_MAX, ports_of_reason, requeue_for_port_clash
 from jobs.models import Job
 from jobs.states import JobStatus
-from tests.runtime.test_openpai_gang import config, finish, role, run, statuses, tasks_of
+from tests.gangs.runtime.test_openpai_gang import config, finish, role, run, statuses, tasks_of
 from tests.support.runtime import add_slave, job_doc, submit
 from tests.support.scripted_engine import Behaviour
 

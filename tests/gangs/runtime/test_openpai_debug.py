@@ -10,7 +10,7 @@ from jobs.models import JobEvent
 from jobs.runtime.container_spec import LABEL_JOB
 from jobs.runtime.reconcile import reconcile_all
 from jobs.states import JobStatus
-from tests.runtime.test_openpai_gang import (
+from tests.gangs.runtime.test_openpai_gang import (
     _commands,
     config,
     finish,
