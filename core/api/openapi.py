@@ -50,7 +50,8 @@ def refusal(description: str) -> OpenApiResponse:
 
 
 class PortalAutoSchema(AutoSchema):
-    def get_description(self) -> str:
+    # drf-spectacular's override takes no arguments (DRF's stubs describe DRF's own inspector).
+    def get_description(self) -> str:  # type: ignore[override]
         # AutoSchema would take inspect.getdoc of the view, which inherits the base view's
         # docstring (written for the portal's developers) when the view has none of its own.
         handler = getattr(self.view, self.method.lower(), None)
@@ -85,7 +86,9 @@ class PortalAutoSchema(AutoSchema):
 
     def _error_content(self) -> dict[str, Any]:
         body = getattr(self.view, "error_body", PortalErrorSerializer)
-        response: dict[str, Any] = self._get_response_for_code(body, "400", [JSON])
+        response: dict[str, Any] = self._get_response_for_code(  # type: ignore[no-untyped-call]
+            body, "400", [JSON]
+        )
         return dict(response["content"])
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
