@@ -84,6 +84,9 @@ class Job(models.Model):
     gpu_idle_flagged_at = models.DateTimeField("idle GPUs flagged", null=True, blank=True)
     cpu_ids = models.JSONField(default=list, blank=True)
     container_id = models.CharField(max_length=80, blank=True)
+    # The container's main process on its slave's host (Docker's State.Pid, read at launch):
+    # GPULab's state.resources.slaveInstancePid.
+    container_pid = models.PositiveIntegerField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
     port_mappings = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -112,6 +112,7 @@ _JOB_COLUMNS = (
     "gpu_memory_gb",
     "tmpfs_gb",
     "container_id",
+    "container_pid",
     "port_mappings",
     "halt_events",
     "ignoring_reservation_ids",
@@ -458,8 +459,9 @@ def _state_resources(job, *, full: bool, logged_in: bool) -> dict | None:
         "slaveName": slave.name,
         "slaveHost": slave.host or slave.name,
         "slaveInstanceId": slave.instance_id,
-        # The portal has no slave daemon process nor worker threads: 0 for both.
-        "slaveInstancePid": 0,
+        # The job's container's main process on the slave (Docker's State.Pid at launch; 0
+        # when it had already stopped). The portal has no worker threads: workerId 0.
+        "slaveInstancePid": job.container_pid or 0,
         "workerId": 0,
         "portMappings": [_port_mapping(p) for p in job.port_mappings or []] if full else [],
     }

@@ -280,6 +280,7 @@ def _record_running(job: Job, container_id: str, state) -> None:
         "container_id": container_id,
         "started_at": state.started_at or now,
         "port_mappings": ports_kept(job, state.host_ports),
+        "container_pid": state.pid or None,  # 0: it had already stopped
     }
     if job_transition(
         job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
