@@ -46,17 +46,22 @@ from .timing import max_duration_cancel, not_after_reason, not_before_reason
 from .wakeup import next_wakeup
 
 
-def run_cycle(snapshot: Snapshot) -> CycleResult:
-    """Decide what starts, halts, fails and is cancelled now, and why the rest waits."""
+def run_cycle(snapshot: Snapshot, *, explain: bool = True) -> CycleResult:
+    """Decide what starts, halts, fails and is cancelled now, and why the rest waits.
+
+    ``explain=False``: the decisions only, without the explanations of the jobs left waiting
+    nor the next wakeup (start estimates simulate many cycles and read neither).
+    """
     if snapshot.now.tzinfo is None or snapshot.now.utcoffset() is None:
         raise ValueError("Snapshot.now must be timezone-aware")
     with gc_paused():
-        return _Cycle(snapshot).run()
+        return _Cycle(snapshot, explain=explain).run()
 
 
 class _Cycle:
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, *, explain: bool = True) -> None:
         self.snapshot = snapshot
+        self.explain = explain
         self.ctx: Context = build_context(snapshot)
         self.env = Env(snapshot.config, self.ctx)
         self.decisions: list[Decision] = []
@@ -76,6 +81,9 @@ class _Cycle:
                 self._schedule(job)
             else:
                 gangs.schedule(job)  # the first task of a gang places all of it, or none
+        if not self.explain:
+            self._explain_waiting(batch=False)  # interactive jobs that wait still fail
+            return CycleResult(tuple(self.decisions), {}, None)
         self._explain_waiting()
         gangs.explain()
         wakeup = next_wakeup(
@@ -248,8 +256,9 @@ class _Cycle:
             return None
         return plan, HaltReason.SCORE
 
-    def _explain_waiting(self) -> None:
-        """Explanations on the final state of the cycle, computed once per shape."""
+    def _explain_waiting(self, *, batch: bool = True) -> None:
+        """Explanations on the final state of the cycle, computed once per shape (``batch``
+        False: only for the interactive jobs left waiting, which fail with them)."""
         cache: dict[Shape, tuple[str, ...]] = {}
 
         def reasons_for(shape: Shape) -> tuple[str, ...]:
@@ -263,7 +272,7 @@ class _Cycle:
         # wait behind a running job's minDuration or a reservation's start says so.
         later = RoomLater(self.ctx, self.placer)
         cap = max(1, self.ctx.config.max_explanations)
-        waiting = [(job, shape) for shape, jobs in self.waiting.items() for job in jobs]
+        waiting = [(job, shape) for shape, jobs in self.waiting.items() if batch for job in jobs]
         waiting.sort(key=lambda item: self.position[item[0].id])
         for job, shape in waiting:
             lines = reasons_for(shape)

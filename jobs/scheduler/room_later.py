@@ -52,8 +52,14 @@ class RoomLater:
         self.cache: dict[tuple[object, ...], str | None] = {}
         # Per slave: the running jobs that still hold their room (not leaving), what they hold
         # together and their heaviest user's usage (lets a job skip slaves without looking).
+        # Filled on the first question: most cycles leave no job waiting for room.
         self.holding: dict[str, list[RunningJob]] = {}
         self.totals: dict[str, tuple[int, int, float, float]] = {}
+        self.indexed = False
+
+    def _index(self) -> None:
+        self.indexed = True
+        ctx = self.ctx
         for name, jobs in ctx.running_by_slave.items():
             held = [j for j in jobs if j.id not in ctx.leaving and not j.halting]
             if held:
@@ -71,6 +77,8 @@ class RoomLater:
             return None
         self.asked += 1
         config = self.ctx.config
+        if not self.indexed:
+            self._index()
         key = (
             shape,
             self.ctx.usage_of(job.user),
