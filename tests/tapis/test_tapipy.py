@@ -17,11 +17,11 @@ import pytest
 
 from accounts.models import Membership, Project
 from accounts.tokens import api_token_rotate
-from clusters.runtime import memory
 from tapis.api.auth import tapis_token_wrap
 from tapis.services import app_create
 from tests.support.clients import tapipy_python
 from tests.support.runtime import TEST_IMAGE, add_slave
+from tests.support.scripted_engine import Behaviour
 
 SCRIPT = r"""
 import json, sys
@@ -59,17 +59,23 @@ print(json.dumps(out))
 """
 
 
+# The seed's job: the app's command with the seed's two arguments appended.
+SEED_COMMAND = "echo classify --image_file 'https://example.org/dog.jpg'"
+
+
 @pytest.fixture
-def world(transactional_db, settings, django_user_model):
-    """A user in project demo, an app, an input file, and a slave on the in-memory engine
+def world(transactional_db, settings, django_user_model, scripted_engines):
+    """A user in project demo, an app, an input file, and a slave on the scripted engine
     that runs jobs at once (tasks inline, in the live server's thread)."""
-    memory.reset()
+    scripted_engines.script(
+        {SEED_COMMAND: Behaviour(output=["classify --image_file https://example.org/dog.jpg"])}
+    )
     settings.PORTAL_TASK_MODE = "inline"
     settings.PORTAL_INSTANCE = f"test-{uuid.uuid4().hex[:12]}"
     user = django_user_model.objects.create_user("alice", "alice@example.org", "pw")
     project = Project.objects.create(name="demo", gid=4100)
     Membership.objects.create(user=user, project=project)
-    add_slave("mem", f"memory://tapipy-{uuid.uuid4().hex[:8]}")
+    add_slave("scripted", f"fake://tapipy-{uuid.uuid4().hex[:8]}")
     folder = Path(settings.PORTAL_STORAGE_BASE) / "project" / "demo" / "images"
     folder.mkdir(parents=True)
     (folder / "dog.txt").write_text("Labrador retriever\n")
@@ -87,8 +93,7 @@ def world(transactional_db, settings, django_user_model):
         },
     )
     _, key = api_token_rotate(user=user)
-    yield tapis_token_wrap(key=key, username=user.username)
-    memory.reset()
+    return tapis_token_wrap(key=key, username=user.username)
 
 
 def test_tapipy_runs_the_seed_walkthrough(world, live_server):
