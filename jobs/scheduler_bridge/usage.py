@@ -44,6 +44,7 @@ def runs_ended_since_accrual(now: datetime) -> list[dict]:
             status_updated__gt=now - ENDED_LOOKBACK,
         )
         .filter(Q(owner__usage__isnull=True) | Q(status_updated__gt=F("owner__usage__updated_at")))
+        .order_by()  # any order: no sort of the rows by the model's ordering
         .values(*RUN_FIELDS)
     )
 
