@@ -188,18 +188,13 @@ class JobAdmin(admin.ModelAdmin):
                 title="Remove jobs for good",
                 does="The jobs' rows and events are removed from the database; this cannot be "
                 "undone.",
-                on_running="they are cancelled first (their containers are stopped) and stay "
-                "listed until they have ended: remove them again then",
+                on_running="they are cancelled and removed at once (their containers are "
+                "stopped and removed; the work in them is lost)",
             )
-        # History: the rows about to go (jobs on a slave are only cancelled now).
-        self.log_deletions(request, [j for j in queryset if j.status not in HOLDS_RESOURCES])
+        # History: the rows about to go (job_delete with real and force removes every one, a
+        # job on a slave after cancelling it: the same as gpulab-cli rm --real --force).
+        self.log_deletions(request, queryset)
         _apply(self, request, queryset, job_delete, "Removed", real=True, force=True)
-
-    def log_deletions(self, request, queryset):
-        # The delete page logs before delete_model: not for a job that is only cancelled.
-        kept = [job for job in queryset if job.status not in HOLDS_RESOURCES]
-        # A list does what the queryset did: Django only iterates it (its types say QuerySet).
-        return super().log_deletions(request, kept) if kept else []  # type: ignore[arg-type]
 
     def get_deleted_objects(self, objs, request):
         # The delete page below shows the job's state, not every one of its events.
@@ -212,7 +207,8 @@ class JobAdmin(admin.ModelAdmin):
         return super().render_delete_form(request, context)
 
     def delete_model(self, request, obj):
-        # Through the service: a job on a slave is cancelled first, never just forgotten.
+        # Through the service: a job on a slave is cancelled (its container stopped by the
+        # reconcile pass), never just forgotten.
         try:
             job_delete(job=obj, user=request.user, real=True, force=True)
         except ServiceError as error:

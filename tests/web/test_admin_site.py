@@ -169,14 +169,14 @@ def test_hard_delete_of_a_running_job_warns_and_cancels_it_first(
     url = f"/admin/jobs/job/{running.pk}/delete/"
     html = admin_client_.get(url).content.decode()
     assert 'id="job-state">RUNNING<' in html
-    assert "This job is RUNNING on slave gpu1." in html and "Yes, cancel it now" in html
+    assert "This job is RUNNING on slave gpu1." in html and "Yes, cancel and remove it" in html
     assert f'href="/jobs/{running.uuid}/"' in html
 
     response = admin_client_.post(url, {"post": "yes"}, follow=True)
-    running.refresh_from_db()  # still there, being cancelled
-    assert running.status == "CANCELLING"
-    assert any("is being cancelled" in m for m in _messages(response)), _messages(response)
-    assert not LogEntry.objects.filter(object_id=str(running.pk), action_flag=DELETION).exists()
+    # Cancelled and removed in one step (as gpulab-cli rm --real --force does).
+    assert not Job.objects.filter(pk=running.pk).exists()
+    assert any("deleted successfully" in m for m in _messages(response)), _messages(response)
+    assert LogEntry.objects.filter(object_id=str(running.pk), action_flag=DELETION).exists()
 
     finished = make_job(owner=member, project=project, status="FINISHED", slave=slave)
     html = admin_client_.get(f"/admin/jobs/job/{finished.pk}/delete/").content.decode()
@@ -199,19 +199,15 @@ def test_bulk_hard_delete_replaces_djangos_generic_delete(admin_client_, member,
     html = _action(admin_client_, "/admin/jobs/job/", "hard_delete", [finished, running])
     html = html.content.decode()
     assert "Remove jobs for good: 2 jobs." in html and "cannot be undone" in html
-    assert "busy — RUNNING" in html and "they are cancelled first" in html
+    assert "busy — RUNNING" in html and "they are cancelled and removed at once" in html
 
     response = _action(
         admin_client_, "/admin/jobs/job/", "hard_delete", [finished, running], confirmed=True
     )
-    messages = _messages(response)
-    assert "Removed 1 of 2 job(s)." in messages
-    assert any(m.startswith(f"busy ({running.uuid})") for m in messages), messages
-    assert not Job.objects.filter(pk=finished.pk).exists()
-    running.refresh_from_db()
-    assert running.status == "CANCELLING"
+    assert "Removed 2 of 2 job(s)." in _messages(response)
+    assert not Job.objects.filter(pk__in=[finished.pk, running.pk]).exists()
     logged = LogEntry.objects.filter(action_flag=DELETION).values_list("object_id", flat=True)
-    assert list(logged) == [str(finished.pk)]
+    assert sorted(logged) == sorted([str(finished.pk), str(running.pk)])
 
 
 def test_hide_action_asks_first(admin_client_, member, project, slave):
