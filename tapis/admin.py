@@ -7,7 +7,8 @@ from django.contrib import admin
 
 from jobs.spec import SpecError
 from tapis.definitions import app_definition_parse, app_to_json
-from tapis.models import App, AppShare
+from tapis.models import App, AppShare, HiddenJob, JobUserEvent, TapisToken
+from tapis.services import app_delete
 from tapis.shares import app_share_revoke
 
 
@@ -84,14 +85,31 @@ def app_to_json_fields(app: App) -> dict:
 @admin.register(App)
 class AppAdmin(admin.ModelAdmin):
     form = AppAdminForm
-    list_display = ["app_id", "version", "owner", "visibility", "project", "image", "locked"]
+    list_display = [
+        "app_id",
+        "version",
+        "owner",
+        "visibility",
+        "project",
+        "image",
+        "locked",
+        "deleted_at",
+    ]
     list_filter = ["visibility", "locked", "project"]
     search_fields = ["app_id", "description", "owner__username", "image"]
-    readonly_fields = ["created", "updated", "definition"]
+    readonly_fields = ["created", "updated", "deleted_at", "definition"]
 
     @admin.display(description="definition (API shape)")
     def definition(self, obj):
         return json.dumps(app_to_json(obj), indent=2) if obj.pk else ""
+
+    # Deleting goes through the service: a version a job used is hidden, never removed.
+    def delete_model(self, request, obj):
+        app_delete(app=obj, user=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for app in queryset:
+            app_delete(app=app, user=request.user)
 
 
 @admin.register(AppShare)
@@ -116,3 +134,56 @@ class AppShareAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for share in queryset.select_related("app"):
             app_share_revoke(share=share, user=request.user)
+
+
+@admin.register(TapisToken)
+class TapisTokenAdmin(admin.ModelAdmin):
+    """Tapis tokens are issued by ``manage.py tapis_token``; admins see and revoke (delete)
+    them here. Only a digest is stored: nothing here shows a usable key."""
+
+    list_display = ["prefix", "user", "name", "created", "last_used"]
+    search_fields = ["user__username", "prefix", "name"]
+    list_select_related = ["user"]
+    readonly_fields = ["user", "name", "prefix", "created", "last_used"]
+    exclude = ["digest"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(HiddenJob)
+class HiddenJobAdmin(admin.ModelAdmin):
+    """Jobs hidden from Tapis' lists by hideJob; deleting a row shows the job there again."""
+
+    list_display = ["job", "hidden_by", "hidden_at"]
+    search_fields = ["job__uuid", "job__name", "hidden_by__username"]
+    list_select_related = ["job", "hidden_by"]
+    readonly_fields = ["job", "hidden_by", "hidden_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(JobUserEvent)
+class JobUserEventAdmin(admin.ModelAdmin):
+    """The detail and sender of each sendEvent (the event itself is in the job's history)."""
+
+    list_display = ["event", "detail", "sender"]
+    search_fields = ["detail", "sender__username"]
+    list_select_related = ["event", "sender"]
+    readonly_fields = ["event", "detail", "sender"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # the history is append-only

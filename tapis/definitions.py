@@ -24,13 +24,13 @@ from __future__ import annotations
 import re
 import shlex
 
-from clusters.models import Cluster
 from core.timefmt import utc_z
 from jobs.actions.services import spec_defaults
 from jobs.runtime.staging import input_source_error, input_target_error
 from jobs.spec import FieldError, SpecError, parse_job_document
 from jobs.spec.v2_docker import ENV_NAME_HINT, ENV_NAME_RE, reserved_env_reason
 from tapis.models import App
+from tapis.systems import exec_system_cluster
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 VERSION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -253,10 +253,9 @@ def app_definition_parse(data) -> dict:
         exec_system = str(exec_system)
     exec_system = _text(exec_system, "jobAttributes.execSystemId", errs, max_length=20)
     if exec_system:
-        if not exec_system.isdigit():
-            errs.add("jobAttributes.execSystemId", "must be a cluster id (a number)")
-        elif not Cluster.objects.filter(pk=int(exec_system)).exists():
-            errs.add("jobAttributes.execSystemId", f"no cluster {exec_system}")
+        cluster_id, reason = exec_system_cluster(exec_system)
+        if cluster_id is None:
+            errs.add("jobAttributes.execSystemId", reason)
     fields = {
         "app_id": _text(data.get("id"), "id", errs, required=True, pattern=ID_RE),
         "version": _text(data.get("version"), "version", errs, required=True, pattern=VERSION_RE),

@@ -7,12 +7,17 @@ from jobs.selectors import project_ids_of
 from tapis.models import App, AppShare
 
 
-def app_list_visible_to(user) -> QuerySet[App]:
+def app_list_visible_to(user, *, deleted: bool = False) -> QuerySet[App]:
     """Own apps, apps shared with everyone, project apps of the user's projects, and apps
-    shared with the user or one of their projects (tapis/shares.py; all for admins)."""
+    shared with the user or one of their projects (tapis/shares.py; all for admins).
+
+    Deleted versions (a job used them, their owner deleted them) only with ``deleted=True``:
+    what a resubmission of their jobs runs, never what a new submission or a list finds."""
     if not user or not user.is_authenticated:
         return App.objects.none()
     apps = App.objects.select_related("owner", "project")
+    if not deleted:
+        apps = apps.filter(deleted_at__isnull=True)
     if user_is_admin(user):
         return apps
     return apps.filter(
@@ -27,9 +32,12 @@ def app_list_visible_to(user) -> QuerySet[App]:
     )
 
 
-def app_get_visible(user, app_id: str, version: str | None = None) -> App | None:
-    """The app with that id (and version; the newest one when None), if the user may see it."""
-    apps = app_list_visible_to(user).filter(app_id=app_id)
+def app_get_visible(
+    user, app_id: str, version: str | None = None, *, deleted: bool = False
+) -> App | None:
+    """The app with that id (and version; the newest one when None), if the user may see it;
+    a deleted version only with ``deleted=True`` (resubmitting its jobs)."""
+    apps = app_list_visible_to(user, deleted=deleted).filter(app_id=app_id)
     if version:
         return apps.filter(version=version).first()
     return apps.order_by("-created", "-id").first()

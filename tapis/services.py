@@ -1,6 +1,8 @@
-"""App services: create, update (only while no job used the version), delete."""
+"""App services: create, update (only while no job used the version), delete (a used version
+is hidden, not removed: its jobs keep its content, and its id and version stay taken)."""
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from accounts.models import Membership, Project
 from core.errors import Conflict, NotAllowed
@@ -26,8 +28,9 @@ def app_create(*, user, definition) -> App:
     Conflict (409) when that id and version exist."""
     fields = app_definition_parse(definition)
     fields["project"] = _project(user, fields["project"])
-    if App.objects.filter(app_id=fields["app_id"], version=fields["version"]).exists():
-        raise Conflict(f"app {fields['app_id']} version {fields['version']} exists already")
+    taken = App.objects.filter(app_id=fields["app_id"], version=fields["version"]).first()
+    if taken is not None:
+        raise Conflict(_taken(taken))
     try:
         with transaction.atomic():
             return App.objects.create(owner=user, **fields)
@@ -58,7 +61,27 @@ def app_update(*, app: App, user, definition) -> App:
     return app
 
 
-def app_delete(*, app: App, user) -> None:
+def _taken(app: App) -> str:
+    if app.deleted_at is not None:
+        return (
+            f"app {app.app_id} version {app.version} was deleted after jobs ran it: its id and "
+            "version are kept for those jobs and cannot be created again; choose a new version"
+        )
+    return f"app {app.app_id} version {app.version} exists already"
+
+
+def app_delete(*, app: App, user, now=None) -> None:
+    """An unused version goes; a version a job used is only hidden (``deleted_at``): new
+    submissions and lists no longer find it, while its jobs' history and resubmissions keep its
+    content, and its id and version can never be created again with other content."""
     if not app_can_change(user, app):
         raise NotAllowed("only the app's owner or an admin may delete it")
-    app.delete()  # jobs keep app_id/app_version as plain text
+    now = now or timezone.now()
+    with transaction.atomic():
+        # A submit locks the version in its own transaction (compare-and-swap on locked):
+        # either it locked first and the version is hidden, or the delete wins and it is gone.
+        if App.objects.filter(pk=app.pk, locked=True).update(deleted_at=now):
+            return
+        removed, _ = App.objects.filter(pk=app.pk, locked=False).delete()
+        if not removed:  # a job locked it between the two statements
+            App.objects.filter(pk=app.pk).update(deleted_at=now)

@@ -14,11 +14,16 @@ How the request and the app combine (docs/tapis.md, "Arguments"):
 - ``fileInputs`` ``[{name, sourceUrl, targetPath}]`` by name override the app's inputs' sources
   (FIXED ones cannot be changed); REQUIRED inputs need a source; unnamed extra inputs are added.
 - Macros (``tapis.macros``) are substituted in arguments and environment values.
+- The portal's own settings without a Tapis field, the project and GPULab's resources and
+  scheduling, come in ``notes`` (``notes.project``, ``notes.resources``, ``notes.scheduling``):
+  tapipy sends only the fields of Tapis' ReqSubmitJob, and ``notes`` is its free object. Raw
+  JSON clients may also give them as top-level ``project``/``resources``/``scheduling``.
 Every problem is reported at once with its field path, and nothing is written unless all pass.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import uuid as uuid_module
 from dataclasses import dataclass
@@ -37,6 +42,7 @@ from jobs.spec import FieldError, SpecError, format_duration, parse_job_document
 from tapis.macros import macro_values, substitute, tapis_environment
 from tapis.models import App
 from tapis.selectors import app_get_visible
+from tapis.systems import exec_system_cluster
 
 REQUEST_FIELDS = {
     "name",
@@ -53,8 +59,8 @@ REQUEST_FIELDS = {
     "tags",
     "notes",
     "subscriptions",
-    # Portal extensions: the project to run in, GPULab resources and durations overriding
-    # the app's (docs/tapis.md).
+    # Portal extensions for raw JSON clients: the project to run in, GPULab resources and
+    # durations overriding the app's (tapipy users put them in notes; docs/tapis.md).
     "project",
     "resources",
     "scheduling",
@@ -76,6 +82,11 @@ IGNORED_FIELDS = {
 }
 PARAMETER_SET_FIELDS = {"appArgs", "envVariables", "containerArgs", "schedulerOptions"}
 NAME_MAX = 255
+# notes: Tapis' free object, kept with the job; the portal reads its own settings from it.
+NOTES_MAX_BYTES = 16 * 1024
+PORTAL_NOTES = ("project", "resources", "scheduling")
+TAGS_MAX = 50
+TAG_MAX_CHARS = 128
 
 
 class _Errors(list):
@@ -342,36 +353,77 @@ def _tapis_path(e: FieldError) -> FieldError:
     return e
 
 
-def _project(user, value, errs: _Errors) -> Project | None:
+def _notes(value, errs: _Errors) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errs.add("notes", "must be an object")
+        return {}
+    if len(json.dumps(value)) > NOTES_MAX_BYTES:
+        errs.add("notes", f"must be at most {NOTES_MAX_BYTES} bytes as JSON")
+        return {}
+    return value
+
+
+def _tags(value, errs: _Errors) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        errs.add("tags", "must be a list of strings")
+        return
+    if len(value) > TAGS_MAX:
+        errs.add("tags", f"at most {TAGS_MAX} tags")
+    for index, tag in enumerate(value[:TAGS_MAX]):
+        if not isinstance(tag, str) or not tag or len(tag) > TAG_MAX_CHARS:
+            errs.add(f"tags[{index}]", f"must be a string of 1 to {TAG_MAX_CHARS} characters")
+
+
+def _portal_setting(request: dict, notes: dict, key: str, errs: _Errors) -> tuple[Any, str]:
+    """One of the portal's own settings and the path it came from: ``notes.<key>`` (what
+    tapipy can send) or the request's top-level ``<key>`` (raw JSON); both only if equal."""
+    top, noted = request.get(key), notes.get(key)
+    if noted is None:
+        return top, key
+    if top is not None and top != noted:
+        errs.add(f"notes.{key}", f"differs from the request's {key}: give it once")
+    return noted, f"notes.{key}"
+
+
+def _project(user, value, path: str, errs: _Errors) -> Project | None:
     if value is None:
         mine = list(Project.objects.filter(memberships__user=user).order_by("name")[:2])
         if len(mine) == 1:
             return mine[0]
         errs.add(
             "project",
-            "is required (you are in several projects)" if mine else "you are in no project",
+            "is required: you are in several projects (name one in notes.project, or project "
+            "in a JSON request)"
+            if mine
+            else "you are in no project",
         )
         return None
     if not isinstance(value, str) or not value:
-        errs.add("project", "must be a project name or URN")
+        errs.add(path, "must be a project name or URN")
         return None
     name = value.rsplit("+", 1)[-1] if value.startswith("urn:") else value
     project = Project.objects.filter(name=name).first()
     if project is None:
-        errs.add("project", f"no project {name!r}")
+        errs.add(path, f"no project {name!r}")
     return project
 
 
-def _resources(app: App, request: dict, errs: _Errors) -> tuple[dict, dict]:
-    """GPULab resources and scheduling: the app's, then the request's overrides."""
+def _resources(app: App, request: dict, notes: dict, errs: _Errors) -> tuple[dict, dict]:
+    """GPULab resources and scheduling: the app's, then the request's (``notes.resources``
+    and ``notes.scheduling``, or the top-level ones), then Tapis' own fields (coresPerNode,
+    memoryMB, maxMinutes, execSystemId), which win over the same GPULab field."""
     resources = dict(app.resources)
     scheduling = dict(app.scheduling)
     for key, target in (("resources", resources), ("scheduling", scheduling)):
-        value = request.get(key)
+        value, path = _portal_setting(request, notes, key, errs)
         if value is None:
             continue
         if not isinstance(value, dict):
-            errs.add(key, "must be an object of GPULab fields")
+            errs.add(path, "must be an object of GPULab fields")
             continue
         target.update(value)
     if _int(request.get("nodeCount"), "nodeCount", errs) not in (None, 1):
@@ -385,11 +437,14 @@ def _resources(app: App, request: dict, errs: _Errors) -> tuple[dict, dict]:
     exec_system = request.get("execSystemId") or app.exec_system_id
     if isinstance(exec_system, int) and not isinstance(exec_system, bool):
         exec_system = str(exec_system)
-    if exec_system:
-        if not isinstance(exec_system, str) or not exec_system.isdigit():
-            errs.add("execSystemId", "must be a cluster id (a number)")
+    if exec_system and not isinstance(exec_system, str):
+        errs.add("execSystemId", "must be a system id (GET /api/tapis/v3/systems lists them)")
+    elif exec_system:
+        cluster_id, reason = exec_system_cluster(exec_system)
+        if cluster_id is None:
+            errs.add("execSystemId", reason)
         else:
-            resources["clusterId"] = int(exec_system)
+            resources["clusterId"] = cluster_id
     return resources, scheduling
 
 
@@ -405,10 +460,12 @@ class Prepared:
     inputs: list[dict]
 
 
-def tapis_job_prepare(*, user, request) -> Prepared:
+def tapis_job_prepare(*, user, request, resubmit: bool = False) -> Prepared:
     """Every rule of a Tapis request against its app, nothing written; SpecError (400) lists
     every problem, NotAllowed (403) for a project the user is not in. The generated document's
-    own GPULab rules are checked by ``job_submit`` (``tapis_job_check`` runs them too)."""
+    own GPULab rules are checked by ``job_submit`` (``tapis_job_check`` runs them too).
+
+    ``resubmit``: the request of an earlier job, which may run a version deleted since."""
     errs = _Errors()
     if not isinstance(request, dict):
         raise SpecError([FieldError("(document)", "a job request must be a JSON object")])
@@ -425,8 +482,14 @@ def tapis_job_prepare(*, user, request) -> Prepared:
         errs.add("description", "must be a string")
     app = None
     if app_id and version:
-        app = app_get_visible(user, app_id, version)
-        if app is None:
+        app = app_get_visible(user, app_id, version, deleted=resubmit)
+        if app is None and app_get_visible(user, app_id, version, deleted=True) is not None:
+            errs.add(
+                "appVersion",
+                f"app {app_id} version {version} was deleted: it takes no new jobs (its "
+                "jobs can still be resubmitted)",
+            )
+        elif app is None:
             errs.add("appId", f"no app {app_id} version {version} that you may use")
     params = request.get("parameterSet") or {}
     if not isinstance(params, dict):
@@ -438,7 +501,9 @@ def tapis_job_prepare(*, user, request) -> Prepared:
     for key in ("containerArgs", "schedulerOptions"):
         if params.get(key):
             errs.add(f"parameterSet.{key}", "not supported: use resources and scheduling")
-    project = _project(user, request.get("project"), errs)
+    notes = _notes(request.get("notes"), errs)
+    _tags(request.get("tags"), errs)
+    project = _project(user, *_portal_setting(request, notes, "project", errs), errs)
     if project is not None and not Membership.objects.filter(user=user, project=project).exists():
         raise NotAllowed(f"you are not a member of project {project.name}")
     if app is None:
@@ -458,7 +523,7 @@ def tapis_job_prepare(*, user, request) -> Prepared:
     inputs = combine_inputs(
         app, _list(request.get("fileInputs"), "fileInputs", errs), errs, "fileInputs"
     )
-    resources, scheduling = _resources(app, request, errs)
+    resources, scheduling = _resources(app, request, notes, errs)
     subscriptions = tapis_subscriptions(
         _list(request.get("subscriptions"), "subscriptions", errs), errs
     )
@@ -521,11 +586,15 @@ def tapis_job_submit(
     *, user, request, resubmitted_from: Job | None = None, hold: bool = False
 ) -> Job:
     """Check a Tapis submit request against its app and store the job (PENDING stage)."""
-    prepared = tapis_job_prepare(user=user, request=request)
+    resubmit = resubmitted_from is not None
+    prepared = tapis_job_prepare(user=user, request=request, resubmit=resubmit)
     app = prepared.app
     with transaction.atomic():
-        # Locks the version (compare-and-swap): an owner's edit racing this submit loses.
+        # Locks the version (compare-and-swap): an owner's edit racing this submit loses, and
+        # so does a delete (it then hides the version instead of removing it).
         App.objects.filter(pk=app.pk, locked=False).update(locked=True)
+        if not resubmit and not App.objects.filter(pk=app.pk, deleted_at__isnull=True).exists():
+            raise SpecError([FieldError("appVersion", f"app {app} was deleted meanwhile")])
         job = _submit_document(
             user=user,
             project=prepared.project,
@@ -553,7 +622,8 @@ def _submit_document(**kwargs) -> Job:
 
 def job_resubmit(*, job: Job, user) -> Job:
     """A new job from the same app and arguments (macros substituted anew), or from the same
-    document for other jobs; linked to the original by ``resubmitted_from``."""
+    document for other jobs; linked to the original by ``resubmitted_from``. The app version is
+    the one the job ran, deleted since or not: a used version never changes."""
     if not job_sees_full(user, job):
         raise NotAllowed("only members of the job's project may resubmit it")
     if job.app_id and job.origin and "tapis" in job.origin:

@@ -1,10 +1,12 @@
 """``X-Tapis-Token``: how Tapis clients (tapipy, curl scripts) send their token. The portal
-accepts its own API token there (docs/tapis.md), checked exactly as ``Authorization: Token``.
+accepts there a Tapis token (tapis/tokens.py, ``manage.py tapis_token``: issued and revoked
+apart from the API token) or its own API token, checked exactly as ``Authorization: Token``
+(docs/tapis.md). A Tapis token works only here, never as ``Authorization: Token``.
 
 tapipy insists on a JWT (it reads the claims, such as ``exp``, without verifying them), so the
-token may also come wrapped in one: an unsigned JWT whose ``portal_token`` claim is the portal
-token (``manage.py tapis_token`` prints one). The wrapper adds no trust of its own: the portal
-token inside is the credential, checked as above, and rotating it ends the wrapper too.
+token may also come wrapped in one: an unsigned JWT whose ``portal_token`` claim is the key
+(``manage.py tapis_token`` prints one). The wrapper adds no trust of its own: the key inside is
+the credential, checked as above, and revoking it ends the wrapper too.
 """
 
 import base64
@@ -16,6 +18,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 
 from accounts.tokens import ApiTokenAuthentication
+from tapis.tokens import tapis_token_check
 
 HEADER = "HTTP_X_TAPIS_TOKEN"
 CLAIM = "portal_token"
@@ -63,7 +66,11 @@ class TapisTokenAuthentication(BaseAuthentication):
         value = request.META.get(HEADER, "").strip()
         if not value:
             return None  # the other methods (Authorization: Token, session) may apply
-        return ApiTokenAuthentication().authenticate_credentials(tapis_token_unwrap(value))
+        key = tapis_token_unwrap(value)
+        token = tapis_token_check(key)
+        if token is not None:
+            return token.user, token
+        return ApiTokenAuthentication().authenticate_credentials(key)
 
     def authenticate_header(self, request):
         return 'X-Tapis-Token realm="api"'
@@ -80,7 +87,7 @@ class TapisTokenScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "header",
             "name": "X-Tapis-Token",
-            "description": "The portal API token as Tapis clients send their JWT: the key "
-            "itself, or the unsigned JWT wrapping it that `manage.py tapis_token` prints "
-            "(docs/tapis.md).",
+            "description": "A Tapis token (`manage.py tapis_token` prints it as the unsigned "
+            "JWT tapipy wants) or the portal API token, as Tapis clients send their JWT: the "
+            "key itself or wrapped in that JWT (docs/tapis.md).",
         }
