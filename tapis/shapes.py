@@ -13,6 +13,7 @@ from core.timefmt import utc_z
 from jobs.lifecycle.stages import job_tapis_status, tapis_status
 from jobs.models import Job, JobEvent
 from jobs.runtime.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, CONTAINER_WORKING_DIR
+from tapis.models import HiddenJob, JobUserEvent
 
 TENANT = "portal"
 ARCHIVE_SYSTEM = "portal-archive"
@@ -79,9 +80,13 @@ def _parameter_set(job: Job) -> dict:
     }
 
 
-def job_to_tapis(job: Job, *, now=None) -> dict:
-    """``Job`` of Tapis' OpenAPI definition (the fields a portal job has a value for)."""
+def job_to_tapis(job: Job, *, now=None, hidden: bool | None = None) -> dict:
+    """``Job`` of Tapis' OpenAPI definition (the fields a portal job has a value for).
+    ``hidden``: whether the job is hidden from Tapis' lists, when the caller knows (a query
+    otherwise)."""
     now = now or timezone.now()
+    if hidden is None:
+        hidden = HiddenJob.objects.filter(job=job).exists()
     status = job_tapis_status(job, now)
     tapis = (job.origin or {}).get("tapis") or {}
     ended = job.ended_at or (job.status_updated if status in ("CANCELLED",) else None)
@@ -134,7 +139,7 @@ def job_to_tapis(job: Job, *, now=None) -> dict:
         "remoteQueue": job.slave.name if job.slave is not None else None,
         "remoteStarted": utc_z(job.started_at),
         "remoteEnded": utc_z(job.ended_at),
-        "visible": job.status != "DELETED",
+        "visible": job.status != "DELETED" and not hidden,
         "tags": tapis.get("tags") or [],
         "jobType": "FORK",
         "notes": json.dumps(tapis.get("notes") or {}),
@@ -168,11 +173,20 @@ def job_list_item(job: Job, *, now=None) -> dict:
 
 def history_items(job: Job, events: list[JobEvent]) -> list[dict]:
     """``JobHistoryDisplayDTO`` per event: stages and status changes as JOB_NEW_STATUS (the
-    Tapis status they mean), everything else as JOB_ERROR_MESSAGE / JOB_USER_EVENT."""
+    Tapis status they mean), everything else as JOB_ERROR_MESSAGE / JOB_USER_EVENT (a
+    ``sendEvent``'s with its own eventDetail and data). One query for the page's user events."""
+    sent = {
+        item.event_id: item
+        for item in JobUserEvent.objects.filter(event__in=[event.pk for event in events])
+    }
     out = []
     for event in events:
         description = event.message
-        if event.stage:
+        if event.pk in sent:
+            kind, detail = "JOB_USER_EVENT", sent[event.pk].detail
+            # The message is "user event <detail> from <user>: <data>": Tapis shows the data.
+            description = event.message.partition(": ")[2]
+        elif event.stage:
             kind, detail = "JOB_NEW_STATUS", event.stage
             # The event's message repeats its stage first ("STAGING_INPUTS: ..."): once is enough.
             description = event.message.removeprefix(f"{event.stage}: ")

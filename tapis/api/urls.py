@@ -6,15 +6,20 @@ slashes are optional, as for every portal route.
 
 from django.urls import re_path
 
-from tapis.api import app_shares, outputs, views
+from tapis.api import app_shares, job_hide_events, job_search, outputs, systems_files, views
 
 TAPIS = r"^tapis/v3/"
 UUID = r"(?P<job_uuid>[^/]+)"
 APP = r"(?P<app_id>[^/]+)"
+SYSTEM = r"(?P<system_id>[^/]+)"
 
 urlpatterns = [
     re_path(TAPIS + r"jobs/submit/?$", views.JobSubmitView.as_view(), name="tapis-jobs-submit"),
     re_path(TAPIS + r"jobs/list/?$", views.JobListView.as_view(), name="tapis-jobs-list"),
+    # Before jobs/{uuid}: "search" is no uuid.
+    re_path(
+        TAPIS + r"jobs/search/?$", job_search.JobSearchView.as_view(), name="tapis-jobs-search"
+    ),
     re_path(TAPIS + rf"jobs/{UUID}/?$", views.JobDetailView.as_view(), name="tapis-job"),
     re_path(
         TAPIS + rf"jobs/{UUID}/status/?$", views.JobStatusView.as_view(), name="tapis-job-status"
@@ -26,6 +31,21 @@ urlpatterns = [
     ),
     re_path(
         TAPIS + rf"jobs/{UUID}/cancel/?$", views.JobCancelView.as_view(), name="tapis-job-cancel"
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/hide/?$",
+        job_hide_events.JobHideView.as_view(),
+        name="tapis-job-hide",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/unhide/?$",
+        job_hide_events.JobUnhideView.as_view(),
+        name="tapis-job-unhide",
+    ),
+    re_path(
+        TAPIS + rf"jobs/{UUID}/sendEvent/?$",
+        job_hide_events.JobSendEventView.as_view(),
+        name="tapis-job-send-event",
     ),
     re_path(
         TAPIS + rf"jobs/{UUID}/resubmit/?$",
@@ -71,6 +91,23 @@ urlpatterns = [
         TAPIS + rf"apps/{APP}/(?P<version>[^/]+)/?$",
         views.AppVersionView.as_view(),
         name="tapis-app-version",
+    ),
+    re_path(TAPIS + r"systems/?$", systems_files.SystemListView.as_view(), name="tapis-systems"),
+    re_path(
+        TAPIS + rf"systems/{SYSTEM}/?$",
+        systems_files.SystemDetailView.as_view(),
+        name="tapis-system",
+    ),
+    # The path may be empty ("files/ops/portal-archive/" lists the top) and holds slashes.
+    re_path(
+        TAPIS + rf"files/ops/{SYSTEM}/(?P<path>.*)$",
+        systems_files.FileListView.as_view(),
+        name="tapis-files-list",
+    ),
+    re_path(
+        TAPIS + rf"files/content/{SYSTEM}/(?P<path>.*)$",
+        systems_files.FileContentView.as_view(),
+        name="tapis-files-content",
     ),
     re_path(
         r"^portal/jobs/(?P<job_id>[^/]+)/resubmit/?$",

@@ -8,7 +8,6 @@ errors included, is Tapis' envelope ``{status, message, result, version}``.
 
 from __future__ import annotations
 
-from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -25,8 +24,9 @@ from core.errors import NotAllowed
 from jobs.actions.registry import ACTIONS
 from jobs.lifecycle.stages import job_tapis_status
 from jobs.models import Job, JobEvent
-from jobs.selectors import job_list_not_deleted, job_list_visible_to, job_sees_full, project_ids_of
+from jobs.selectors import job_list_visible_to, job_sees_full
 from tapis.api.auth import TapisTokenAuthentication
+from tapis.api.job_lists import job_order, jobs_of_list_type
 from tapis.api.serializers import (
     TapisAppEnvelope,
     TapisAppListEnvelope,
@@ -74,7 +74,6 @@ APP_EXAMPLE = {
         "scheduling": {"maxDuration": "1 hour"},
     },
 }
-ORDER_FIELDS = {"created": "created", "name": "name", "lastUpdated": "status_updated"}
 
 
 def tapis_exception_handler(exc, context):
@@ -199,26 +198,8 @@ class JobListView(TapisAPIView):
     def get(self, request):
         limit = int_param(request, "limit", LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX)
         skip = int_param(request, "skip", 0)
-        list_type = (request.query_params.get("listType") or "MY_JOBS").upper()
-        jobs = job_list_not_deleted(job_list_visible_to(request.user))
-        mine = Q(owner=request.user)
-        # Tapis' "shared": other members' jobs of the caller's projects and jobs shared with
-        # the caller (jobs/actions/shares.py; job_list_visible_to annotates shared_with_viewer).
-        shared = (
-            Q(project_id__in=project_ids_of(request.user)) | Q(shared_with_viewer=True)
-        ) & ~mine
-        if list_type == "MY_JOBS":
-            jobs = jobs.filter(mine)
-        elif list_type == "SHARED_JOBS":
-            jobs = jobs.filter(shared)
-        elif list_type == "ALL_JOBS":
-            jobs = jobs.filter(mine | shared)
-        else:
-            raise BadRequest(
-                "invalid query parameter listType",
-                ["listType: must be MY_JOBS, SHARED_JOBS or ALL_JOBS"],
-            )
-        jobs = jobs.order_by(*_order(request.query_params.get("orderBy")))
+        jobs = jobs_of_list_type(request.user, request.query_params.get("listType"))
+        jobs = jobs.order_by(*job_order(request.query_params.get("orderBy")))
         total = jobs.count() if request.query_params.get("computeTotal") == "true" else None
         now = timezone.now()
         items = [job_list_item(job, now=now) for job in jobs[skip : skip + limit]]
@@ -226,23 +207,6 @@ class JobListView(TapisAPIView):
         if total is not None:
             metadata["totalCount"] = total
         return Response(envelope(items, "jobs listed", metadata=metadata))
-
-
-def _order(value: str | None) -> list[str]:
-    """Tapis' ``orderBy``: ``created``, ``name(asc)``, ``lastUpdated(desc)``; default newest
-    first."""
-    if not value:
-        return ["-created", "-id"]
-    field, _, direction = value.partition("(")
-    direction = direction.rstrip(")").lower() or "asc"
-    column = ORDER_FIELDS.get(field.strip())
-    if column is None or direction not in ("asc", "desc"):
-        raise BadRequest(
-            "invalid query parameter orderBy",
-            [f"orderBy: must be one of {', '.join(ORDER_FIELDS)}, optionally (asc) or (desc)"],
-        )
-    sign = "-" if direction == "desc" else ""
-    return [f"{sign}{column}", f"{sign}id"]
 
 
 class JobDetailView(TapisAPIView):

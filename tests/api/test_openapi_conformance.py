@@ -216,6 +216,8 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
                     "cluster_id": slave.cluster_id,
                     "share_id": str(share.pk),
                     "system_id": ARCHIVE_SYSTEM,
+                    # A path of the archive (the Files routes): the finished job's output.
+                    "path": f"jobs/{FINISHED_JOB}/outputs/result.txt",
                 }
             ]
             for job, extra in (
