@@ -51,9 +51,7 @@ def ended_run(*, owner, project, slave, gpus, started, seconds):
     return job
 
 
-def test_three_jobs_of_a_few_seconds_leave_usage(
-    plain_weights, member, outsider, project, slave
-):
+def test_three_jobs_of_a_few_seconds_leave_usage(plain_weights, member, outsider, project, slave):
     t0 = timezone.now() - timedelta(minutes=10)
     UserUsage.objects.create(user=outsider, value=0.0, updated_at=t0)
     tick(t0)  # the last tick before they ran
@@ -91,9 +89,7 @@ def test_the_seconds_after_the_last_tick_of_a_run_are_counted(
     plain_weights, member, project, slave
 ):
     t0 = timezone.now() - timedelta(minutes=10)
-    job = make_job(
-        owner=member, project=project, status="RUNNING", slave=slave, gpus=1, started=t0
-    )
+    job = make_job(owner=member, project=project, status="RUNNING", slave=slave, gpus=1, started=t0)
     tick(t0 + timedelta(seconds=2))  # running: 2 s so far
     assert UserUsage.objects.get(user=member).value == pytest.approx(2.0, rel=1e-5)
     Job.objects.filter(pk=job.pk).update(
