@@ -166,6 +166,7 @@ class ListedJob:
 
     __slots__ = (*_ATTRIBUTES, "owner", "project", "slave", "queued_explanations")
     initial_uuid = Job.initial_uuid
+    ssh_username = Job.ssh_username
     # Those read here (the other columns are set by name from _ATTRIBUTES).
     request_text: str | None
     slave_id: int | None
