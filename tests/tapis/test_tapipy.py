@@ -1,7 +1,9 @@
-"""Tapis' own Python client, tapipy, driven against the portal: the seed's calls (submitJob
-with appArgs, getJobStatus, getJobList, getJobHistory, getJob, getJobOutputDownload of
-tapisjob.out, getJobOutputList, resubmitJob, cancelJob) with
-a token the portal issues (``manage.py tapis_token``), over a live server.
+"""Tapis' own Python client, tapipy, driven against the portal over a live server: the seed's
+calls (submitJob with appArgs, getJobStatus, getJobList, getJobHistory, getJob,
+getJobOutputDownload of tapisjob.out, getJobOutputList, resubmitJob, cancelJob) with the API
+token in tapipy's JWT wrapper; and, with a Tapis token from ``manage.py tapis_token``, a user
+in two projects submitting through notes, both job searches, hideJob/unhideJob, sendEvent,
+getSystems/getSystem and listFiles/getContents (issue 27, Tapis items 6, 8, 9).
 
 tapipy pins old versions of libraries the portal also uses, so it lives in a throwaway virtual
 environment of its own (built once, reused), like gpulab-cli (tests/cli/). Without a network
