@@ -36,6 +36,8 @@ class BootstrapResult:
     password: str
     created_admin: bool
     slave: Slave
+    # Where the password is kept: under PORTAL_VAR_DIR, which need not be the checkout's var/.
+    password_file: Path
 
 
 def _admin_password(path: Path) -> tuple[str, bool]:
@@ -79,7 +81,7 @@ def bootstrap_demo(*, username: str = "admin") -> BootstrapResult:
     if slave.gpu_mode != Slave.GpuMode.NVIDIA and not slave.gpus.exists():
         # No NVIDIA GPU here: two declared demo GPUs let a new user try GPU jobs end to end.
         slave_declare_gpus(slave=slave, gpus=DEMO_GPUS)
-    return BootstrapResult(username, password, created, slave)
+    return BootstrapResult(username, password, created, slave, password_file)
 
 
 def seed_reservation_ensure(*, cluster, project, admin) -> None:

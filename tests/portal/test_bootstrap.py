@@ -27,3 +27,19 @@ def test_bootstrap_without_docker_still_works_and_says_why(settings, tmp_path):
     assert again.created_admin is False and again.password == result.password
     assert Slave.objects.count() == 1 and Project.objects.count() == 1
     assert Slave.objects.get(name="local").gpus.count() == 2
+
+
+def test_the_printed_password_path_is_where_the_password_is(settings, tmp_path):
+    """PORTAL_VAR_DIR moves var/: the start-up line names the file that holds the password."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.VAR_DIR = tmp_path / "elsewhere"
+    settings.PORTAL_LOCAL_DOCKER_URL = f"unix://{tmp_path}/no-docker.sock"
+    out = StringIO()
+    call_command("bootstrap_demo", stdout=out)
+    printed = out.getvalue()
+    password_file = tmp_path / "elsewhere" / "admin-password.txt"
+    assert f"(stored in {password_file})" in printed, printed
+    assert f"/ {password_file.read_text().strip()} " in printed

@@ -11,6 +11,6 @@ class Command(BaseCommand):
         slave = result.slave
         state = "online" if slave.online else f"OFFLINE ({slave.offline_reason})"
         self.stdout.write(
-            f"Admin login: {result.username} / {result.password}  (stored in var/admin-password.txt)\n"
+            f"Admin login: {result.username} / {result.password}  (stored in {result.password_file})\n"
             f"Slave 'local' ({slave.docker_url}): {state}, {slave.gpus.count()} GPU(s)"
         )
