@@ -20,6 +20,7 @@ Choices where OpenPAI is silent (each documented in docs/openpai.md):
   the job (every task's), the characters of a role's ``command``;
 - ``minFailedTaskCount``/``minSucceededTaskCount`` are null (the seed's meaning: never fail /
   succeed when all tasks completed) or 1..taskNumber: a larger count could never be reached;
+  omitted, they take OpenPAI's REST server's defaults (``OMITTED_COUNTS``: 1 and null);
 - ``portNumber`` >= 1; a fixed range (``beginAt`` > 0) must end at or below 65535 and must not
   overlap another range of the same task role; labels are unique within a task role;
 - ``jobEnvs`` names are variable names; PAI_*, GPULAB_*, NVIDIA_* and the GPU variables are
@@ -107,6 +108,10 @@ _FS_PREFIX_RE = re.compile(r"^(?:\$PAI_DEFAULT_FS_URI|\$\{PAI_DEFAULT_FS_URI\}|h
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_UNSAFE_RE = re.compile(r"[^A-Za-z0-9_]")
 BOOLEAN_ENVS = ("isDebug", "paiAzRDMA")
+# What OpenPAI's REST server fills in for a completion count a task role omits (its v1 job
+# schema: ``minFailedTaskCount`` default 1, ``minSucceededTaskCount`` default null; its v2
+# protocol: 1 and the role's instances, the same outcome once one failure fails the job).
+OMITTED_COUNTS: dict[str, int | None] = {"minFailedTaskCount": 1, "minSucceededTaskCount": None}
 PAI_PREFIX = "PAI_"
 
 
@@ -312,8 +317,13 @@ def _task_role(item: object, path: str, errs: Errors, limits: RequestLimits) -> 
         command = None
     counts = {}
     for key in ("minFailedTaskCount", "minSucceededTaskCount"):
-        # null: the seed's "not set" meaning (never fail / succeed when all tasks completed).
+        # Omitted: OpenPAI's REST server's default (OMITTED_COUNTS: minFailedTaskCount 1, so
+        # one failed task fails the job and retryCount retries it). Written null: the seed's
+        # meaning (never fail / succeed once every task completed), which the REST server
+        # keeps too.
         count = counts[key] = read_int(f, key, errs, minimum=1)
+        if key not in f.entries:  # omitted; a written null stays null
+            count = counts[key] = OMITTED_COUNTS[key]
         if count is not None and task_number is not None and count > task_number:
             errs.add(f.path_of(key), f"must be <= taskNumber ({task_number})")
     return {

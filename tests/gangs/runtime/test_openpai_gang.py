@@ -171,7 +171,8 @@ def test_a_failing_task_fails_the_job_and_stops_the_rest(people, two_slaves):
 
 
 def test_null_min_failed_keeps_openpai_meaning(people, two_slaves):
-    tasks = run(people, config(role("worker", 2), name="lenient"))
+    # Written null (omitted is OpenPAI's default 1: tests/gangs/runtime/test_openpai_defaults.py).
+    tasks = run(people, config(role("worker", 2, minFailedTaskCount=None), name="lenient"))
     finish(tasks[0], 1)
     assert statuses(tasks) == [JobStatus.FAILED, JobStatus.RUNNING]
     finish(tasks[1], 0)

@@ -12,6 +12,7 @@ from gangs.openpai_config import (
     OPENPAI,
     env_part,
     expand_tasks,
+    job_environment,
     normalize_openpai,
     role_summaries,
     storage_path,
@@ -81,7 +82,10 @@ def test_seed_example_is_accepted_as_written():
     assert worker["command"] == doc["taskRoles"][1]["command"]
     # ...and the defaults are filled in.
     assert ps["shmMB"] == worker["shmMB"] == 64
-    assert ps["minFailedTaskCount"] is None and ps["minSucceededTaskCount"] is None
+    # minFailedTaskCount omitted: 1, as OpenPAI's REST server fills it in (one failed task
+    # fails the job); minSucceededTaskCount omitted: null (succeed once every task completed).
+    assert ps["minFailedTaskCount"] == worker["minFailedTaskCount"] == 1
+    assert ps["minSucceededTaskCount"] is None
     assert config["authFile"] is None and config["gpuType"] is None
 
 
@@ -116,13 +120,29 @@ def test_defaults():
         "taskRoles": [
             {"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 100, "shmMB": 64,
              "gpuNumber": 0, "portList": [], "command": "echo hello",
-             "minFailedTaskCount": None, "minSucceededTaskCount": None}
+             "minFailedTaskCount": 1, "minSucceededTaskCount": None}
         ],
         "gpuType": None,
         "retryCount": 0,
         "jobEnvs": {},
         "extras": {},
     }  # fmt: skip
+
+
+def test_completion_counts_omitted_take_openpai_defaults_and_a_written_null_stays():
+    """OpenPAI's REST server (v1 job schema): minFailedTaskCount defaults to 1 and allows an
+    explicit null ("the job always succeeds regardless of any task failure");
+    minSucceededTaskCount defaults to null."""
+    omitted = normalize_openpai(minimal())["taskRoles"][0]
+    assert (omitted["minFailedTaskCount"], omitted["minSucceededTaskCount"]) == (1, None)
+    doc = minimal()
+    doc["taskRoles"][0].update(minFailedTaskCount=None, minSucceededTaskCount=None)
+    written = normalize_openpai(doc)
+    assert written["taskRoles"][0]["minFailedTaskCount"] is None
+    assert normalize_openpai(written) == written  # canonical: the null is kept
+    env = job_environment(normalize_openpai(minimal()), user_name="u")
+    assert env["PAI_MIN_FAILED_TASK_COUNT_main"] == "1"
+    assert env["PAI_MIN_SUCCEEDED_TASK_COUNT_main"] == ""
 
 
 def test_extras_are_kept_as_given():
@@ -409,7 +429,7 @@ def test_task_environment():
     assert env["PAI_TASK_ROLE_TASK_COUNT_ps_server"] == "2"
     assert env["PAI_RESOURCE_worker"] == "4,2,16384,64"
     assert env["PAI_MIN_SUCCEEDED_TASK_COUNT_worker"] == "2"
-    assert env["PAI_MIN_FAILED_TASK_COUNT_worker"] == ""
+    assert env["PAI_MIN_FAILED_TASK_COUNT_worker"] == "1"  # OpenPAI's default for an omitted count
     assert env["PAI_CURRENT_TASK_ROLE_NAME"] == "worker"
     assert env["PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"] == "1"
     assert env["PAI_DATA_DIR"] == "/project/path/tensorflow-distributed-jobguid/data"
