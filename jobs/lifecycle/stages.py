@@ -86,7 +86,7 @@ def job_latest_stage(job) -> str:
     return event.stage if event is not None else ""
 
 
-# Words of the scheduler's explanations (jobs/scheduler/limits.py, reservations.py) that mean
+# Words of the scheduler's explanations (jobs/scheduler/state.py, reservations.py) that mean
 # the job is held back by policy, which Tapis calls BLOCKED.
 BLOCKING_WORDS = ("bucket ", "user limit", "reservation ")
 

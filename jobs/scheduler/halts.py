@@ -1,6 +1,6 @@
 """Making room by halting: choose the smallest set of running jobs that frees one slave for a job.
 
-Used for private-cluster priority (``private.py``) and fairness (``fairness.py``); both only
+Used for private-cluster priority and fairness (both in ``fairness.py``); both only
 decide which running jobs *may* be halted, this module decides which ones *are*.
 
 Rules shared by every kind of halt:

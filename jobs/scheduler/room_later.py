@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from .fairness import much_heavier, protected, usage_threshold
+from .fairness import is_guest, much_heavier, protected, usage_threshold
 from .model import QueuedJob, RunningJob
 from .placement import Placer
-from .private import is_guest
 from .reservations import ENTITLED, running_entitled
 from .shape import Shape
 from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches

@@ -6,8 +6,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from core.faults import crash_point
-from jobs.scheduler.core import run_cycle
-from jobs.scheduler.gcpause import gc_paused
+from jobs.scheduler.core import gc_paused, run_cycle
 from jobs.scheduler_bridge.apply import apply
 from jobs.scheduler_bridge.lease import (
     lease_acquire_or_request_rerun,
