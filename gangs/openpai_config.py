@@ -15,9 +15,10 @@ No Django: the rules are those of jobs/spec (standard library only), which this 
 Choices where OpenPAI is silent (each documented in docs/openpai.md):
 - keys exactly as OpenPAI spells them (no snake_case second spelling, unlike GPULab's);
 - numbers must be JSON numbers (2 and 2.0 are 2; "2" is refused), integers capped at 2^31-1;
-- the site's bounds (limits.py) apply before anything is expanded: tasks of the job (every
-  role's ``taskNumber`` together), ports of a task (a role's ``portNumber``s together) and of
-  the job (every task's), the characters of a role's ``command``;
+- the site's bounds (``RequestLimits`` in jobs/spec/checks.py) apply before anything is
+  expanded: tasks of the job (every role's ``taskNumber`` together), ports of a task (a role's
+  ``portNumber``s together) and of the job (every task's), the characters of a role's
+  ``command``;
 - ``minFailedTaskCount``/``minSucceededTaskCount`` are null (the seed's meaning: never fail /
   succeed when all tasks completed) or 1..taskNumber: a larger count could never be reached;
   omitted, they take OpenPAI's REST server's defaults (``OMITTED_COUNTS``: 1 and null);
@@ -38,8 +39,14 @@ import re
 from collections.abc import Collection
 from typing import Any
 
+from core.errors import DOCUMENT_PATH
+from core.jsontext import check_storable
+from jobs.spec import SpecError
 from jobs.spec.checks import (
+    DEFAULT_LIMITS,
+    SITE_LIMIT,
     Errors,
+    RequestLimits,
     describe,
     index,
     join,
@@ -48,9 +55,6 @@ from jobs.spec.checks import (
     read_str,
     unknown_key_message,
 )
-from jobs.spec.errors import SpecError
-from jobs.spec.jsontext import DOCUMENT_PATH, check_storable
-from jobs.spec.limits import DEFAULT_LIMITS, SITE_LIMIT, RequestLimits
 from jobs.spec.v2_docker import ENV_NAME_HINT, ENV_NAME_RE, image_check, reserved_env_reason
 
 OPENPAI = "openpai"

@@ -20,6 +20,7 @@ from django.db import transaction
 
 from accounts.models import Project
 from clusters.models import Cluster
+from core.jsontext import check_storable
 from gangs.create import gang_create
 from gangs.models import JobGang
 from gangs.openpai_config import expand_tasks, normalize_openpai, task_count
@@ -27,9 +28,8 @@ from gangs.policy import task_job_name
 from jobs.actions.services import job_submit, job_submit_many, spec_defaults
 from jobs.models import Job
 from jobs.spec import FieldError, RequestLimits, SpecError, load_json, normalize_job
+from jobs.spec.checks import DEFAULT_LIMITS
 from jobs.spec.images import redact_image
-from jobs.spec.jsontext import check_storable
-from jobs.spec.limits import DEFAULT_LIMITS
 from jobs.states import JobStatus
 from jobs.submit.checks import slave_capabilities
 from jobs.submit.feasibility import gang_impossible_reasons_for_requests

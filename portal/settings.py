@@ -261,7 +261,7 @@ PORTAL_DEFAULT_MAX_DURATION = os.environ.get("PORTAL_DEFAULT_MAX_DURATION", "2 w
 # Most jobs one array submission (POST /api/portal/jobs/array, manage.py submit_jobs) may carry.
 PORTAL_ARRAY_MAX_JOBS = env_int("PORTAL_ARRAY_MAX_JOBS", 1000)
 # Bounds on what one job request may carry, checked at submit before anything is expanded or
-# written (jobs/spec/limits.py; docs/configuration.md "Request bounds").
+# written (jobs/spec/checks.py; docs/configuration.md "Request bounds").
 PORTAL_MAX_PORTS_PER_JOB = env_count("PORTAL_MAX_PORTS_PER_JOB", 64)
 PORTAL_MAX_PORTS_PER_GANG = env_count("PORTAL_MAX_PORTS_PER_GANG", 1024)
 PORTAL_MAX_GANG_TASKS = env_count("PORTAL_MAX_GANG_TASKS", 256)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Membership, Project
 from accounts.permissions import may_delete_all_jobs, may_submit_to_any_project
-from core.errors import Conflict, NotAllowed
+from core.errors import DOCUMENT_PATH, JSON_PATH, Conflict, NotAllowed
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
@@ -33,7 +33,6 @@ from jobs.spec import (
 )
 from jobs.spec.document import document_kind_of
 from jobs.spec.images import redact_image
-from jobs.spec.jsontext import DOCUMENT_PATH, JSON_PATH
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.submit.checks import (
     check_request_against_slaves,

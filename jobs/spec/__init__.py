@@ -8,6 +8,10 @@ from core.text_guard, itself standard library only; SSH public keys are parsed b
 web forms, the scheduler and the launcher can share it and it can be tested anywhere.
 """
 
+from core.errors import FieldError
+from core.jsontext import load_json
+
+from .checks import RequestLimits, SpecError
 from .document import (
     ParsedDocument,
     detect_version,
@@ -16,11 +20,8 @@ from .document import (
     parse_job_document,
 )
 from .durations import format_duration, parse_duration
-from .errors import FieldError, SpecError
 from .images import ImageRef, parse_image, redact_image
-from .jsontext import load_json
 from .kinds import DocumentKind, document_kind_register
-from .limits import RequestLimits
 from .v1 import convert_v1, v1_error_path
 from .v2 import SpecDefaults, duration_seconds, normalize_job, tmpfs_gb
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import copy
 
-from .errors import FieldError, SpecError
+from core.errors import FieldError
+
+from .checks import SpecError
 
 INDEX_PLACEHOLDER = "${index}"
 ARRAY_KEYS = {"jobs", "template", "variations", "project"}

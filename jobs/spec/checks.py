@@ -11,6 +11,10 @@ Input conventions, shared by all of GPULab's schema objects:
 - numbers must be JSON numbers: 2 and 2.0 are the integer 2; "2", 1.5, "2.5" and true are not
   integers (GPULab's server also takes "2", but its client always sends numbers: it validates the
   job file with its own schema and sends that schema's JSON).
+
+Refusals are ``SpecError``: the kernel's field errors (core/errors.py), so that the API's error
+handler answers them without importing jobs. The site's bounds on counts and sizes are
+``RequestLimits``, at the end of this module.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .errors import FieldError, SpecError
-from .jsontext import json_type_name
+from core.errors import FieldError, FieldErrors
+from core.jsontext import json_type_name
+
+SpecError = FieldErrors
 
 # Integer fields are stored in 32-bit database columns; nothing sensible is larger.
 MAX_INT = 2**31 - 1
@@ -310,3 +316,40 @@ def describe(value: object) -> str:
             text = text[:37] + "..."
         return f"{kind} ({text})"
     return kind
+
+
+# --- the site's bounds ------------------------------------------------------------------------
+# The site's bounds on the counts and sizes one job request may carry (docs/configuration.md,
+# "Request bounds"): checked while a document is validated, before anything is expanded or
+# written, each refusal naming its field (``request.docker.portMappings: must have at most 64
+# port mappings (this site's limit), not 5000``).
+#
+# ``jobs.actions.services.spec_defaults`` fills them from the PORTAL_MAX_* settings; the defaults
+# here are those settings' defaults, for callers (and tests) that pass none.
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    # Port mappings of one job (a task of an OpenPAI job counts as a job): each one is a
+    # docker-proxy process on the slave.
+    ports_per_job: int = 64
+    # Ports of all the tasks of one OpenPAI job together (their host ports come from the range
+    # the portal picks from, PORTAL_AUTO_HOST_PORT_RANGE, one per task and port).
+    ports_per_gang: int = 1024
+    # Tasks of one OpenPAI job (every role's taskNumber together).
+    gang_tasks: int = 256
+    # A command's characters (a string, or the words of a list together) and words.
+    command_chars: int = 32768
+    command_words: int = 4096
+    # Distinct e-mail addresses one job notifies (emailOn* lists and EMAIL subscriptions).
+    email_recipients: int = 20
+
+    def __post_init__(self) -> None:
+        # Fail at start-up on a bad setting, not on the first submitted job.
+        for name, value in vars(self).items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"request limit {name} must be a positive integer, not {value!r}")
+
+
+DEFAULT_LIMITS = RequestLimits()
+SITE_LIMIT = "this site's limit"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import SpecError
-from .jsontext import DOCUMENT_PATH, check_storable, load_json
+from core.errors import DOCUMENT_PATH
+from core.jsontext import check_storable, load_json
+
+from .checks import SpecError
 from .kinds import DocumentKind, document_kind_named, document_kinds
 from .v1 import convert_v1, v1_errors
 from .v2 import SpecDefaults, normalize_job

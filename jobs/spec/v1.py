@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 import re
 
-from .checks import Errors, coerce_int, describe, index, join, unknown_key_message
-from .errors import FieldError, SpecError
+from core.errors import FieldError
+
+from .checks import Errors, SpecError, coerce_int, describe, index, join, unknown_key_message
 from .v2 import SERVER_SET_FIELDS
 
 V1_NAME_DEFAULT = "unnamed"

@@ -15,7 +15,7 @@ stored in an indexed column); booleans are strict (true/false only); numbers mus
 numbers (2 and 2.0 are 2; "2" is refused, which GPULab's own client never sends) and integers
 are capped at 2^31-1; ``extra.sshPubKeys`` items must parse as OpenSSH public keys (any type the
 ``cryptography`` package reads, certificates included); counts and sizes are bounded by the
-site (limits.py: ports, command, e-mail recipients); see also v2_docker and v2_scheduling.
+site (``RequestLimits`` in checks.py: ports, command, e-mail recipients); see also v2_docker and v2_scheduling.
 """
 
 from __future__ import annotations
@@ -30,11 +30,24 @@ from cryptography.hazmat.primitives.serialization import (
     load_ssh_public_key,
 )
 
-from .checks import Errors, check_str, describe, index, join, read_list, read_object, read_str
+from core.errors import DOCUMENT_PATH
+from core.jsontext import check_storable
+
+from .checks import (
+    DEFAULT_LIMITS,
+    SITE_LIMIT,
+    Errors,
+    RequestLimits,
+    SpecError,
+    check_str,
+    describe,
+    index,
+    join,
+    read_list,
+    read_object,
+    read_str,
+)
 from .durations import parse_duration
-from .errors import SpecError
-from .jsontext import DOCUMENT_PATH, check_storable
-from .limits import DEFAULT_LIMITS, SITE_LIMIT, RequestLimits
 from .v2_docker import normalize_docker
 from .v2_notifications import normalize_notifications
 from .v2_resources import normalize_resources
@@ -66,7 +79,7 @@ class SpecDefaults:
     allowed_private_registries: tuple[str, ...] = ()
     # Hosts webhook subscriptions may call (v2_notifications; PORTAL_WEBHOOK_ALLOWED_HOSTS).
     webhook_allowed_hosts: tuple[str, ...] = ()
-    # The site's bounds on counts and sizes (limits.py; the PORTAL_MAX_* settings).
+    # The site's bounds on counts and sizes (checks.RequestLimits; the PORTAL_MAX_* settings).
     limits: RequestLimits = DEFAULT_LIMITS
 
     def __post_init__(self) -> None:

@@ -15,7 +15,10 @@ from collections.abc import Collection
 from clusters.runtime.commands import split_command
 
 from .checks import (
+    DEFAULT_LIMITS,
+    SITE_LIMIT,
     Errors,
+    RequestLimits,
     check_int,
     check_str,
     describe,
@@ -33,7 +36,6 @@ from .images import (
     image_parse,
     registry_refusal,
 )
-from .limits import DEFAULT_LIMITS, SITE_LIMIT, RequestLimits
 
 DOCKER_FIELDS = (
     "image",

@@ -25,8 +25,9 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
+from core.jsontext import json_type_name
+
 from .checks import Errors, check_str, index, read_bool, read_object, read_str
-from .jsontext import json_type_name
 
 NOTIFICATION_FIELDS = ("subscriptions",)
 SUBSCRIPTION_FIELDS = ("description", "enabled", "eventTypes", "deliveryTargets")

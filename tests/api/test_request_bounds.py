@@ -1,6 +1,6 @@
 """Every count and size a submission can carry is bounded by a site setting, checked before
 anything is expanded or written: a 400 naming the field (or a 413 for a body), no row left
-behind, and the huge ones answered in well under a second (jobs/spec/limits.py,
+behind, and the huge ones answered in well under a second (jobs/spec/checks.py,
 docs/configuration.md "Request bounds")."""
 
 import copy

@@ -7,11 +7,11 @@ import pytest
 from jobs.spec import (
     SpecDefaults,
     duration_seconds,
+    load_json,
     normalize_job,
     parse_job_document,
     tmpfs_gb,
 )
-from jobs.spec.jsontext import load_json
 
 from .docs import DEFAULTS, ECDSA_KEY, ED25519_KEY, errors_of, minimal_job, with_changes
 
