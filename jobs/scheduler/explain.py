@@ -75,6 +75,11 @@ def tasks_at_once(shape: Shape, slave: SlaveState, env: Env) -> int:
     return max(0, fits)
 
 
+def _task_needs(shape: Shape) -> str:
+    """``2 GPU(s), 1 CPU(s) and 1 GB``: what one task of this shape holds."""
+    return f"{shape.gpus} GPU(s), {shape.cpus} CPU(s) and {shape.memory_gb:g} GB"
+
+
 def gang_impossible_reasons(
     roles: Sequence[tuple[QueuedJob, int]],
     slaves: Sequence[SlaveState],
@@ -112,11 +117,15 @@ def gang_impossible_reasons(
         members = [runtime.state for cls in passing for runtime in cls.slaves]
         room = sum(tasks_at_once(shape, slave, env) for slave in members)
         if count > room:
+            # The numbers a user needs to resize the job: each task's needs, and the most of
+            # them the site can place at once (issue 27: "10 tasks × 2 GPUs on a 6-GPU site").
+            gpus = sum(env.matching_gpus(slave, shape.gpu_models) for slave in members)
             reasons.append(
                 (
                     position,
-                    f"{count} tasks must run at once, but the registered slaves that could run "
-                    f"them could hold at most {room} of them at once",
+                    f"{count} tasks of {_task_needs(shape)} each must run at once, but the site "
+                    f"can place at most {room} of them at once"
+                    + (f" (the slaves that could run one have {gpus} GPUs)" if shape.gpus else ""),
                 )
             )
         usable.update((slave.name, slave) for slave in members)

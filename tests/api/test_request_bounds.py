@@ -151,8 +151,8 @@ def test_a_gang_the_slaves_could_never_hold_at_once_is_refused(
     errors = refused(post(member_client, openpai({"taskNumber": 5, "gpuNumber": 1})))
     assert errors == [
         "taskRoles[0].taskNumber: the job's tasks start together and can never all fit: 5 tasks "
-        "must run at once, but the registered slaves that could run them could hold at most 4 "
-        "of them at once"
+        "of 1 GPU(s), 1 CPU(s) and 1 GB each must run at once, but the site can place at most 4 "
+        "of them at once (the slaves that could run one have 4 GPUs)"
     ]
     doc = openpai(
         {"name": "a", "taskNumber": 3, "gpuNumber": 1},

@@ -98,8 +98,8 @@ def test_seed_example_is_accepted_as_a_gang_of_four_tasks(member_client, slave, 
     assert refused.status_code == 400
     assert refused.json()["errors"] == [
         "taskRoles[1].taskNumber: the job's tasks start together and can never all fit: 2 tasks "
-        "must run at once, but the registered slaves that could run them could hold at most 1 "
-        "of them at once"
+        "of 4 GPU(s), 2 CPU(s) and 16 GB each must run at once, but the site can place at most 1 "
+        "of them at once (the slaves that could run one have 4 GPUs)"
     ]
     assert not Job.objects.exists()
     request.getfixturevalue("second_slave")
