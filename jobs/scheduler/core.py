@@ -167,7 +167,7 @@ class _Cycle:
 
     def _prepare(self, live: list[QueuedJob]) -> None:
         ctx, now = self.ctx, self.ctx.now
-        self.limits = Limits(self.snapshot)
+        self.limits = Limits(self.snapshot, quotas=ctx.quotas)
         factory = ShapeFactory(
             now=now, config=ctx.config, private_owners=ctx.private_owners, rrs=ctx.reservations
         )
@@ -194,7 +194,11 @@ class _Cycle:
 
     def _held(self, job: QueuedJob) -> str | None:
         """Why the job may not start now whatever the room: notBefore, bucket, user limits."""
-        return not_before_reason(job, self.ctx.now) or self.limits.blocked(job)
+        return (
+            not_before_reason(job, self.ctx.now)
+            or self.limits.blocked(job)
+            or self.placer.pipeline.held(job, self.shapes[job.id], self.env)
+        )
 
     def _settle(self, job: QueuedJob) -> None:
         """The job no longer waits for room on its private clusters."""

@@ -8,6 +8,9 @@ is ``pipeline.PIPELINE``; what used to be special cases of that walk are attribu
 
 Stages, in pipeline order (``Stage``):
 
+* ``JOB`` -- about the job alone, the same on every slave (quotas, ``quota_filter.py``): asked
+  once per job with the job as ``target``, before any slave is looked at; its reason is the
+  job's explanation.
 * ``IDENTITY`` -- never changes while the slave stays registered as it is; also decides whether a
   request is impossible. Asked of a :class:`~.state.SlaveClass` (its representative slave:
   every member gets the same answer).
@@ -35,6 +38,7 @@ from .timing import format_duration
 
 
 class Stage(IntEnum):
+    JOB = 0
     IDENTITY = 1
     RUNTIME = 2
     DYNAMIC = 3

@@ -223,6 +223,42 @@ class RuntimeHistory:
 
 
 @dataclass(frozen=True, slots=True)
+class QuotaLimit:
+    """The limits of one scope and what it used this month (``quota_filter.py``).
+
+    ``scope`` is ``project`` (``project`` set), ``user`` (``user`` set) or ``member`` (a user
+    within a project: both set). None: no limit at that level. Hour budgets are per calendar
+    month; ``used_*_s`` is what the scope's runs held since the month began, up to ``now``
+    (running jobs included), and ``renews_at`` the next month's first moment. Soft levels are
+    carried for the standing and the reports; the filter enforces the hard ones.
+    """
+
+    scope: str
+    project: str = ""
+    user: str = ""
+    gpus: int | None = None
+    gpus_soft: int | None = None
+    jobs: int | None = None
+    jobs_soft: int | None = None
+    gpu_hours: float | None = None
+    gpu_hours_soft: float | None = None
+    cpu_hours: float | None = None
+    cpu_hours_soft: float | None = None
+    mem_gb_hours: float | None = None
+    mem_gb_hours_soft: float | None = None
+    used_gpu_s: float = 0.0
+    used_cpu_s: float = 0.0
+    used_mem_gb_s: float = 0.0
+    renews_at: datetime | None = None
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        if self.scope == "member":
+            return ("member", self.user, self.project)
+        return (self.scope, self.project if self.scope == "project" else self.user)
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything one scheduling cycle may look at. ``now`` must be timezone-aware."""
 
@@ -238,6 +274,8 @@ class Snapshot:
     # Past run times, for start estimates only (None: every job is assumed to run to its
     # maxDuration). Scheduling decisions never read it.
     history: RuntimeHistory | None = None
+    # Limits of projects, users and users within projects (empty: nobody is limited).
+    quotas: tuple[QuotaLimit, ...] = ()
 
 
 # --- decisions -------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 After the Kubernetes scheduling framework: ``PIPELINE`` lists every filter once, in order; the
 :class:`Pipeline` groups them by stage and holds the walks that both users share:
 
+* the ``JOB`` filters (quotas) are asked once per job, before any slave (:meth:`Pipeline.held`):
+  the cycle leaves a job they reject waiting with their line, as it does a full bucket;
 * placement (``placement.Placer``) takes the classes that :meth:`Pipeline.identity` lets
   through, keeps those that no runtime, then no dynamic filter rejects (:meth:`Pipeline.passing`)
   and searches their members with the room filters (``fits``);
@@ -40,11 +42,15 @@ from .filters import (
     rejected_members,
     scope_of,
 )
+from .model import QueuedJob
+from .quota_filter import QUOTA
 from .shape import Shape
 from .state import SlaveClass, SlaveRuntime, single_class
 from .text import compress_names
 
 PIPELINE: tuple[Filter, ...] = (
+    # job: the same on every slave
+    QUOTA,
     # identity: what the slave is
     CLUSTER,
     SLAVE_NAME,
@@ -73,6 +79,7 @@ class Pipeline:
         stages = [f.stage for f in self.filters]
         if stages != sorted(stages):
             raise ValueError("pipeline filters must be ordered by stage")
+        self.job_filters = tuple(f for f in self.filters if f.stage == Stage.JOB)
         self.identity_filters = tuple(f for f in self.filters if f.stage == Stage.IDENTITY)
         self.runtime = tuple(f for f in self.filters if f.stage == Stage.RUNTIME)
         self.dynamic = tuple(f for f in self.filters if f.stage == Stage.DYNAMIC)
@@ -83,7 +90,7 @@ class Pipeline:
             raise ValueError("at most one room filter can be answered by the class index")
         self.indexed = indexed[0] if indexed else None
         self.explain_order = tuple(
-            sorted((f for f in self.filters if f.stage != Stage.IDENTITY), key=_explain_key)
+            sorted((f for f in self.filters if f.stage > Stage.IDENTITY), key=_explain_key)
         )
 
     # --- which filters a shape needs (the framework's PreFilter "skip") ----------------------
@@ -96,6 +103,16 @@ class Pipeline:
         if found is None:
             found = env.memo[key] = tuple(f for f in group if f.relevant(shape))
         return found
+
+    # --- job -------------------------------------------------------------------------------
+
+    def held(self, job: QueuedJob, shape: Shape, env: Env) -> str | None:
+        """Why a ``JOB`` filter keeps this job waiting whatever the slaves (the first that does)."""
+        for plugin in self.job_filters:
+            reason = plugin.rejects(shape, job, env)
+            if reason is not None:
+                return reason
+        return None
 
     # --- identity ----------------------------------------------------------------------------
 
@@ -219,8 +236,8 @@ class Pipeline:
         """The first filter of the pipeline that rejects this slave for the shape, and why."""
         view = single_class(slave)  # class filters ask about this very slave
         for plugin in self.filters:
-            if not plugin.relevant(shape):
-                continue
+            if plugin.stage == Stage.JOB or not plugin.relevant(shape):
+                continue  # JOB filters are asked about the job, never about a slave
             if plugin.stage == Stage.ROOM:
                 reason = plugin.rejects(shape, slave, env)
             else:

@@ -21,6 +21,7 @@ from datetime import datetime
 
 from . import reservations as res_rules
 from .model import QueuedJob, RunningJob, SchedulerConfig, SlaveState, Snapshot
+from .quota_ledger import QuotaLedger
 
 EPS = 1e-9  # memory is a float: never let rounding refuse an exact fit
 
@@ -200,6 +201,7 @@ class Context:
         "leaving",
         "owner_demand",
         "private_owners",
+        "quotas",
     )
 
     def __init__(
@@ -229,6 +231,8 @@ class Context:
         self.leaving: set[str] = {job.id for job in running if job.halting}
         # Private cluster id -> number of queued owner jobs still waiting for room there.
         self.owner_demand: dict[int, int] = {}
+        # Quota counters (build_context fills them from the snapshot's limits).
+        self.quotas: QuotaLedger | None = None
         self.private_owners: dict[int, frozenset[str]] = {
             s.state.cluster_id: s.state.cluster_owner_projects
             for s in slaves
@@ -258,7 +262,10 @@ def build_context(snapshot: Snapshot) -> Context:
             slave.free_cpus = [i for i in slave.free_cpus if i not in used_cpus[name]]
             slave.free_mem -= used_mem[name]
     rrs = res_rules.build(snapshot.reservations, states, snapshot.now)
-    return Context(snapshot.now, snapshot.config, snapshot.usage, slaves, rrs, running)
+    ctx = Context(snapshot.now, snapshot.config, snapshot.usage, slaves, rrs, running)
+    if snapshot.quotas:
+        ctx.quotas = QuotaLedger(snapshot.now, snapshot.quotas, running)
+    return ctx
 
 
 # --- buckets and per-user limits --------------------------------------------------------------
@@ -267,9 +274,11 @@ def build_context(snapshot: Snapshot) -> Context:
 class Limits:
     """Mutable counters for one cycle."""
 
-    __slots__ = ("_buckets", "_user_jobs", "_user_gpus", "_max_jobs", "_max_gpus")
+    __slots__ = ("_buckets", "_user_jobs", "_user_gpus", "_max_jobs", "_max_gpus", "_quotas")
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, quotas: QuotaLedger | None = None) -> None:
+        # The quota counters (the pipeline's quota filter reads them) grow with the same starts.
+        self._quotas = quotas
         from_running = Counter(job.bucket for job in snapshot.running if job.bucket is not None)
         # The bridge may count buckets itself (all active states); names it does not mention
         # are counted from the running jobs of the snapshot.
@@ -301,6 +310,8 @@ class Limits:
         return None
 
     def record_start(self, job: QueuedJob) -> None:
+        if self._quotas is not None:
+            self._quotas.record_start(job)
         if job.bucket is not None:
             self._buckets[job.bucket[0]] += 1
         self._user_jobs[job.user] += 1

@@ -140,4 +140,8 @@ def next_wakeup(
         delay = timedelta(seconds=patience)
         for job in snapshot.queued:
             consider(job.submitted_at + delay)
+    # Hour budgets renew at the month's turn: a job waiting for its budget may start then.
+    if waiting:
+        for quota in snapshot.quotas:
+            consider(quota.renews_at)
     return best

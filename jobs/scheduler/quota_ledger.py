@@ -1,0 +1,222 @@
+"""Quotas: the limits of projects, users and users within projects, counted over a cycle.
+
+A queued job passes through every limit that applies to it (its project's, its user's, its
+user's within its project): GPUs held at once, jobs running at once, and GPU-, CPU- and
+memory-GB-hours per calendar month. Over a hard level the job waits with a line naming the limit,
+the usage and when it frees up; a job that could never fit a limit (more GPUs than the limit, or
+more hours than the whole monthly budget) is refused at submit (:func:`quota_impossible`).
+
+Hour budgets count what the scope used this month (``QuotaLimit.used_*_s``, from the usage the
+bridge reads) plus what its running jobs may still use (GPUs x the rest of their maxDuration)
+plus what the job may use (GPUs x its maxDuration): a job starts only if it cannot overrun the
+budget even when everything runs to its maxDuration. Running jobs are never stopped by a limit.
+
+The counters (:class:`QuotaLedger`) start from the snapshot's running jobs and grow with every
+start of the cycle (``Limits.record_start``), so two jobs that each fit alone never both start
+over a limit. The filter (``quota_filter.QUOTA``) is the ``JOB`` stage of ``pipeline.PIPELINE``:
+asked once per job, before any slave is looked at (a limit is the same on every slave).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from .model import HOUR, QueuedJob, QuotaLimit, RunningJob, Snapshot
+from .text import plural
+
+MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+
+# (field of QuotaLimit, used field, per-second rate of a job, unit) for the hour budgets.
+BUDGETS: tuple[tuple[str, str, str], ...] = (
+    ("gpu_hours", "used_gpu_s", "GPU-hours"),
+    ("cpu_hours", "used_cpu_s", "CPU-hours"),
+    ("mem_gb_hours", "used_mem_gb_s", "memory GB-hours"),
+)
+
+
+def job_rates(gpus: int, cpus: int, memory_gb: float) -> dict[str, float]:
+    """What one second of a job holding these resources counts against each budget."""
+    return {"gpu_hours": float(gpus), "cpu_hours": float(cpus), "mem_gb_hours": float(memory_gb)}
+
+
+def scope_keys(user: str, project: str) -> tuple[tuple[str, ...], ...]:
+    """The keys of every limit that may apply to a job of ``user`` in ``project``."""
+    return (("project", project), ("user", user), ("member", user, project))
+
+
+def scope_name(limit: QuotaLimit) -> str:
+    if limit.scope == "member":
+        return f"user {limit.user} in project {limit.project}"
+    return f"project {limit.project}" if limit.scope == "project" else f"user {limit.user}"
+
+
+def renews_text(moment: datetime | None) -> str:
+    """``1 December``: the budget renews at the first moment of a month."""
+    if moment is None:
+        return ""
+    return f"{moment.day} {MONTHS[moment.month - 1]}"
+
+
+def hours(seconds: float) -> str:
+    """``347040.0`` -> ``96.4`` (one decimal, no trailing .0 for whole hours)."""
+    value = round(seconds / HOUR, 1)
+    return f"{value:g}" if value == int(value) else f"{value:.1f}"
+
+
+def duration_text(seconds: int) -> str:
+    if seconds % 86400 == 0 and seconds >= 86400:
+        return plural(seconds // 86400, "day")
+    if seconds % HOUR == 0:
+        return f"{seconds // HOUR} h"
+    return f"{seconds / HOUR:.1f} h"
+
+
+class QuotaLedger:
+    """Per scope: GPUs held, jobs running, and what running jobs may still use (seconds)."""
+
+    __slots__ = ("now", "limits", "gpus", "jobs", "committed")
+
+    def __init__(self, now: datetime, limits: Iterable[QuotaLimit], running: Sequence[RunningJob]):
+        self.now = now
+        self.limits: dict[tuple[str, ...], QuotaLimit] = {q.key: q for q in limits}
+        self.gpus: dict[tuple[str, ...], int] = defaultdict(int)
+        self.jobs: dict[tuple[str, ...], int] = defaultdict(int)
+        self.committed: dict[tuple[str, ...], dict[str, float]] = defaultdict(
+            lambda: defaultdict(float)
+        )
+        if not self.limits:
+            return
+        for job in running:
+            keys = [k for k in scope_keys(job.user, job.project) if k in self.limits]
+            if not keys:
+                continue
+            # A halting job frees its room soon and uses nothing more worth counting.
+            left = 0.0
+            if not job.halting:
+                ran = job.run_seconds_before + (now - job.started_at).total_seconds()
+                left = max(0.0, job.max_duration_s - ran)
+            rates = job_rates(len(job.gpu_ids), len(job.cpu_ids), job.memory_gb)
+            for key in keys:
+                self.gpus[key] += len(job.gpu_ids)
+                self.jobs[key] += 1
+                for budget, rate in rates.items():
+                    self.committed[key][budget] += rate * left
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> QuotaLedger:
+        return cls(snapshot.now, snapshot.quotas, snapshot.running)
+
+    def applying(self, job: QueuedJob) -> list[QuotaLimit]:
+        """The limits of the job's scopes, the narrowest first (user in project, user, project)."""
+        if not self.limits:
+            return []
+        keys = scope_keys(job.user, job.project)
+        return [self.limits[k] for k in reversed(keys) if k in self.limits]
+
+    def blocked(self, job: QueuedJob) -> str | None:
+        """Why a hard limit keeps this job waiting now, or None."""
+        for limit in self.applying(job):
+            reason = self._over(limit, job)
+            if reason is not None:
+                return reason
+        return None
+
+    def _over(self, limit: QuotaLimit, job: QueuedJob) -> str | None:
+        key, who = limit.key, scope_name(limit)
+        if limit.gpus is not None and job.gpus:
+            held = self.gpus[key]
+            if held + job.gpus > limit.gpus:
+                if job.gpus > limit.gpus:
+                    return f"{who} may hold at most {limit.gpus} GPUs at once, this job asks for {job.gpus}"
+                return (
+                    f"{who} holds {held} of its {limit.gpus} GPUs at once; this job needs "
+                    f"{job.gpus}; GPUs free up as its running jobs end"
+                )
+        if limit.jobs is not None and self.jobs[key] >= limit.jobs:
+            return (
+                f"{who} runs {self.jobs[key]} of its {limit.jobs} jobs at once; "
+                "this job starts when one of them ends"
+            )
+        rates = job_rates(job.gpus, job.cpus, job.memory_gb)
+        for budget, used_field, unit in BUDGETS:
+            cap = getattr(limit, budget)
+            if cap is None or not rates[budget]:
+                continue
+            used = float(getattr(limit, used_field))
+            committed = self.committed[key][budget]
+            need = rates[budget] * job.max_duration_s
+            if used + committed + need > cap * HOUR + 1e-6:
+                return _budget_line(limit, who, unit, cap, used, committed, job, budget)
+        return None
+
+    def record_start(self, job: QueuedJob) -> None:
+        if not self.limits:
+            return
+        rates = job_rates(job.gpus, job.cpus, job.memory_gb)
+        for key in scope_keys(job.user, job.project):
+            if key in self.limits:
+                self.gpus[key] += job.gpus
+                self.jobs[key] += 1
+                for budget, rate in rates.items():
+                    self.committed[key][budget] += rate * job.max_duration_s
+
+    def renewals(self) -> list[datetime]:
+        """When hour budgets renew (a waiting job may start then)."""
+        return [q.renews_at for q in self.limits.values() if q.renews_at is not None]
+
+
+def _budget_line(
+    limit: QuotaLimit,
+    who: str,
+    unit: str,
+    cap: float,
+    used: float,
+    committed: float,
+    job: QueuedJob,
+    budget: str,
+) -> str:
+    """``project nlp has used 96.4 of 100 GPU-hours this month; this job may run up to 8 h on
+    1 GPU; the budget renews on 1 December``."""
+    line = f"{who} has used {hours(used)} of {cap:g} {unit} this month"
+    if committed > 0:
+        line += f" and its running jobs may use {hours(committed)} more"
+    what = {
+        "gpu_hours": plural(job.gpus, "GPU"),
+        "cpu_hours": plural(job.cpus, "CPU"),
+        "mem_gb_hours": f"{job.memory_gb:g} GB of memory",
+    }[budget]
+    line += f"; this job may run up to {duration_text(job.max_duration_s)} on {what}"
+    if limit.renews_at is not None:
+        line += f"; the budget renews on {renews_text(limit.renews_at)}"
+    return line
+
+
+def quota_impossible(job: QueuedJob, limits: Iterable[QuotaLimit]) -> str | None:
+    """Why a hard limit could never let this job run (asked at submit), or None: more GPUs than
+    a limit on GPUs held at once, or more hours than a whole monthly budget."""
+    keys = set(scope_keys(job.user, job.project))
+    rates = job_rates(job.gpus, job.cpus, job.memory_gb)
+    for limit in sorted(
+        (q for q in limits if q.key in keys),
+        key=lambda q: ("member", "user", "project").index(q.scope),
+    ):
+        who = scope_name(limit)
+        if limit.gpus is not None and job.gpus > limit.gpus:
+            return f"{who} may hold at most {limit.gpus} GPUs at once, this job asks for {job.gpus}"
+        if limit.jobs is not None and limit.jobs == 0:
+            return f"{who} may run no jobs"
+        for budget, _, unit in BUDGETS:
+            cap = getattr(limit, budget)
+            need = rates[budget] * job.max_duration_s
+            if cap is not None and need > cap * HOUR + 1e-6:
+                return (
+                    f"{who} has {cap:g} {unit} a month; this job may use {hours(need)} "
+                    f"({duration_text(job.max_duration_s)} maxDuration): ask for less time or "
+                    "fewer resources"
+                )
+    return None
