@@ -69,6 +69,21 @@ def openpai_summary(config: dict) -> dict:
     }
 
 
+def openpai_submitted(job: Job) -> str:
+    """What the Create Job page says of a job submitted from an OpenPAI config: its name, and
+    its task roles and tasks as submitted (the config stored with the first task)."""
+    config = job.openpai_config or {}
+    name = config.get("jobName") or job.name
+    roles = config.get("taskRoles") or []
+    count = sum(role["taskNumber"] for role in roles)
+    if job.gang_id is None:
+        role = roles[0]["name"] if roles else job.task_role
+        return f"OpenPAI job {name} submitted: one task of task role {role}, as one job"
+    each = ", ".join(f"{role['name']} ×{role['taskNumber']}" for role in roles)
+    many = f"{len(roles)} task roles" if len(roles) != 1 else "1 task role"
+    return f"OpenPAI job {name} submitted: {count} tasks in {many} ({each}), started together"
+
+
 def _shown(config: dict) -> dict:
     return {**config, "image": redact_image(config["image"], member=True)}
 
@@ -85,6 +100,7 @@ OPENPAI_KIND = DocumentKind(
     summary=openpai_summary,
     create_template="gangs/_create_roles.html",
     shown=_shown,
+    submitted=openpai_submitted,
 )
 
 # --- the run of an OpenPAI job ------------------------------------------------------------------

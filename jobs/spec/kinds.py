@@ -39,6 +39,9 @@ class DocumentKind:
     create_template: str = ""
     # ``shown(canonical)``: the canonical form as the API answers it (credentials masked).
     shown: Callable[[dict], dict] = dict
+    # ``submitted(job)``: what the Create Job page says of the (first) Job ``submit`` stored
+    # ("OpenPAI job pai submitted: 4 tasks in 2 task roles ..."); None: "Job <name> submitted".
+    submitted: Callable[[Any], str] | None = None
 
 
 _KINDS: dict[str, DocumentKind] = {}

@@ -189,10 +189,12 @@ def job_create(request):
         messages.warning(request, warning)
     how = "on hold" if hold else "queued"
     converted_note = " (converted from a v1 jobDefinition)" if converted else ""
+    said = f"Job {job.name} submitted{converted_note}"
     kind = _kind_of(doc)
     if kind is not None:
-        converted_note = f" (from {kind.title})"
-    messages.success(request, f"Job {job.name} submitted{converted_note}: {how}.")
+        # The kind says what the job is (an OpenPAI config: its task roles and tasks).
+        said = kind.submitted(job) if kind.submitted else f"{said} (from {kind.title})"
+    messages.success(request, f"{said}: {how}.")
     return redirect("jobs:detail", uuid=job.uuid)
 
 

@@ -70,7 +70,45 @@ def test_openpai_config_pasted_then_uploaded(queued, page, js_errors, tmp_path):
     assert json.loads(editor.input_value()) == SINGLE
     page.click("#job-submit")
     expect(page).to_have_url(JOB_URL)
-    expect(page.locator(".alert-success")).to_contain_text("from an OpenPAI job config")
+    expect(page.locator(".alert-success")).to_have_text(
+        "OpenPAI job pai-browser submitted: one task of task role solo, as one job: queued."
+    )
     job = Job.objects.get(name="pai-browser")
     assert job.request["docker"]["environment"]["PAI_CURRENT_TASK_ROLE_NAME"] == "solo"
+    assert not js_errors
+
+
+TWO_BY_TWO = {
+    "jobName": "pai-two-by-two",
+    "image": "gpuportal/busybox:latest",
+    "taskRoles": [
+        {"name": "ps", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0,
+         "command": "sleep 1"},
+        {"name": "worker", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 1,
+         "command": "sleep 1"},
+    ],
+}  # fmt: skip
+
+
+def test_uploaded_two_roles_of_two_tasks_are_said_once(queued, page, js_errors, tmp_path):
+    """The message after submitting says what the config is (issue 27 item 5: it said "one task
+    role, one task" of a 2 x 2 config), and a later page does not show it again."""
+    login(page, queued)
+    page.goto(queued.at("/jobs/new/"))
+    path = tmp_path / "two-by-two.json"
+    path.write_text(json.dumps(TWO_BY_TWO))
+    page.set_input_files("#id_document_file", str(path))
+    expect(page.locator("#openpai-roles-note")).to_contain_text("Several tasks")
+    expect(page.locator("#openpai-roles tbody tr")).to_have_count(2)
+    page.click("#job-submit")
+    expect(page).to_have_url(JOB_URL)
+    said = (
+        "OpenPAI job pai-two-by-two submitted: 4 tasks in 2 task roles (ps ×2, worker ×2), "
+        "started together: queued."
+    )
+    expect(page.locator(".alert-success")).to_have_text(said)
+    screenshot(page, "create-job-openpai-two-by-two-submitted")
+    for later in ("/jobs/", page.url, "/jobs/new/"):
+        page.goto(later if later.startswith("http") else queued.at(later))
+        expect(page.locator(".alert-success")).to_have_count(0)
     assert not js_errors

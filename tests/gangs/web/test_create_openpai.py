@@ -45,7 +45,9 @@ def test_single_task_config_submits_one_job(create, member_client):
     assert job.name == "pai-page" and job.status == "QUEUED"
     assert job.request["docker"]["environment"]["PAI_CURRENT_TASK_ROLE_NAME"] == "main"
     follow = member_client.get(response["Location"])
-    assert any("from an OpenPAI job config" in str(m) for m in follow.context["messages"])
+    assert [str(m) for m in follow.context["messages"]] == [
+        "OpenPAI job pai-page submitted: one task of task role main, as one job: queued."
+    ]
 
 
 def test_seed_example_is_submitted_as_a_gang(create, cluster, second_slave):
