@@ -23,9 +23,9 @@ from gangs.models import JobGang
 from jobs import task_names
 from jobs.actions.services import cancelled_by, job_delete
 from jobs.models import Job
-from jobs.scheduler_bridge.ticks import tick_request
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, TERMINAL, JobStatus
 from jobs.transitions import job_transition
+from jobs.wakeups import tick_request
 
 HALT_TASK = task_names.JOB_HALT
 # --- user actions on the whole gang --------------------------------------------------------

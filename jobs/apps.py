@@ -14,7 +14,7 @@ class JobsConfig(AppConfig):
         # configs (AppConfig.ready is the documented place for signal wiring).
         from core.signals import capacity_changed
         from jobs.runtime.recovery import recovery_request
-        from jobs.scheduler_bridge.ticks import tick_on_capacity_change
+        from jobs.wakeups import tick_on_capacity_change
 
         # A starting q cluster recovers what a killed one left half done (jobs/runtime/recovery.py).
         post_spawn.connect(recovery_request, dispatch_uid="gpuportal-recovery")

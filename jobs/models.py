@@ -364,7 +364,7 @@ class SchedulerLease(models.Model):
     recovery_by = models.CharField(max_length=100, blank=True)
     # The next moment a tick could decide differently on its own (a notBefore, a reservation's
     # start, a maxDuration deadline...), written by every tick; the watcher's timer asks for a
-    # tick then (jobs.scheduler_bridge.ticks.wakeup_loop).
+    # tick then (jobs.wakeups.wakeup_loop).
     next_wakeup = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:

@@ -20,7 +20,6 @@ from core.timefmt import utc_z
 from jobs import task_names
 from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.models import Job, JobEvent, JobPullSecret
-from jobs.scheduler_bridge.ticks import tick_request
 from jobs.selectors import job_can_act, project_ids_of
 from jobs.signals import job_status_changed, signal_send_after_commit
 from jobs.spec import (
@@ -41,6 +40,7 @@ from jobs.submit.checks import (
 )
 from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
+from jobs.wakeups import tick_request
 from reservations.models import Reservation
 
 

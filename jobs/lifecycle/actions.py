@@ -12,10 +12,10 @@ from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
 from jobs.models import Job
-from jobs.scheduler_bridge.ticks import tick_request
 from jobs.signals import job_halt_requested
 from jobs.states import HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.transitions import job_transition
+from jobs.wakeups import tick_request
 
 STOP_TASK = task_names.JOB_STOP
 HALT_TASK = task_names.JOB_HALT

@@ -23,10 +23,10 @@ from jobs.models import Job, JobEvent
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
 from jobs.runtime.run_hooks import run_hooks
 from jobs.runtime.services import job_finish_run, job_restart_create, runtime_work_stale
-from jobs.scheduler_bridge.ticks import tick_request
 from jobs.signals import reconcile_finished
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.transitions import job_event_add, job_transition
+from jobs.wakeups import tick_request
 
 log = logging.getLogger(__name__)
 S = JobStatus

@@ -24,8 +24,8 @@ from jobs import task_names
 from jobs.models import Job, SchedulerLease
 from jobs.runtime.heartbeat import holder_here, process_name
 from jobs.runtime.reconcile import reconcile_all
-from jobs.scheduler_bridge.ticks import SCHEDULER_TICK_TASK
 from jobs.states import ON_SLAVE
+from jobs.wakeups import SCHEDULER_TICK_TASK
 
 log = logging.getLogger(__name__)
 RECOVER_TASK = task_names.RECOVER

@@ -43,11 +43,11 @@ from jobs.runtime.run_hooks import run_hooks
 from jobs.runtime.staging import job_container_start, job_inputs_restage
 from jobs.runtime.storage import StorageRefused
 from jobs.runtime.storage_prepare import storage_prepare
-from jobs.scheduler_bridge.ticks import tick_request
 from jobs.signals import job_restarted, signal_send_after_commit
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.transitions import job_event_add, job_transition
+from jobs.wakeups import tick_request
 
 log = logging.getLogger(__name__)
 S = JobStatus

@@ -2,7 +2,7 @@
 
 One thread per slave; a container "die" event of a portal container finishes its job (in a
 thread of this process with the django-q2 queue; otherwise through the finish task), within a
-second of the exit. The process also runs the scheduler's wakeup timer (jobs.scheduler_bridge.ticks). Streams that break are reopened with a back-off, resuming from the
+second of the exit. The process also runs the scheduler's wakeup timer (jobs.wakeups). Streams that break are reopened with a back-off, resuming from the
 last event seen; the time of the last event handled is kept per slave in the database
 (SlaveEventCursor), so a restarted watcher resumes from there too. Reconcile covers whatever is
 still missed. The slave list is re-read periodically, so new slaves are watched without a
@@ -29,9 +29,9 @@ from jobs.models import Job, SlaveEventCursor
 from jobs.runtime import services as runtime_services
 from jobs.runtime.container_spec import LABEL_JOB, slave_labels
 from jobs.runtime.metrics import metrics_sampler_loop
-from jobs.scheduler_bridge.ticks import wakeup_loop
 from jobs.signals import watcher_started
 from jobs.states import ON_SLAVE
+from jobs.wakeups import wakeup_loop
 
 log = logging.getLogger(__name__)
 FINISH_TASK = task_names.JOB_FINISH

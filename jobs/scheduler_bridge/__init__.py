@@ -3,10 +3,7 @@
 ``snapshot.build_snapshot(now)`` reads everything one cycle needs with a fixed number of
 queries (not one per job or slave); ``apply.apply(result, now)`` writes decisions through the
 lifecycle actions, with compare-and-swap transitions; ``tick.tick()`` wraps both in the lease
-so that at most one tick runs at a time and events during a tick cause exactly one follow-up;
-``ticks`` asks for ticks and runs the wakeup timer.
-
-The package imports none of its modules: ``jobs.lifecycle.actions`` asks for a tick through
-``ticks`` while ``apply`` calls the lifecycle actions, and a package that imported ``apply``
-on the way to ``ticks`` would close that loop.
+so that at most one tick runs at a time and events during a tick cause exactly one follow-up.
+Asking for a tick (on an event, or at the stored wakeup) is ``jobs.wakeups``, a room below the
+runtime and the system actions that ask for ticks.
 """

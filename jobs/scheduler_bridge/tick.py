@@ -15,9 +15,9 @@ from jobs.scheduler_bridge.lease import (
     lease_release_or_continue,
 )
 from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
-from jobs.scheduler_bridge.ticks import tick_started, wakeup_store
 from jobs.scheduler_bridge.usage import usage_accrue
 from jobs.state_counts import job_state_counts_compact
+from jobs.wakeups import tick_started, wakeup_store
 
 
 def tick_once(now: datetime | None = None) -> dict:

@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from jobs.models import SchedulerLease
-from jobs.scheduler_bridge.ticks import tick_request, tick_started
+from jobs.wakeups import tick_request, tick_started
 from tests.support.brokers import BROKERS, use_broker
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from jobs.models import Job, SchedulerLease
 from jobs.scheduler_bridge.tick import tick
-from jobs.scheduler_bridge.ticks import wakeup_fire_if_due, wakeup_loop, wakeup_store
+from jobs.wakeups import wakeup_fire_if_due, wakeup_loop, wakeup_store
 
 
 def not_before_doc(hello_world, moment):
@@ -56,7 +56,7 @@ def test_due_wakeup_asks_for_one_tick(recorded_tasks, django_capture_on_commit_c
 @pytest.mark.django_db(transaction=True)
 def test_not_before_job_is_assigned_within_two_seconds(submit, hello_world, monkeypatch):
     """End to end in one process: the real timer thread, the real tick, the test database."""
-    monkeypatch.setattr("jobs.scheduler_bridge.ticks.tick_request", lambda: tick())
+    monkeypatch.setattr("jobs.wakeups.tick_request", lambda: tick())
     moment = (timezone.now() + timedelta(seconds=3)).replace(microsecond=0)
     job = submit(not_before_doc(hello_world, moment))
     tick()  # what the submit's tick request does: stores the wakeup

@@ -29,10 +29,9 @@ def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
     from gangs import launch as gang_launch
-    from jobs import transitions
+    from jobs import transitions, wakeups
     from jobs.lifecycle import actions
     from jobs.runtime import reconcile, recovery, watcher
-    from jobs.scheduler_bridge import ticks
     from notifications import job_emails, subscriptions
 
     apply = import_module("jobs.scheduler_bridge.apply")
@@ -46,7 +45,7 @@ def test_modules_that_fire_tasks_use_the_constants():
         actions.STOP_TASK,
         actions.HALT_TASK,
         watcher.FINISH_TASK,
-        ticks.SCHEDULER_TICK_TASK,
+        wakeups.SCHEDULER_TICK_TASK,
         job_emails.NOTIFY_TASK,
         subscriptions.DELIVER_TASK,
         transitions.GANG_UPDATE_TASK,

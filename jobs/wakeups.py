@@ -1,4 +1,9 @@
-"""Asking for a scheduler tick. Every event that can change a decision calls ``tick_request``.
+"""Waking the scheduler: a tick requested on every event that can change a decision
+(``tick_request``), and at the next moment a decision changes on its own (the wakeup timer).
+
+Low in jobs' rooms on purpose: submit, user and system actions, the runtime and the apps above
+jobs all ask for ticks, while the tick itself (jobs.scheduler_bridge) sits above them; this
+module only writes the lease row's flags and fires the task by its name (jobs/task_names.py).
 
 Bursts coalesce twice over: while a tick task waits in the queue (``tick_pending``), further
 requests enqueue nothing (the waiting tick starts later and sees their commits); while a tick
