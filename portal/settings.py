@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "accounts",
     "clusters",
     "reservations",
+    "quotas",
     "jobs",
     "gangs",
     "tapis",
@@ -281,6 +282,9 @@ PORTAL_SCHEDULER_SCORER_WEIGHTS = {
 PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S = env_int("PORTAL_PRIVATE_GUEST_MAX_MIN_DURATION_S", 3600)
 PORTAL_USER_MAX_RUNNING_JOBS = env_int("PORTAL_USER_MAX_RUNNING_JOBS", 0) or None
 PORTAL_USER_MAX_GPUS = env_int("PORTAL_USER_MAX_GPUS", 0) or None
+# Quotas (docs/quotas.md): the limits of a project or a user without a row of its own, as JSON:
+# {"project": {"gpu_hours_hard": 1000}, "user": {"gpus_hard": 4}}; `manage.py check` checks it.
+PORTAL_QUOTA_DEFAULTS = __import__("json").loads(os.environ.get("PORTAL_QUOTA_DEFAULTS") or "{}")
 PORTAL_TICK_INTERVAL_S = env_int("PORTAL_TICK_INTERVAL_S", 60)
 # A queued job's start estimate (and advice) is recomputed when older than this (jobs/estimates.py).
 PORTAL_ESTIMATE_TTL_S = env_int("PORTAL_ESTIMATE_TTL_S", 60)

@@ -19,6 +19,7 @@ from jobs.scheduler import model as sm
 from jobs.scheduler.runtimes import history_from_runs, history_keys
 from jobs.scheduler.scorers import check_weights
 from jobs.scheduler_bridge.bulk_writes import keys_in
+from jobs.scheduler_bridge.quota_usage import quota_limits
 from jobs.scheduler_bridge.usage import usage_now
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from reservations.models import Reservation
@@ -406,6 +407,13 @@ def build_snapshot(
         if row["gang_id"] is not None:
             row["gang_size"] = sizes.get(row["gang_id"], 0)
     ports = ports_in_use(running)
+    # Limits of every project and user with a queued job (running jobs alone need none: a
+    # limit only ever keeps a job from starting).
+    quotas = quota_limits(
+        now=now,
+        projects={row["project__name"] for row in queued},
+        users={row["owner__username"] for row in queued},
+    )
     snapshot = sm.Snapshot(
         now=now,
         slaves=tuple(
@@ -418,5 +426,6 @@ def build_snapshot(
         bucket_counts=bucket_counts(),
         config=config,
         history=runtime_history(now) if history else None,
+        quotas=quotas,
     )
     return snapshot, queued

@@ -31,7 +31,7 @@ from jobs.runtime.storage import (
 )
 from jobs.scheduler_bridge.snapshot import slave_state
 from jobs.spec import FieldError, SpecError
-from jobs.submit.feasibility import impossible_reason_for_request
+from jobs.submit.feasibility import impossible_reason_for_request, quota_refusal_for_request
 
 
 def slave_roots(slave) -> dict[str, str]:
@@ -205,4 +205,6 @@ def _verdict(*, project, request: dict, user: str, capabilities: Capabilities):
         return SpecError(
             [FieldError("request.resources", f"no registered slave can run this job: {reason}")]
         )
+    if refusal := quota_refusal_for_request(request=request, project=project, user=user):
+        return SpecError([FieldError("request.resources", f"over a quota: {refusal}")])
     return None

@@ -8,6 +8,8 @@ from django.utils import timezone
 
 from clusters.models import Slave
 from jobs.scheduler.explain import gang_impossible_reasons, impossible_reason
+from jobs.scheduler.quota_ledger import quota_impossible
+from jobs.scheduler_bridge.quota_usage import quota_limit
 from jobs.scheduler_bridge.snapshot import (
     PORT_MAPPINGS,
     QUEUED_FIELDS,
@@ -16,6 +18,7 @@ from jobs.scheduler_bridge.snapshot import (
     slave_state,
 )
 from jobs.submit.request_columns import columns_from_request
+from quotas.selectors import month_end, quotas_in_force
 
 
 def impossible_reason_for_request(
@@ -31,6 +34,18 @@ def impossible_reason_for_request(
         return None  # an empty portal accepts jobs: slaves may be registered later
     job = _checked_job(request, project)
     return impossible_reason(job, list(states), config=scheduler_config())
+
+
+def quota_refusal_for_request(*, request: dict, project, user: str) -> str | None:
+    """Why a hard limit of the project, the user or the user within the project could never
+    let this request run (more GPUs than it may hold at once, more hours than a month's
+    budget), or None. Usage does not matter here: the budget renews every month."""
+    limits = quotas_in_force(projects=[project.name], users=[user] if user else [])
+    if not limits:
+        return None
+    renews = month_end(timezone.now())
+    job = _checked_job(request, project, owner__username=user)
+    return quota_impossible(job, [quota_limit(q, None, renews) for q in limits])
 
 
 def _checked_job(request: dict, project, **extra):

@@ -1,0 +1,139 @@
+"""What runs held over a period, per user and project: the one reading of the usage rows that
+limits (the snapshot's ``QuotaLimit.used_*_s``), the standing and the reports share.
+
+A run is a Job row that started: it held its GPUs, CPUs and memory from ``started_at`` to its
+end (``Job.run_end_of``: the container's finish time, ``now`` while it still holds its room,
+else its last status change), the very interval fair share accrues (``usage.run_usage``), so
+the three figures agree to the second. Restarts are rows of their own, so a restart chain
+counts each of its runs once; a run that never started (cancelled while queued) counts nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db.models import Q
+
+from jobs.models import ENDED_RUNS, Job
+from jobs.scheduler import model as sm
+from jobs.states import HOLDS_RESOURCES
+from quotas.selectors import LimitsInForce, month_end, month_start, quotas_in_force
+
+PERIOD_FIELDS = (
+    "id", "uuid", "owner__username", "project__name", "slave__cluster_id", "gpus", "cpus",
+    "cpu_memory_gb", "tmpfs_gb", "created", "started_at", "ended_at", "status",
+    "status_updated", "halt_events", "gang_id",
+)  # fmt: skip
+
+
+def runs_overlapping(start: datetime, end: datetime, *, scope: Q | None = None) -> list[dict]:
+    """Rows of the runs that held resources at some moment of ``[start, end)``."""
+    runs = Job.objects.filter(started_at__isnull=False, started_at__lt=end).filter(
+        Q(status__in=HOLDS_RESOURCES) | (ENDED_RUNS & Q(status_updated__gte=start))
+    )
+    if scope is not None:
+        runs = runs.filter(scope)
+    return list(runs.order_by().values(*PERIOD_FIELDS))
+
+
+def held_seconds(run: dict, *, start: datetime, end: datetime, now: datetime) -> float:
+    """How many seconds of ``[start, min(end, now))`` the run held its resources."""
+    if run["started_at"] is None:
+        return 0.0
+    run_end = Job.run_end_of(
+        status=run["status"],
+        ended_at=run["ended_at"],
+        status_updated=run["status_updated"],
+        now=now,
+    )
+    begin = max(start, run["started_at"])
+    stop = min(end, now, run_end)
+    return max(0.0, (stop - begin).total_seconds())
+
+
+def run_amounts(run: dict, seconds: float) -> tuple[float, float, float]:
+    """(GPU-seconds, CPU-seconds, memory-GB-seconds) of ``seconds`` of this run."""
+    memory = Job.held_memory_of(run["cpu_memory_gb"], run["tmpfs_gb"])
+    return run["gpus"] * seconds, run["cpus"] * seconds, memory * seconds
+
+
+def usage_by_scope(
+    runs: Iterable[dict], *, start: datetime, end: datetime, now: datetime
+) -> dict[tuple[str, ...], list[float]]:
+    """Per scope key (``("project", p)``, ``("user", u)``, ``("member", u, p)``): [GPU-s, CPU-s,
+    memory-GB-s] held in ``[start, min(end, now))``."""
+    totals: dict[tuple[str, ...], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for run in runs:
+        seconds = held_seconds(run, start=start, end=end, now=now)
+        if seconds <= 0:
+            continue
+        amounts = run_amounts(run, seconds)
+        user, project = run["owner__username"], run["project__name"]
+        for key in (("project", project), ("user", user), ("member", user, project)):
+            row = totals[key]
+            for i, amount in enumerate(amounts):
+                row[i] += amount
+    return totals
+
+
+def quota_limit(
+    limits: LimitsInForce, used: list[float] | None, renews_at: datetime
+) -> sm.QuotaLimit:
+    """The pure scheduler's view of one scope's limits and what it used this month."""
+    values = limits.limits
+    used = used or [0.0, 0.0, 0.0]
+
+    def number(name: str) -> float | None:
+        value = values.get(name)
+        return None if value is None else float(value)
+
+    def count(name: str) -> int | None:
+        value = values.get(name)
+        return None if value is None else int(value)
+
+    return sm.QuotaLimit(
+        scope=limits.scope,
+        project=limits.project,
+        user=limits.user,
+        gpus=count("gpus_hard"),
+        gpus_soft=count("gpus_soft"),
+        jobs=count("jobs_hard"),
+        jobs_soft=count("jobs_soft"),
+        gpu_hours=number("gpu_hours_hard"),
+        gpu_hours_soft=number("gpu_hours_soft"),
+        cpu_hours=number("cpu_hours_hard"),
+        cpu_hours_soft=number("cpu_hours_soft"),
+        mem_gb_hours=number("mem_gb_hours_hard"),
+        mem_gb_hours_soft=number("mem_gb_hours_soft"),
+        used_gpu_s=used[0],
+        used_cpu_s=used[1],
+        used_mem_gb_s=used[2],
+        renews_at=renews_at,
+    )
+
+
+def quota_limits(
+    *, now: datetime, projects: Iterable[str], users: Iterable[str]
+) -> tuple[sm.QuotaLimit, ...]:
+    """The limits in force for these projects and users, with this month's usage (two queries
+    when some limit exists, one otherwise)."""
+    in_force = quotas_in_force(projects=projects, users=users)
+    if not in_force:
+        return ()
+    start, renews = month_start(now), month_end(now)
+    limited_projects = {q.project for q in in_force if q.scope == "project"}
+    limited_users = {q.user for q in in_force if q.scope in ("user", "member")}
+    runs = runs_overlapping(
+        start,
+        renews,
+        scope=Q(project__name__in=limited_projects) | Q(owner__username__in=limited_users),
+    )
+    used = usage_by_scope(runs, start=start, end=renews, now=now)
+    keys = {
+        "project": lambda q: ("project", q.project),
+        "user": lambda q: ("user", q.user),
+        "member": lambda q: ("member", q.user, q.project),
+    }
+    return tuple(quota_limit(q, used.get(keys[q.scope](q)), renews) for q in in_force)
