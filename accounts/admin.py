@@ -117,3 +117,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 # Login certificates for gpulab-cli (accounts/certs/admin.py).
 import accounts.certs.admin  # noqa: E402, F401
+
+# Directory sign-in: identities, the audit trail, mapped memberships (accounts/directory/admin.py).
+import accounts.directory.admin  # noqa: E402, F401

@@ -187,3 +187,110 @@ def grantee_constraints(target: str, prefix: str) -> list:
             name=f"{prefix}_unique_project",
         ),
     ]
+
+
+class DirectoryIdentity(models.Model):
+    """The link between a portal user and their entry in the lab's directory: an OpenID Connect
+    provider's subject or an LDAP login name (accounts/directory/, docs/sign-in.md).
+
+    A directory user is found by this link only, never by user name or e-mail, so that a
+    directory can never sign in as a local account that happens to share a name or an address.
+    """
+
+    class Source(models.TextChoices):
+        OIDC = "oidc", "OpenID Connect"
+        LDAP = "ldap", "LDAP"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_identity"
+    )
+    source = models.CharField(max_length=8, choices=Source.choices)
+    subject = models.CharField(
+        max_length=255, help_text="OIDC: the provider's sub claim. LDAP: the login name."
+    )
+    groups = models.JSONField(
+        default=list, blank=True, help_text="The directory groups seen at the last check."
+    )
+    last_checked = models.DateTimeField(
+        null=True, blank=True, help_text="When the directory last vouched for the user."
+    )
+    # Set when the directory stopped vouching for the user (the user is made inactive then);
+    # cleared when it vouches again. An admin's own deactivation leaves it empty, so a
+    # directory sign-in never undoes that.
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    # OIDC only: the latest refresh token, encrypted with a key derived from SECRET_KEY; the
+    # periodic sync redeems it to learn whether the provider still vouches for the user.
+    refresh_token = models.TextField(blank=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "directory identities"
+        constraints = [
+            models.UniqueConstraint(fields=["source", "subject"], name="unique_directory_subject")
+        ]
+        ordering = ["source", "subject"]
+
+    def __str__(self) -> str:
+        return f"{self.get_source_display()} {self.subject} ({self.user})"
+
+
+class DirectoryMembership(models.Model):
+    """Marks a membership that the group mapping made (PORTAL_SIGNIN_GROUP_MAP). The mapping
+    adds, changes and removes only memberships marked so: one an admin added stays."""
+
+    membership = models.OneToOneField(
+        Membership, on_delete=models.CASCADE, related_name="directory_grant"
+    )
+    groups = models.JSONField(default=list, help_text="The directory groups that grant it.")
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.membership} from {', '.join(self.groups)}"
+
+
+class DirectoryChange(models.Model):
+    """One change the directory made in the portal, at a sign-in or a periodic sync: users
+    created, updated, disabled or enabled, memberships added, changed or removed, projects
+    created or given a GID, and sign-ins or grants refused (with the reason)."""
+
+    class Action(models.TextChoices):
+        USER_CREATED = "user_created", "user created"
+        USER_UPDATED = "user_updated", "user updated"
+        USER_DISABLED = "user_disabled", "user disabled"
+        USER_ENABLED = "user_enabled", "user enabled"
+        MEMBERSHIP_ADDED = "membership_added", "membership added"
+        ROLE_CHANGED = "role_changed", "role changed"
+        MEMBERSHIP_REMOVED = "membership_removed", "membership removed"
+        PROJECT_CREATED = "project_created", "project created"
+        GID_CHANGED = "gid_changed", "project GID changed"
+        REFUSED = "refused", "refused"
+
+    class Trigger(models.TextChoices):
+        SIGN_IN = "sign-in", "sign-in"
+        SYNC = "sync", "periodic sync"
+
+    at = models.DateTimeField()
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="directory_changes",
+    )
+    username = models.CharField(max_length=150)
+    source = models.CharField(max_length=8, choices=DirectoryIdentity.Source.choices)
+    trigger = models.CharField(max_length=8, choices=Trigger.choices)
+    action = models.CharField(max_length=24, choices=Action.choices)
+    project = models.ForeignKey(
+        Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    project_name = models.CharField(max_length=32, blank=True)
+    detail = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["user", "at"]), models.Index(fields=["at"])]
+
+    def __str__(self) -> str:
+        where = f" in {self.project_name}" if self.project_name else ""
+        return f"{self.username}: {self.get_action_display()}{where} ({self.trigger})"

@@ -10,6 +10,7 @@ import logging
 from django.conf import settings
 from django.db import connections
 
+from accounts import task_names as accounts_task_names
 from core.tasks import task_timeout
 from jobs import task_names
 
@@ -22,6 +23,9 @@ PERIODIC = {
     "reconcile slaves": (task_names.RECONCILE, 1),
     # Archived outputs past PORTAL_OUTPUT_RETENTION_DAYS (jobs/runtime/outputs.py).
     "purge old job outputs": (task_names.OUTPUTS_PURGE, 60),
+    # Directory users the directory no longer vouches for are disabled (accounts/directory/sync.py;
+    # nothing to do unless OIDC or LDAP sign-in is configured).
+    "sync directory users": (accounts_task_names.DIRECTORY_SYNC, 15),
 }
 
 

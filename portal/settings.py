@@ -137,8 +137,13 @@ PORTAL_DB_BUSY_RETRY_AFTER_S = env_int("PORTAL_DB_BUSY_RETRY_AFTER_S", 2)
 MIDDLEWARE.append("core.dbbusy.DatabaseBusyMiddleware")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# ModelBackend with a user's permissions read in one query (accounts/backends.py).
-AUTHENTICATION_BACKENDS = ["accounts.backends.PortalModelBackend"]
+# ModelBackend with a user's permissions read in one query (accounts/backends.py); then the
+# lab's LDAP directory and OpenID Connect provider, each inert until configured below.
+AUTHENTICATION_BACKENDS = [
+    "accounts.backends.PortalModelBackend",
+    "accounts.directory.ldap_backend.PortalLDAPBackend",
+    "accounts.directory.oidc_backend.PortalOIDCBackend",
+]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -390,6 +395,33 @@ PORTAL_FRONTEND_SECRET_FILE = Path(
     os.environ.get("PORTAL_FRONTEND_SECRET_FILE", VAR_DIR / "tls" / "frontend-secret")
 )
 PORTAL_FRONTEND_SECRET_HEADER = "HTTP_X_PORTAL_FRONTEND_SECRET"
+
+# --- Sign-in with the lab's identity (docs/sign-in.md) ------------------------------------
+# Both off by default (local accounts only). OpenID Connect: on when PORTAL_OIDC_ISSUER is set;
+# its endpoints come from the issuer's discovery document.
+PORTAL_OIDC_ISSUER = os.environ.get("PORTAL_OIDC_ISSUER", "")
+PORTAL_OIDC_CLIENT_ID = os.environ.get("PORTAL_OIDC_CLIENT_ID", "")
+PORTAL_OIDC_CLIENT_SECRET = os.environ.get("PORTAL_OIDC_CLIENT_SECRET", "")
+PORTAL_OIDC_SCOPES = os.environ.get("PORTAL_OIDC_SCOPES", "openid email profile offline_access")
+PORTAL_OIDC_SIGN_ALGO = os.environ.get("PORTAL_OIDC_SIGN_ALGO", "RS256")
+PORTAL_OIDC_USERNAME_CLAIM = os.environ.get("PORTAL_OIDC_USERNAME_CLAIM", "preferred_username")
+PORTAL_OIDC_GROUPS_CLAIM = os.environ.get("PORTAL_OIDC_GROUPS_CLAIM", "groups")
+PORTAL_OIDC_LABEL = os.environ.get("PORTAL_OIDC_LABEL", "your organisation")
+PORTAL_OIDC_CA_FILE = os.environ.get("PORTAL_OIDC_CA_FILE", "")
+# LDAP / Active Directory: on when PORTAL_LDAP_URL is set.
+PORTAL_LDAP_URL = os.environ.get("PORTAL_LDAP_URL", "")
+PORTAL_LDAP_BIND_DN = os.environ.get("PORTAL_LDAP_BIND_DN", "")
+PORTAL_LDAP_BIND_PASSWORD = os.environ.get("PORTAL_LDAP_BIND_PASSWORD", "")
+PORTAL_LDAP_START_TLS = env_bool("PORTAL_LDAP_START_TLS", False)
+PORTAL_LDAP_CA_FILE = os.environ.get("PORTAL_LDAP_CA_FILE", "")
+PORTAL_LDAP_USER_BASE = os.environ.get("PORTAL_LDAP_USER_BASE", "")
+PORTAL_LDAP_USER_FILTER = os.environ.get("PORTAL_LDAP_USER_FILTER", "(uid=%(user)s)")
+PORTAL_LDAP_GROUP_BASE = os.environ.get("PORTAL_LDAP_GROUP_BASE", "")
+PORTAL_LDAP_GROUP_TYPE = os.environ.get("PORTAL_LDAP_GROUP_TYPE", "groupOfNames")
+PORTAL_LDAP_REQUIRE_GROUP = os.environ.get("PORTAL_LDAP_REQUIRE_GROUP", "")
+# Directory groups -> projects and roles, applied at each sign-in and sync (JSON; `manage.py
+# check` validates it): {"cn=nlp,ou=groups,dc=lab,dc=example": {"project": "nlp", "role": "member"}}
+PORTAL_SIGNIN_GROUP_MAP = os.environ.get("PORTAL_SIGNIN_GROUP_MAP", "")
 
 # --- SSH gateway into running jobs (docs/ssh.md) ---------------------------------------------
 # PORTAL_SSH_HOST/PORT are what clients are told (the job's state.resources.sshHost/sshPort);

@@ -147,6 +147,7 @@ def test_migrate_on_a_fresh_clone_makes_the_var_dir_schedules_and_a_private_data
         "scheduler tick (safety net)": "jobs.tasks.scheduler_tick",
         "reconcile slaves": "jobs.tasks.reconcile",
         "purge old job outputs": "jobs.tasks.outputs_purge",
+        "sync directory users": "accounts.tasks.directory_sync",
     }
 
 

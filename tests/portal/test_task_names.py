@@ -2,13 +2,14 @@
 
 import pytest
 
+from accounts import task_names as accounts_task_names
 from core import tasks
 from jobs import task_names
 from notifications import task_names as notifications_task_names
 from portal import schedules
 
 # Each app's task names, and how many it has.
-TASK_NAMES = [(task_names, 9), (notifications_task_names, 2)]
+TASK_NAMES = [(task_names, 9), (notifications_task_names, 2), (accounts_task_names, 1)]
 
 
 @pytest.mark.parametrize("names, count", TASK_NAMES, ids=lambda v: getattr(v, "__name__", v))
