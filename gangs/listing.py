@@ -1,6 +1,6 @@
 """How the web's jobs list and Live > Slaves show gang tasks (docs/openpai.md, "Pages").
 
-The jobs list shows a multi-task job as one row (``jobs.selectors.filters.gang_row_only`` keeps
+The jobs list shows a multi-task job as one row (``jobs.selectors.gang_row_only`` keeps
 the first task of the current attempt); ``gang_rows_annotate`` gives that row the gang's name and
 task counts. Live > Slaves names the task holding a GPU (``gang_task_label``).
 """

@@ -15,8 +15,7 @@ from django.db.models.functions import RowNumber
 from core.errors import ServiceError
 from jobs.actions.registry import ACTIONS
 from jobs.models import Job
-from jobs.selectors import job_can_act
-from jobs.selectors.filters import annotate_queue_key
+from jobs.selectors import annotate_queue_key, job_can_act
 from jobs.states import JobStatus
 
 PAGE_SIZES = (25, 50, 100, 200)
@@ -85,7 +84,7 @@ def job_bulk_act(*, jobs: list[Job], user, action: str) -> list[BulkOutcome]:
 def queue_positions(jobs: list[Job]) -> dict[int, int]:
     """Each QUEUED job's place in the scheduler's queue order (1 starts first), for the jobs
     shown. The order is ``jobs.scheduler.ordering.queue_key`` with the owners' fair-share usage
-    as of the last tick (jobs.selectors.filters.SORTS["queue"] sorts by the same key). The
+    as of the last tick (jobs.selectors.SORTS["queue"] sorts by the same key). The
     database numbers the whole queue (a window function) and answers only the shown jobs."""
     wanted = [job.pk for job in jobs if job.status == JobStatus.QUEUED]
     if not wanted:

@@ -13,7 +13,7 @@ value is a 400 that names the parameter, never a 500 and never silently ignored.
 
 Choice where GPULab is silent: owner and project filters only match jobs the caller sees in
 full (their projects' jobs; every job for admins), so that filtering cannot reveal who owns a
-sanitised job. That rule lives in ``jobs.selectors.filters.JobFilter.apply``, shared with the web list.
+sanitised job. That rule lives in ``jobs.selectors.JobFilter.apply``, shared with the web list.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from django.conf import settings
 
 from core.api.common import parse_bool
 from core.api_errors import BadRequest
-from jobs.selectors.filters import JobFilter
+from jobs.selectors import JobFilter
 from jobs.states import DELETED, EVERY_STATE, GROUPS
 
 # sort key -> model field

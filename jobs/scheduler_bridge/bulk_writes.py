@@ -17,15 +17,19 @@ running user's usage up to date in one cycle, and there the ORM's ways cost seco
   milliseconds (measured on a 10k-queue tick). Many keys go the same way (``keys_in``,
   ``keys_locked``, ``rows_delete``).
 
-Its users: ``jobs.scheduler_bridge`` (the snapshot, apply with its bulk transition, usage).
+Its users: ``jobs.scheduler_bridge`` (the snapshot, apply with its bulk transition, usage, and
+the tick's last step: ``job_state_counts_compact`` folds the per-state deltas that PostgreSQL's
+triggers add on every write of a job, read by ``jobs.selectors.job_count_in_states``).
 tests/jobs/test_bulk_writes.py runs every writer on SQLite and on PostgreSQL.
 """
 
 import json
 from datetime import date, datetime, time
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models.expressions import RawSQL
+
+from jobs.selectors import STATE_COUNT_DELTAS
 
 # Bound parameters per statement: well under SQLite's 32766 and PostgreSQL's 65535.
 MAX_PARAMS = 20_000
@@ -255,3 +259,20 @@ def rows_delete(model, *, keys: list) -> int:
     with connection.cursor() as cursor:
         cursor.execute(sql, [json.dumps(keys, default=_encode)])
         return cursor.rowcount
+
+
+def job_state_counts_compact() -> int:
+    """Fold the deltas into one row per state (PostgreSQL); answers how many rows it folded.
+    Readers see the rows before or after, never a mix: one statement, one snapshot. Two at
+    once are safe: each folds the rows it deleted, and the other skips those."""
+    if connection.vendor != "postgresql":
+        return 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH folded AS (DELETE FROM {STATE_COUNT_DELTAS} RETURNING status, delta),"
+            f" counted AS (INSERT INTO {STATE_COUNT_DELTAS} (status, delta)"
+            f" SELECT status, SUM(delta) FROM folded GROUP BY status HAVING SUM(delta) <> 0"
+            f" RETURNING 1)"
+            f" SELECT (SELECT COUNT(*) FROM folded)"
+        )
+        return int(cursor.fetchone()[0])

@@ -8,6 +8,7 @@ from django.utils import timezone
 from core.faults import crash_point
 from jobs.scheduler.core import gc_paused, run_cycle
 from jobs.scheduler_bridge.apply import apply
+from jobs.scheduler_bridge.bulk_writes import job_state_counts_compact
 from jobs.scheduler_bridge.lease import (
     lease_acquire_or_request_rerun,
     lease_heartbeat,
@@ -16,7 +17,6 @@ from jobs.scheduler_bridge.lease import (
 )
 from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
 from jobs.scheduler_bridge.usage import usage_accrue
-from jobs.state_counts import job_state_counts_compact
 from jobs.wakeups import tick_started, wakeup_store
 
 

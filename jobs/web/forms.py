@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from django import forms
 
-from jobs.selectors.filters import EVERY_STATE_BUT_DELETED, SORTS, JobFilter
+from jobs.selectors import EVERY_STATE_BUT_DELETED, SORTS, JobFilter
 from jobs.spec import SpecError, convert_v1, detect_version, load_json
 from jobs.states import ACTIVE, GROUPS
 

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from jobs.api.filters import job_filter_from_query
 from jobs.models import Job
-from jobs.selectors.filters import EVERY_STATE_BUT_DELETED, JobFilter
+from jobs.selectors import EVERY_STATE_BUT_DELETED, JobFilter
 from jobs.states import GROUPS
 from jobs.web.forms import JobFilterForm
 from tests.api.conftest import API

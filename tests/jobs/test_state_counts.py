@@ -1,4 +1,4 @@
-"""jobs.state_counts: the number of jobs in some states, exact after every kind of write.
+"""jobs.selectors.job_count_in_states: the number of jobs in some states, exact after every kind of write.
 
 On PostgreSQL it is the sum of deltas that triggers add (jobs/migrations/0017): checked after
 single and bulk inserts, ORM and transition-service state changes, updates that leave the state
@@ -30,7 +30,8 @@ def check_state_counts() -> dict:
     from accounts.models import Project
     from jobs.models import Job
     from jobs.scheduler_bridge.apply import TransitionRequest, job_transition_many
-    from jobs.state_counts import job_count_in_states, job_state_counts_compact
+    from jobs.scheduler_bridge.bulk_writes import job_state_counts_compact
+    from jobs.selectors import job_count_in_states
     from jobs.states import JobStatus
 
     every = {s.value for s in JobStatus}

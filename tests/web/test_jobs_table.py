@@ -12,8 +12,7 @@ from jobs.actions.bulk import job_bulk_act, job_bulk_preview, queue_positions
 from jobs.models import Job, UserUsage
 from jobs.scheduler.model import QueuedJob
 from jobs.scheduler.ordering import order_queue
-from jobs.selectors import job_list_visible_to
-from jobs.selectors.filters import JobFilter
+from jobs.selectors import JobFilter, job_list_visible_to
 from tests.web.factories import make_job
 
 

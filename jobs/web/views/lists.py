@@ -28,7 +28,7 @@ from jobs.web.views.common import present
 
 PAGE_SIZE = DEFAULT_PAGE_SIZE
 
-# Sortable columns of the table: (sort key, header); jobs.selectors.filters.SORTS orders by them.
+# Sortable columns of the table: (sort key, header); jobs.selectors.SORTS orders by them.
 COLUMNS = [
     ("state", "State"),
     ("name", "Job"),

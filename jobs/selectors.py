@@ -1,13 +1,24 @@
-"""The job-list filter, once: the web filter form (``JobFilterForm.job_filter``) and the API's
+"""Who may see and act on which jobs, and the job list's filter. Views, API and admin filter
+only through these.
+
+The job-list filter, once: the web filter form (``JobFilterForm.job_filter``) and the API's
 query parser (``jobs.api.filters.job_filter_from_query``) both build a ``JobFilter``, and its
 ``apply`` holds the privacy rule.
 
 Privacy rule: a job outside the viewer's projects is shown sanitised (owner, project and name
-hidden; see ``jobs.selectors.job_sees_full``). Filters on those hidden fields therefore only
-match jobs the viewer sees in full (their projects' jobs; every job for holders of
-``jobs.view_job``; the jobs shared with them), so that filtering cannot reveal who owns a sanitised job or what it is
+hidden; see ``job_sees_full``). Filters on those hidden fields therefore only match jobs the
+viewer sees in full (their projects' jobs; every job for holders of ``jobs.view_job``; the jobs
+shared with them), so that filtering cannot reveal who owns a sanitised job or what it is
 called. Filters on what everybody sees (state, cluster, slave, uuid, interactive, reservation
 ids) match every listed job.
+
+How many jobs are in some states (a list's total by state only), without counting them
+(``job_count_in_states``): on PostgreSQL, the per-state deltas that triggers on ``jobs_job`` add
+(jobs/migrations/0017_job_state_counts.py; the tick folds them, ``job_state_counts_compact`` in
+jobs/scheduler_bridge/bulk_writes.py); on SQLite, whose ``COUNT(*)`` of a whole table reads only
+its b-tree's page counts, every job less those in the other states. Both answers are exact and
+taken in one statement (one snapshot): the deltas are written by the same transactions that
+write the jobs.
 """
 
 from __future__ import annotations
@@ -15,15 +26,131 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db.models import Case, F, OuterRef, Q, QuerySet, Subquery, TextField, Value, When
+from django.contrib.auth.models import AnonymousUser
+from django.db import connection
+from django.db.models import (
+    Case,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
 from django.db.models.functions import Cast, Coalesce
 
-from accounts.permissions import may_view_all_jobs
-from accounts.selectors import project_ids_of
-from jobs.models import Job, UserUsage
-from jobs.selectors import shares_received_by
-from jobs.state_counts import job_count_in_states
+from accounts.permissions import (
+    may_act_on_all_jobs,
+    may_delete_all_jobs,
+    may_view_all_jobs,
+)
+from accounts.permissions import user_is_admin as user_is_admin  # superusers only; see there
+from accounts.selectors import project_ids_of as project_ids_of  # re-exported for jobs
+from accounts.selectors import projects_of as projects_of
+from accounts.selectors import sole_project_of as sole_project_of
+from jobs.models import Job, JobShare, UserUsage
 from jobs.states import DELETED, EVERY_STATE, RUNNING, JobStatus
+
+# The per-state deltas PostgreSQL's triggers write (jobs/migrations/0017_job_state_counts.py).
+STATE_COUNT_DELTAS = "jobs_jobstatecount"
+
+
+def job_list_visible_to(user) -> QuerySet[Job]:
+    """Every job a logged-in user may list (others' projects sanitised when shown)."""
+    if isinstance(user, AnonymousUser) or not user.is_authenticated:
+        return Job.objects.none()
+    # Not slave__cluster: pages and answers show the slave's cluster_id, not its row.
+    return Job.objects.select_related("owner", "project", "slave", "explanation").annotate(
+        shared_with_viewer=Exists(shares_received_by(user).filter(job=OuterRef("pk")))
+    )
+
+
+def job_visible_to(user, job_uuid) -> Job | None:
+    """``job_list_visible_to(user)``'s job of this uuid: with its owner, project, slave,
+    explanation and ``shared_with_viewer`` (one query), or None."""
+    try:
+        return job_list_visible_to(user).get(uuid=job_uuid)
+    except Job.DoesNotExist:
+        return None
+
+
+def shares_received_by(user) -> QuerySet[JobShare]:
+    """The shares that give ``user`` a full read of a job: to them, or to one of their
+    projects."""
+    if not user or not user.is_authenticated:
+        return JobShare.objects.none()
+    return JobShare.objects.filter(
+        Q(grantee_user_id=user.pk) | Q(grantee_project_id__in=project_ids_of(user))
+    )
+
+
+def job_shared_with(user, job: Job) -> bool:
+    """The job is shared with ``user`` (read-only). A job loaded through
+    ``job_list_visible_to(user)`` carries the answer already (no query per listed job)."""
+    known = getattr(job, "shared_with_viewer", None)
+    if known is not None:
+        return bool(known)
+    return shares_received_by(user).filter(job_id=job.pk).exists()
+
+
+def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
+    return queryset.exclude(status__in=DELETED)
+
+
+def job_sees_full(user, job: Job) -> bool:
+    """Members of the job's project, holders of ``jobs.view_job`` (superusers) and the people
+    the job is shared with (jobs/actions/shares.py) see everything: request, history, log, outputs;
+    others a sanitised copy. The one read rule of every page, API and download."""
+    if job.project_id in project_ids_of(user) or may_view_all_jobs(user):
+        return True
+    return job_shared_with(user, job)
+
+
+def job_can_act(user, job: Job, *, delete: bool = False) -> bool:
+    """Members of the job's project cancel, halt, hold, release and delete it; anyone else
+    needs ``jobs.change_job`` (``jobs.delete_job`` to delete): ``is_staff`` alone is not enough."""
+    if job.project_id in project_ids_of(user):
+        return True
+    return may_delete_all_jobs(user) if delete else may_act_on_all_jobs(user)
+
+
+# --- how many jobs are in some states ---------------------------------------------------------
+
+
+def _keeps_deltas() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def job_count_in_states(statuses) -> int:
+    """The number of jobs whose status is one of ``statuses``."""
+    wanted = sorted(set(statuses))
+    if not wanted:
+        return 0
+    if _keeps_deltas():
+        marks = ", ".join(["%s"] * len(wanted))
+        sql = f"SELECT COALESCE(SUM(delta), 0) FROM {STATE_COUNT_DELTAS} WHERE status IN ({marks})"
+        params = wanted
+    else:
+        table = connection.ops.quote_name(Job._meta.db_table)
+        left_out = sorted(EVERY_STATE - set(wanted))
+        if not left_out:
+            sql, params = f"SELECT COUNT(*) FROM {table}", []
+        else:
+            marks = ", ".join(["%s"] * len(left_out))
+            sql = (
+                f"SELECT (SELECT COUNT(*) FROM {table})"
+                f" - (SELECT COUNT(*) FROM {table} WHERE status IN ({marks}))"
+            )
+            params = left_out
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.fetchone()[0])
+
+
+# --- the job list's filter -------------------------------------------------------------------
 
 EVERY_STATE_BUT_DELETED = EVERY_STATE - DELETED
 
@@ -69,7 +196,7 @@ class JobFilter:
     def count(self, filtered: Callable[[], QuerySet], *, of_every_job: bool) -> int:
         """How many jobs ``filtered()`` (``apply`` of this filter) holds. ``of_every_job``: it
         was applied to every job (the API's list: every logged-in user lists every job); a
-        filter by state only is then answered without counting jobs (jobs.state_counts), and
+        filter by state only is then answered without counting jobs (``job_count_in_states``), and
         without building the query."""
         if not (of_every_job and self.narrows_by_state_only):
             return filtered().count()
