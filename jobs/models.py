@@ -319,7 +319,7 @@ class JobEvent(models.Model):
     type = models.CharField(max_length=16, choices=Type.choices)
     new_state = models.CharField(max_length=16, choices=JobStatus.choices, blank=True)
     message = models.TextField(blank=True)
-    # A Tapis stage (jobs/lifecycle/stages.py) when this event records one; empty otherwise.
+    # A Tapis stage (jobs/transitions.py) when this event records one; empty otherwise.
     stage = models.CharField(max_length=24, blank=True, default="")
 
     class Meta:

@@ -23,7 +23,7 @@ gang_task_ended = Signal()
 gang_tasks_assigned = Signal()
 
 # A running job was asked to halt (by its user or the scheduler). Sent by
-# jobs.lifecycle.actions.job_halt_by_system inside the transaction that moved it to MUSTHALT,
+# jobs.system_actions.job_halt_by_system inside the transaction that moved it to MUSTHALT,
 # before its halt procedure is fired (on commit). Kwargs: ``job``, ``halt_info`` (the halt
 # event recorded on it), ``now``.
 job_halt_requested = Signal()

@@ -34,11 +34,11 @@ from django.db import transaction
 from accounts.models import Membership, Project
 from core.errors import Conflict, NotAllowed
 from jobs.actions.services import job_submit, spec_defaults
-from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.staging import input_source_error, input_target_error
 from jobs.selectors import job_sees_full
 from jobs.spec import FieldError, SpecError, format_duration, parse_job_document
+from jobs.transitions import Stage, job_stage_record
 from tapis.macros import macro_values, substitute, tapis_environment
 from tapis.models import App
 from tapis.selectors import app_get_visible

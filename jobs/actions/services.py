@@ -18,7 +18,6 @@ from core.errors import DOCUMENT_PATH, JSON_PATH, Conflict, NotAllowed
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.selectors import job_can_act, project_ids_of
 from jobs.signals import job_status_changed, signal_send_after_commit
@@ -39,6 +38,7 @@ from jobs.submit.checks import (
     registered_slaves,
 )
 from jobs.submit.request_columns import columns_from_request
+from jobs.system_actions import job_cancel_by_system, job_halt_by_system
 from jobs.transitions import job_event_add, job_transition
 from jobs.wakeups import tick_request
 from reservations.models import Reservation

@@ -9,9 +9,9 @@ name the job wrote itself.
 """
 
 from core.installation import private_dir, write_private
-from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job
 from jobs.runtime.workdir import job_archive_outputs_dir
+from jobs.transitions import Stage, job_stage_record
 
 STDOUT_NAME = "tapisjob.out"
 

@@ -38,11 +38,10 @@ from django.utils import timezone
 
 from core.errors import NotAllowed, NotFound, ServiceError
 from core.timefmt import utc_z
-from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job, JobEvent
 from jobs.runtime.workdir import CONTAINER_OUTPUT_DIR, job_archive_outputs_dir
 from jobs.selectors import job_sees_full
-from jobs.transitions import job_event_add
+from jobs.transitions import Stage, job_event_add, job_stage_record
 
 log = logging.getLogger(__name__)
 FILE_MODE = 0o600

@@ -28,12 +28,12 @@ import requests
 from django.conf import settings
 
 from clusters.runtime.errors import RuntimeFailure, removed_on_failure
-from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import Job
 from jobs.runtime.port_clash import start_despite_port_clashes
 from jobs.runtime.storage import StorageRefused, resolve_mount
 from jobs.runtime.workdir import CONTAINER_INPUT_DIR
 from jobs.submit.checks import slave_roots
+from jobs.transitions import Stage, job_stage_record
 
 FETCH_TIMEOUT_S = 30
 CHUNK = 1 << 16

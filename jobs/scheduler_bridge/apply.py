@@ -1,4 +1,4 @@
-"""Writing a cycle's decisions through the lifecycle actions (never the user services), with
+"""Writing a cycle's decisions through the system actions (never the user actions), with
 compare-and-swap transitions."""
 
 import logging
@@ -15,7 +15,6 @@ from core.faults import crash_point
 from core.tasks import fire
 from core.timefmt import utc_z
 from jobs import task_names
-from jobs.lifecycle.actions import job_cancel_by_system, job_halt_by_system
 from jobs.models import Job, JobEvent, JobExplanation
 from jobs.scheduler import model as sm
 from jobs.scheduler_bridge.bulk_writes import (
@@ -28,6 +27,7 @@ from jobs.scheduler_bridge.bulk_writes import (
 from jobs.signals import gang_tasks_assigned, job_status_changed, signal_send_after_commit
 from jobs.states import FINISHED as ENDED
 from jobs.states import HOLDS_RESOURCES, JobStatus, is_allowed
+from jobs.system_actions import job_cancel_by_system, job_halt_by_system
 from jobs.transitions import TransitionNotAllowed, job_ended, transition_reason
 
 log = logging.getLogger(__name__)

@@ -82,7 +82,7 @@ ATTRIBUTES = {
 }
 _BY_LOWER = {name.lower(): name for name in ATTRIBUTES}
 
-# Each Tapis status and the portal states it comes from (jobs.lifecycle.stages.tapis_status).
+# Each Tapis status and the portal states it comes from (jobs.transitions.tapis_status).
 _LAUNCHING = ("ASSIGNED", "STARTING")
 _RUNNING = ("RUNNING", "MUSTHALT", "HALTING", "CANCELLING")
 STATUS_STATES = {

@@ -2,9 +2,9 @@
 
 import pytest
 
-from jobs.lifecycle.stages import Stage, job_stage_record
 from jobs.models import JobEvent
 from jobs.runtime.workdir import CONTAINER_INPUT_DIR, WORKDIR_ENV, job_archive_outputs_dir
+from jobs.transitions import Stage, job_stage_record
 
 
 def test_stage_is_recorded_in_history(submit):

@@ -30,8 +30,7 @@ def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
     from gangs import launch as gang_launch
-    from jobs import transitions, wakeups
-    from jobs.lifecycle import actions
+    from jobs import system_actions, transitions, wakeups
     from jobs.runtime import reconcile, recovery, watcher
     from notifications import job_emails, subscriptions
 
@@ -43,8 +42,8 @@ def test_modules_that_fire_tasks_use_the_constants():
         reconcile.STOP_TASK,
         reconcile.HALT_TASK,
         recovery.RECOVER_TASK,
-        actions.STOP_TASK,
-        actions.HALT_TASK,
+        system_actions.STOP_TASK,
+        system_actions.HALT_TASK,
         watcher.FINISH_TASK,
         wakeups.SCHEDULER_TICK_TASK,
         job_emails.NOTIFY_TASK,

@@ -1,6 +1,6 @@
-"""System lifecycle actions: what the scheduler bridge, the runtime and user services call
-once permission (if any) has been checked. No permission checks here; status changes go
-through ``job_transition``; background work is fired on commit."""
+"""System actions on jobs, without permission checks: what the scheduler bridge, the runtime
+and the user actions (jobs/user_actions/, once they checked who may) call to cancel or halt a
+job. Status changes go through ``job_transition``; background work is fired on commit."""
 
 from datetime import datetime
 
