@@ -12,6 +12,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     # OpenPAI: multi-task jobs, the config a job came from (docs/openpai.md).
     path("", include("gangs.api.urls")),
     path("", include("reservations.api.urls")),
+    # Quotas an admin sets (docs/quotas.md); the standing is among jobs' routes.
+    path("", include("quotas.api.urls")),
     path("", include("accounts.api.urls")),
     # Tapis v3 Jobs-shaped API and resubmit (docs/tapis.md).
     path("", include("tapis.api.urls")),

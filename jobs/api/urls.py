@@ -12,6 +12,7 @@ from jobs.api.outputs import (
     JobShareDetailView,
     JobShareListView,
 )
+from jobs.api.quota_standing import QuotaStandingView
 from jobs.api.views import (
     ClusterUtilisationView,
     ConvertView,
@@ -40,9 +41,10 @@ urlpatterns = [
     re_path(GPULAB + r"slaves/?$", SlaveListView.as_view(), name="gpulab-slaves"),
     # Portal endpoints (never inside GPULab's objects).
     re_path(PORTAL + r"convert/?$", ConvertView.as_view(), name="api-convert"),
+    re_path(PORTAL + r"quotas/standing/?$", QuotaStandingView.as_view(), name="api-quota-standing"),
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
-    # Outputs and shares (jobs/runtime/outputs.py, jobs/actions/shares.py); a job's
+    # Outputs and shares (jobs/runtime/outputs.py, jobs/user_actions/shares.py); a job's
     # subscriptions are the notifications app's (notifications/api/urls.py).
     re_path(PORTAL + rf"jobs/{ID}/outputs/?$", JobOutputListView.as_view(), name="api-job-outputs"),
     re_path(

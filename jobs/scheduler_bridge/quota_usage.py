@@ -18,6 +18,14 @@ from django.db.models import Q
 
 from jobs.models import ENDED_RUNS, Job
 from jobs.scheduler import model as sm
+from jobs.scheduler.model import HOUR
+from jobs.scheduler.quota_ledger import (
+    BUDGETS,
+    QuotaLedger,
+    job_rates,
+    quota_impossible,
+    scope_keys,
+)
 from jobs.states import HOLDS_RESOURCES
 from quotas.selectors import LimitsInForce, month_end, month_start, quotas_in_force
 
@@ -137,3 +145,106 @@ def quota_limits(
         "member": lambda q: ("member", q.user, q.project),
     }
     return tuple(quota_limit(q, used.get(keys[q.scope](q)), renews) for q in in_force)
+
+
+def _running_in(now: datetime, scope: Q) -> list[sm.RunningJob]:
+    """The jobs holding resources now in these scopes, as the scheduler sees them."""
+    rows = Job.objects.filter(scope, status__in=HOLDS_RESOURCES).values(
+        "uuid", "owner__username", "project__name", "gpu_ids", "cpu_ids", "cpu_memory_gb",
+        "tmpfs_gb", "started_at", "max_duration_s", "status",
+    )  # fmt: skip
+    return [
+        sm.RunningJob(
+            id=str(row["uuid"]),
+            user=row["owner__username"],
+            project=row["project__name"],
+            slave="",
+            gpu_ids=tuple(row["gpu_ids"]),
+            cpu_ids=tuple(row["cpu_ids"]),
+            memory_gb=float(Job.held_memory_of(row["cpu_memory_gb"], row["tmpfs_gb"])),
+            started_at=row["started_at"] or now,
+            max_duration_s=row["max_duration_s"],
+            halting=row["status"] in ("MUSTHALT", "HALTING", "CANCELLING"),
+        )
+        for row in rows
+    ]
+
+
+def quota_standing(
+    *,
+    user: str,
+    project: str,
+    now: datetime,
+    gpus: int = 0,
+    cpus: int = 1,
+    memory_gb: float = 1.0,
+    max_duration_s: int = 0,
+) -> dict:
+    """A user's standing in a project before they submit: each limit that applies (their own
+    within the project, theirs, the project's) with this month's usage and what is held now,
+    what a job of this size may consume at most, and whether it fits now (the scheduler's own
+    rule, ``QuotaLedger.blocked``) and ever (``quota_impossible``)."""
+    limits = quota_limits(now=now, projects=[project], users=[user])
+    keys = set(scope_keys(user, project))
+    limits = tuple(q for q in limits if q.key in keys)
+    running = _running_in(now, Q(project__name=project) | Q(owner__username=user))
+    ledger = QuotaLedger(now, limits, running)
+    job = sm.QueuedJob(
+        id="standing",
+        user=user,
+        project=project,
+        submitted_at=now,
+        gpus=gpus,
+        cpus=cpus,
+        memory_gb=memory_gb,
+        max_duration_s=max_duration_s,
+    )
+    rates = job_rates(gpus, cpus, memory_gb)
+    rows = []
+    for limit in ledger.applying(job):
+        rows.append(
+            {
+                "scope": limit.scope,
+                "project": limit.project or None,
+                "user": limit.user or None,
+                "gpus": {
+                    "hard": limit.gpus,
+                    "soft": limit.gpus_soft,
+                    "held": ledger.gpus[limit.key],
+                },
+                "jobs": {
+                    "hard": limit.jobs,
+                    "soft": limit.jobs_soft,
+                    "running": ledger.jobs[limit.key],
+                },
+                **{
+                    budget: {
+                        "hard": getattr(limit, budget),
+                        "soft": getattr(limit, f"{budget}_soft"),
+                        "used": round(getattr(limit, used) / HOUR, 3),
+                        "running_may_use": round(ledger.committed[limit.key][budget] / HOUR, 3),
+                    }
+                    for budget, used, _ in BUDGETS
+                },
+                "renews_at": limit.renews_at,
+            }
+        )
+    impossible = quota_impossible(job, limits) if max_duration_s else None
+    waits = ledger.blocked(job) if max_duration_s else None
+    return {
+        "user": user,
+        "project": project,
+        "month_start": month_start(now),
+        "renews_at": month_end(now),
+        "limits": rows,
+        "job": {
+            "gpus": gpus,
+            "cpus": cpus,
+            "memory_gb": memory_gb,
+            "max_duration_s": max_duration_s,
+            "may_use": {b: round(rate * max_duration_s / HOUR, 3) for b, rate in rates.items()},
+            "fits_ever": impossible is None,
+            "fits_now": impossible is None and waits is None,
+            "reason": impossible or waits,
+        },
+    }

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from jobs.actions.services import job_submit
 from jobs.models import Job
 from jobs.scheduler import run_cycle
 from jobs.scheduler_bridge.snapshot import build_snapshot
 from jobs.spec import SpecError
+from jobs.user_actions.services import job_submit
 from quotas.models import Quota
 from quotas.selectors import month_end, month_start, quotas_in_force
 from tests.web.factories import make_job
