@@ -58,10 +58,10 @@ from accounts.models import Membership, Project
 from accounts.tokens import api_token_rotate
 from bench.floor import create_floor_table
 from clusters.models import Cluster, Gpu, Slave
-from jobs.actions.services import spec_defaults
 from jobs.models import Job
 from jobs.spec import parse_job_document
 from jobs.submit.request_columns import columns_from_request
+from jobs.user_actions.services import spec_defaults
 
 API = "/api/gpulab/v4.0/"
 FLOOR = "/api/portal/bench/floor"

@@ -51,9 +51,9 @@ from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
 from core.installation import database_migrate_if_needed
-from jobs.actions.services import job_submit
 from jobs.models import Job, JobEvent
 from jobs.runtime.watcher import SlaveWatch
+from jobs.user_actions.services import job_submit
 
 BENCH_CLUSTER = 999
 # How often the inline measurement reads the job back while it waits.

@@ -6,7 +6,7 @@ from gangs.models import JobGang
 @admin.register(JobGang)
 class JobGangAdmin(admin.ModelAdmin):
     """Read-only: multi-task OpenPAI jobs; act on them through any of their tasks (Jobs), which
-    acts on the whole gang (jobs/actions/registry.py, filled by gangs/hooks.py)."""
+    acts on the whole gang (jobs/user_actions/registry.py, filled by gangs/hooks.py)."""
 
     list_display = ["name", "owner", "project", "status", "attempt", "retry_count", "created"]
     list_filter = ["status"]

@@ -5,7 +5,7 @@ v2 request comes from ``gangs.openpai_config.expand_tasks``, with the PAI_* vari
 submit). Any other config is a gang: one JobGang and each task an ordinary job named
 ``<jobName>-<role>-<index>``, all submitted with the checks of an array submission.
 
-``jobs.actions.services.job_submit`` hands an OpenPAI document to ``openpai_submit`` (the
+``jobs.user_actions.services.job_submit`` hands an OpenPAI document to ``openpai_submit`` (the
 "openpai" document kind gangs registers, jobs/spec/kinds.py), which submits the v2 job(s) it
 becomes through jobs' own services; the REST submit endpoint and the Create Job page both go
 through it.
@@ -25,7 +25,6 @@ from gangs.create import gang_create
 from gangs.models import JobGang
 from gangs.openpai_config import expand_tasks, normalize_openpai, task_count
 from gangs.policy import task_job_name
-from jobs.actions.services import job_submit, job_submit_many, spec_defaults
 from jobs.models import Job
 from jobs.spec import FieldError, RequestLimits, SpecError, load_json, normalize_job
 from jobs.spec.checks import DEFAULT_LIMITS
@@ -33,6 +32,7 @@ from jobs.spec.images import redact_image
 from jobs.states import JobStatus
 from jobs.submit.checks import slave_capabilities
 from jobs.submit.feasibility import gang_impossible_reasons_for_requests
+from jobs.user_actions.services import job_submit, job_submit_many, spec_defaults
 
 # Keys a GPULab client adds to every submission and the API already read (the project):
 # dropped before the OpenPAI validation, which knows no such key.

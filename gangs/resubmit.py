@@ -12,10 +12,10 @@ from django.utils import timezone
 from accounts.permissions import may_submit_to_any_project
 from accounts.selectors import project_ids_of
 from gangs.models import JobGang
-from jobs.actions.services import job_submit
 from jobs.models import Job, JobPullSecret
 from jobs.states import JobStatus
 from jobs.transitions import job_event_add
+from jobs.user_actions.services import job_submit
 
 NAME_MAX = 200  # the job name column
 

@@ -1,6 +1,6 @@
 """A user's cancel, halt, hold, release or delete of one task acts on the whole gang.
 
-jobs' action registry (jobs/actions/registry.py) hands the user actions on a task of a gang to
+jobs' action registry (jobs/user_actions/registry.py) hands the user actions on a task of a gang to
 the ``*_by_user`` services here (registered by gangs/hooks.py), after its permission check; a
 halt of one task (a user's or the scheduler's) halts the rest of the gang through
 ``jobs.signals.job_halt_requested`` (``gang_halt``). Every status change goes through
@@ -21,10 +21,10 @@ from core.timefmt import utc_z
 from gangs.completion import gang_task_stop
 from gangs.models import JobGang
 from jobs import task_names
-from jobs.actions.services import cancelled_by, job_delete
 from jobs.models import Job
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, TERMINAL, JobStatus
 from jobs.transitions import job_transition
+from jobs.user_actions.services import cancelled_by, job_delete
 from jobs.wakeups import tick_request
 
 HALT_TASK = task_names.JOB_HALT

@@ -14,9 +14,6 @@ from accounts.permissions import SuperuserOnlyAdmin
 from clusters.admin import SlaveAdmin
 from clusters.models import Slave
 from core.errors import ServiceError
-from jobs.actions.registry import ACTIONS, JobAction
-from jobs.actions.services import job_delete
-from jobs.actions.shares import job_share_revoke
 from jobs.models import (
     Job,
     JobEvent,
@@ -32,6 +29,9 @@ from jobs.models import (
 )
 from jobs.spec import redact_image
 from jobs.states import HOLDS_RESOURCES
+from jobs.user_actions.registry import ACTIONS, JobAction
+from jobs.user_actions.services import job_delete
+from jobs.user_actions.shares import job_share_revoke
 
 
 class JobEventInline(admin.TabularInline):

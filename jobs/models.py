@@ -418,7 +418,7 @@ class SubmitIdempotencyKey(models.Model):
 
 
 class JobShare(models.Model):
-    """A job shared read-only with one user or one project (jobs/actions/shares.py): the grantee sees
+    """A job shared read-only with one user or one project (jobs/user_actions/shares.py): the grantee sees
     it in full (request, history, log, outputs) and cannot act on it."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="shares")

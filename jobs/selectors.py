@@ -39,8 +39,9 @@ from django.db.models import (
     TextField,
     Value,
     When,
+    Window,
 )
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast, Coalesce, RowNumber
 
 from accounts.permissions import (
     may_act_on_all_jobs,
@@ -102,7 +103,7 @@ def job_list_not_deleted(queryset: QuerySet[Job]) -> QuerySet[Job]:
 
 def job_sees_full(user, job: Job) -> bool:
     """Members of the job's project, holders of ``jobs.view_job`` (superusers) and the people
-    the job is shared with (jobs/actions/shares.py) see everything: request, history, log, outputs;
+    the job is shared with (jobs/user_actions/shares.py) see everything: request, history, log, outputs;
     others a sanitised copy. The one read rule of every page, API and download."""
     if job.project_id in project_ids_of(user) or may_view_all_jobs(user):
         return True
@@ -329,3 +330,26 @@ def annotate_queue_key(queryset: QuerySet) -> QuerySet:
         _queue_not_queued=Case(When(status=JobStatus.QUEUED, then=Value(0)), default=Value(1)),
         _queue_usage=Coalesce(Subquery(usage), Value(0.0)),
     )
+
+
+def queue_positions(jobs: list[Job]) -> dict[int, int]:
+    """Each QUEUED job's place in the scheduler's queue order (1 starts first), for the jobs
+    shown. The order is ``jobs.scheduler.ordering.queue_key`` with the owners' fair-share usage
+    as of the last tick (``SORTS["queue"]`` sorts by the same key). The
+    database numbers the whole queue (a window function) and answers only the shown jobs."""
+    wanted = [job.pk for job in jobs if job.status == JobStatus.QUEUED]
+    if not wanted:
+        return {}
+    ranked = annotate_queue_key(Job.objects.filter(status=JobStatus.QUEUED)).annotate(
+        _place=Window(
+            RowNumber(),
+            order_by=[
+                F("interactive").desc(),
+                F("_queue_usage").asc(),
+                F("max_duration_s").asc(),
+                F("created").asc(),
+                F("id").asc(),
+            ],
+        )
+    )
+    return dict(ranked.filter(pk__in=wanted).values_list("pk", "_place"))

@@ -38,7 +38,7 @@ reconcile_finished = Signal()
 # A job entered a status. Sent once per change, after the transaction that made it commits
 # (never for a change rolled back), with signal_send_after_commit below: by
 # ``jobs.transitions.job_transition`` for each change it wins, by the submit services
-# (jobs.actions.services) for each job they create QUEUED, and by the scheduler's apply step for
+# (jobs.user_actions.services) for each job they create QUEUED, and by the scheduler's apply step for
 # each job it fails (the jobs it assigns, thousands a tick, are not announced: nobody is told of
 # ASSIGNED). Sender ``Job``. Kwargs: ``job`` (as written; its request may be deferred),
 # ``status`` (the status it entered).

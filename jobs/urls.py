@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from jobs.actions.registry import ACTIONS as JOB_ACTIONS
+from jobs.user_actions.registry import ACTIONS as JOB_ACTIONS
 from jobs.web import dashboard, live
 from jobs.web import views as job_views
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.permissions import user_is_admin
 from core.errors import Conflict, NotAllowed, ServiceError
-from jobs.actions.shares import share_refusal
+from jobs.user_actions.shares import share_refusal
 from tapis.models import App, AppShare
 from tapis.selectors import app_can_change
 

@@ -1,5 +1,5 @@
 """Submitting a job from an app: a Tapis submit request -> a GPULab v2 document -> an ordinary
-portal job (``jobs.actions.services.job_submit``), so gpulab-cli and the GPULab API see it as any other.
+portal job (``jobs.user_actions.services.job_submit``), so gpulab-cli and the GPULab API see it as any other.
 
 How the request and the app combine (docs/tapis.md, "Arguments"):
 - ``parameterSet.appArgs`` items are ``{arg, name?, meta?: {name, required}, include?}``; an item
@@ -33,12 +33,12 @@ from django.db import transaction
 
 from accounts.models import Membership, Project
 from core.errors import Conflict, NotAllowed
-from jobs.actions.services import job_submit, spec_defaults
 from jobs.models import Job, JobPullSecret
 from jobs.runtime.staging import input_source_error, input_target_error
 from jobs.selectors import job_sees_full
 from jobs.spec import FieldError, SpecError, format_duration, parse_job_document
 from jobs.transitions import Stage, job_stage_record
+from jobs.user_actions.services import job_submit, spec_defaults
 from tapis.macros import macro_values, substitute, tapis_environment
 from tapis.models import App
 from tapis.selectors import app_get_visible

@@ -207,7 +207,7 @@ def hello_world():
 @pytest.fixture
 def submit(member, project, slave):
     """Submit a job document as ``member`` in ``project`` (the slave makes it satisfiable)."""
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
 
     def do(document=None, *, user=None, hold=False, **kwargs):
         import copy

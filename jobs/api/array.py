@@ -16,9 +16,9 @@ from rest_framework.response import Response
 
 from core.api.common import PortalAPIView, parse_bool, read_json_object
 from core.api.openapi import refusal
-from jobs.actions import services
 from jobs.api.views import JOB_EXAMPLE, PORTAL_TAG, project_named
 from jobs.spec.array import expand_array
+from jobs.user_actions import services
 
 
 class ArraySubmittedSerializer(serializers.Serializer):

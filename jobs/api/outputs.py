@@ -1,5 +1,5 @@
 """Portal API of a job's outputs and shares (docs/api.md): thin views over
-``jobs.runtime.outputs`` and ``jobs.actions.shares``, which hold the rules (who reads, path
+``jobs.runtime.outputs`` and ``jobs.user_actions.shares``, which hold the rules (who reads, path
 escapes, sizes, who shares). A job's subscriptions are the notifications app's route
 (notifications/api/)."""
 
@@ -14,13 +14,6 @@ from rest_framework.response import Response
 from core.api.common import PortalAPIView, parse_bool, read_json_object
 from core.api.openapi import refusal
 from core.api_errors import BadRequest
-from jobs.actions.shares import (
-    job_share_create,
-    job_share_revoke,
-    job_shares_list,
-    share_as_json,
-    share_grantee_from,
-)
 from jobs.api.serializers import (
     JobShareListSerializer,
     JobShareRequestSerializer,
@@ -30,6 +23,13 @@ from jobs.api.serializers import (
 from jobs.api.views import PORTAL_TAG, get_visible_job
 from jobs.models import JobShare
 from jobs.runtime.outputs import job_output_response, job_outputs_list
+from jobs.user_actions.shares import (
+    job_share_create,
+    job_share_revoke,
+    job_shares_list,
+    share_as_json,
+    share_grantee_from,
+)
 
 _READERS_ONLY = refusal("only members of the job's project and those it is shared with")
 _PATH = OpenApiParameter("path", OpenApiTypes.STR, description="relative to the output folder")

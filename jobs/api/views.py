@@ -1,7 +1,7 @@
 """GPULab v4.0 job endpoints, as the real ``gpulab-cli`` uses them (docs/gpulab-format.md,
 section 4), and the portal's own job endpoints (convert, explain).
 
-Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.actions.services``
+Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.user_actions.services``
 (their errors become 403/409 in ``core.api_errors``); the JSON comes from ``jobs.api.gpulab_json``.
 """
 
@@ -33,8 +33,6 @@ from core.api.common import (
 from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.errors import NotAllowed
-from jobs.actions import services
-from jobs.actions.registry import ACTION_BY_API_STATUS, ACTIONS, whole_gang_info
 from jobs.api.filters import job_filter_from_query, sort_order
 from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab, listed_jobs
 from jobs.api.pagination import paginate
@@ -59,6 +57,8 @@ from jobs.spec.document import GPULAB
 from jobs.spec.images import redact_image
 from jobs.spec.kinds import document_kind_named
 from jobs.submit import idempotency
+from jobs.user_actions import services
+from jobs.user_actions.registry import ACTION_BY_API_STATUS, ACTIONS, whole_gang_info
 
 TAG = "GPULab v4.0"
 PORTAL_TAG = "portal"

@@ -324,7 +324,7 @@ def describe(value: object) -> str:
 # written, each refusal naming its field (``request.docker.portMappings: must have at most 64
 # port mappings (this site's limit), not 5000``).
 #
-# ``jobs.actions.services.spec_defaults`` fills them from the PORTAL_MAX_* settings; the defaults
+# ``jobs.user_actions.services.spec_defaults`` fills them from the PORTAL_MAX_* settings; the defaults
 # here are those settings' defaults, for callers (and tests) that pass none.
 
 

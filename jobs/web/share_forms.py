@@ -1,12 +1,12 @@
 """The share form of the job page and of the app page (tapis): read it, call the service, say
-how it went. The services (``jobs.actions.shares``, ``tapis.shares``) hold the rules."""
+how it went. The services (``jobs.user_actions.shares``, ``tapis.shares``) hold the rules."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 
 from core.errors import ServiceError
-from jobs.actions.shares import share_grantee_from_form
+from jobs.user_actions.shares import share_grantee_from_form
 
 
 def share_add_from_form(request, *, create, what: str) -> None:

@@ -24,7 +24,7 @@ def jobs_of_list_type(user, list_type: str | None) -> QuerySet[Job]:
     )
     mine = Q(owner=user)
     # Tapis' "shared": other members' jobs of the caller's projects and jobs shared with the
-    # caller (jobs/actions/shares.py; job_list_visible_to annotates shared_with_viewer).
+    # caller (jobs/user_actions/shares.py; job_list_visible_to annotates shared_with_viewer).
     shared = (Q(project_id__in=project_ids_of(user)) | Q(shared_with_viewer=True)) & ~mine
     if list_type == "MY_JOBS":
         return jobs.filter(mine)

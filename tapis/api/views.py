@@ -21,10 +21,10 @@ from core.api.common import PortalAPIView, parse_uuid_or_404, read_json_object
 from core.api.openapi import refusal
 from core.api_errors import BadRequest, exception_handler
 from core.errors import NotAllowed
-from jobs.actions.registry import ACTIONS
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.transitions import job_tapis_status
+from jobs.user_actions.registry import ACTIONS
 from tapis.api.auth import TapisTokenAuthentication
 from tapis.api.job_lists import job_order, jobs_of_list_type
 from tapis.api.serializers import (

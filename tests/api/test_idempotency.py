@@ -87,7 +87,7 @@ def test_concurrent_double_submit_creates_one_job(member, project, slave, monkey
         return answer
 
     monkeypatch.setattr(idempotency, "_replay", replay_after_both_checked)
-    from jobs.actions import services
+    from jobs.user_actions import services
 
     real_submit, submitted = services.job_submit, []
 

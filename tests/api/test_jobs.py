@@ -283,7 +283,7 @@ def test_admin_filters_every_project(admin_client, zoo):
 
 
 def test_reservation_filter(member_client, member, project, slave):
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     from reservations.services import reservation_create
 
     now = timezone.now()

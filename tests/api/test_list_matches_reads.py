@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from jobs.actions.shares import job_share_create
 from jobs.models import Job
+from jobs.user_actions.shares import job_share_create
 from tests.api.conftest import API, put_state
 from tests.api.test_shapes import _rich_job
 

@@ -142,7 +142,7 @@ def test_anonymous_presenter_hides_hosts_and_ids(running_job):
 
 
 def test_sanitised_reservation_ids_become_zero_uuid(outsider_client, member, project, slave):
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     from reservations.services import reservation_create
 
     now = timezone.now()

@@ -10,9 +10,9 @@ from django.test import Client
 
 from accounts.models import Membership, Project
 from core.errors import NotAllowed, ServiceError
-from jobs.actions.shares import job_share_create, job_share_revoke, share_refusal
 from jobs.models import JobShare
 from jobs.runtime.workdir import job_archive_outputs_dir
+from jobs.user_actions.shares import job_share_create, job_share_revoke, share_refusal
 from tests.api.conftest import API, PORTAL, _client
 
 pytestmark = pytest.mark.django_db

@@ -59,7 +59,7 @@ def job_document(command, *, name: str = "browser", gpus: int = 1) -> dict:
 
 def submit_job(portal: Portal, command, **kwargs):
     """Submit a job through the service (not the browser), as the portal's member."""
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
 
     return job_submit(
         user=portal.user, project=portal.project, document=job_document(command, **kwargs)

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.models import Profile
-from jobs.actions.services import job_release, job_submit
+from jobs.user_actions.services import job_release, job_submit
 from tests.browser.support import job_document, login, screenshot, submit_job, wait_for_state
 from tests.web.factories import make_job
 

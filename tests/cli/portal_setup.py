@@ -99,9 +99,9 @@ def job(args) -> dict:
     from django.utils import timezone
 
     from clusters.models import Slave
-    from jobs.actions.services import job_submit
     from jobs.runtime.logs import job_log_archive
     from jobs.transitions import job_transition
+    from jobs.user_actions.services import job_submit
 
     user = get_user_model().objects.get(username=args.user)
     project = user.projects.first()

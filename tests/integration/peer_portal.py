@@ -31,8 +31,8 @@ def start() -> None:
     from accounts.models import Membership, Project
     from clusters.models import Cluster
     from clusters.services import slave_declare_gpus, slave_probe, slave_register
-    from jobs.actions.services import job_submit
     from jobs.models import Job
+    from jobs.user_actions.services import job_submit
     from tests.integration.docker_support import TEST_IMAGE, docker_url
 
     call_command("migrate", verbosity=0)

@@ -148,7 +148,7 @@ SETUP = textwrap.dedent(
 # Inline tasks in this process: the job is RUNNING when it returns.
 SUBMIT = textwrap.dedent(
     """
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     from jobs.models import Job
     job = job_submit(user=User.objects.get(username="rosa"), project=Project.objects.get(),
         document={"name": "resume", "request": {

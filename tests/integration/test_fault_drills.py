@@ -67,7 +67,7 @@ SETUP = textwrap.dedent(
 
 SUBMIT = textwrap.dedent(
     """
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     job = job_submit(user=User.objects.get(username="drill"), project=Project.objects.get(),
         document={"name": "drill", "request": {
             "resources": {"gpus": 1, "cpus": 1, "cpuMemoryGb": 1},
@@ -78,7 +78,7 @@ SUBMIT = textwrap.dedent(
 
 HALT = textwrap.dedent(
     """
-    from jobs.actions.services import job_halt_request
+    from jobs.user_actions.services import job_halt_request
     job = Job.objects.get(uuid=sys.argv[1])
     job_halt_request(job=job, user=job.owner)
     print(json.dumps({"status": Job.objects.get(uuid=sys.argv[1]).status}))
@@ -87,7 +87,7 @@ HALT = textwrap.dedent(
 
 CANCEL = textwrap.dedent(
     """
-    from jobs.actions.services import job_cancel
+    from jobs.user_actions.services import job_cancel
     job = Job.objects.get(uuid=sys.argv[1])
     job_cancel(job=job, user=job.owner)
     print(json.dumps({"status": Job.objects.get(uuid=sys.argv[1]).status}))

@@ -21,8 +21,8 @@ from clusters.runtime.engine import DockerEngine
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
 from gangs.models import JobGang
-from jobs.actions.services import job_cancel, job_submit
 from jobs.models import Job
+from jobs.user_actions.services import job_cancel, job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

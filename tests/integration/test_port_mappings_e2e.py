@@ -18,8 +18,8 @@ from accounts.models import Membership, Project
 from clusters.models import Cluster
 from clusters.runtime.spec import ContainerSpec, PortMapping, PortPolicy
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
-from jobs.actions.services import job_cancel, job_submit
 from jobs.models import Job
+from jobs.user_actions.services import job_cancel, job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = pytest.mark.docker

@@ -24,10 +24,10 @@ from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
-from jobs.actions.services import job_submit
 from jobs.models import Job
 from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
 from jobs.runtime.reconcile import reconcile_all
+from jobs.user_actions.services import job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db(transaction=True)]

@@ -1,13 +1,13 @@
-"""The action registry (jobs/actions/registry.py) is what the page, URLs, API and admin offer."""
+"""The action registry (jobs/user_actions/registry.py) is what the page, URLs, API and admin offer."""
 
 import pytest
 from django.contrib.admin.sites import site
 from django.test import Client
 from django.urls import reverse
 
-from jobs.actions.registry import ACTION_BY_API_STATUS, ACTIONS, actions_allowed
 from jobs.models import Job
 from jobs.states import JobStatus
+from jobs.user_actions.registry import ACTION_BY_API_STATUS, ACTIONS, actions_allowed
 from tests.web.factories import make_job
 
 pytestmark = pytest.mark.django_db

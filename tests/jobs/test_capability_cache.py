@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 def _request(**resources) -> dict:
-    from jobs.actions.services import spec_defaults
     from jobs.spec import parse_job_document
+    from jobs.user_actions.services import spec_defaults
 
     document = copy.deepcopy(HELLO_WORLD)
     document["request"]["resources"].update(resources)

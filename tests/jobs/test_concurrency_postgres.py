@@ -23,9 +23,9 @@ SEED = textwrap.dedent(
     """
     from django.contrib.auth.models import User
     from clusters.models import Cluster, Gpu, Slave
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     from accounts.models import Membership, Project
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     from accounts.models import Membership, Project
     from django.utils import timezone
 

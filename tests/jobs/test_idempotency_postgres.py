@@ -38,10 +38,10 @@ WORKER = textwrap.dedent(
     django.setup()
     from django.contrib.auth.models import User
     from jobs.submit import idempotency
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     from accounts.models import Project
     from jobs.submit import idempotency
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
     from accounts.models import Project
 
     user, project = User.objects.get(username="alice"), Project.objects.get(name="vision")

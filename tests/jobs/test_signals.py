@@ -76,7 +76,7 @@ def test_a_rolled_back_or_lost_change_is_never_told(
 def test_submit_tells_each_queued_job_and_not_a_held_one(
     member, project, slave, submit, heard, hello_world, django_capture_on_commit_callbacks
 ):
-    from jobs.actions.services import job_submit_many
+    from jobs.user_actions.services import job_submit_many
 
     with django_capture_on_commit_callbacks(execute=True):
         jobs = job_submit_many(user=member, project=project, documents=[hello_world, hello_world])

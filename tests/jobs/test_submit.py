@@ -7,9 +7,9 @@ import pytest
 from django.utils import timezone
 
 from core.errors import NotAllowed
-from jobs.actions.services import job_submit
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.spec import SpecError
+from jobs.user_actions.services import job_submit
 from reservations.models import Reservation
 
 pytestmark = pytest.mark.django_db

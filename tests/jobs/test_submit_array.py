@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from core.errors import NotAllowed
-from jobs.actions.services import job_submit_many
 from jobs.models import Job, JobEvent
 from jobs.spec import SpecError
+from jobs.user_actions.services import job_submit_many
 from tests.conftest import HELLO_WORLD
 
 pytestmark = pytest.mark.django_db
@@ -160,7 +160,7 @@ def compare_array_with_single() -> dict:
 
     from accounts.models import Membership, Project
     from clusters.models import Cluster, Gpu, Slave
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
 
     user = get_user_model().objects.create_user("same-row")
     project = Project.objects.create(name="same-row", gid=7101)

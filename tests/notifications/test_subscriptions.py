@@ -18,14 +18,14 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core import tasks
-from jobs.actions.services import job_submit
-from jobs.actions.shares import job_share_create
 from jobs.models import Job, JobEvent
 from jobs.spec import SpecDefaults, SpecError
 from jobs.spec.v2 import normalize_job
 from jobs.spec.v2_notifications import EVENT_TYPES, webhook_refusal
 from jobs.states import JobStatus
 from jobs.transitions import job_transition
+from jobs.user_actions.services import job_submit
+from jobs.user_actions.shares import job_share_create
 from notifications.models import JobDelivery
 from notifications.subscriptions import (
     SIGNATURE_HEADER,

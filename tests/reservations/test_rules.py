@@ -307,7 +307,7 @@ def test_scheduler_starts_the_entitled_job_beside_the_valid_set(
 ):
     """With the set validation accepts (B: 1 GPU), A's entitled job starts; the set it refuses
     (B: 2 GPUs, written past the rules as before) left the job queued beside an idle GPU."""
-    from jobs.actions.services import job_submit
+    from jobs.user_actions.services import job_submit
 
     if b_gpus == 1:
         b = reservation_create(

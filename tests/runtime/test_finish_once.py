@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from jobs.actions.services import job_cancel
 from jobs.models import Job
 from jobs.runtime import services
 from jobs.runtime.watcher import handle_event
+from jobs.user_actions.services import job_cancel
 from tests.support.runtime import (
     SHARED_COMMANDS,
     containers_of,

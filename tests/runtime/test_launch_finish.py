@@ -7,11 +7,11 @@ import pytest
 
 from clusters.runtime.spec import ContainerSpec
 from core import tasks
-from jobs.actions.services import job_cancel
 from jobs.models import Job
 from jobs.runtime.container_spec import LABEL_JOB, container_spec
 from jobs.runtime.services import job_finish_run, job_launch_run
 from jobs.scheduler_bridge.tick import tick
+from jobs.user_actions.services import job_cancel
 from tests.support.runtime import SHARED_COMMANDS, containers_of, job_doc, log_text, submit
 from tests.support.scripted_engine import Behaviour, ScriptedEngine
 

@@ -21,9 +21,9 @@ from accounts.certs.services import login_certificate_issue, login_certificate_r
 from accounts.models import Membership, Profile, Project
 from clusters.models import Cluster
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
-from jobs.actions.services import job_cancel, job_submit
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
+from jobs.user_actions.services import job_cancel, job_submit
 from ssh.gateway import Gateway
 from tests.integration.docker_support import TEST_IMAGE, docker_required, docker_url, require_docker
 

@@ -5,8 +5,8 @@ from datetime import datetime
 
 import pytest
 
-from jobs.actions.services import job_submit
 from jobs.models import Job
+from jobs.user_actions.services import job_submit
 from tests.conftest import HELLO_WORLD
 from tests.tapis.conftest import TAPIS, seed_request, tapis_client
 from tests.tapis.openapi_facts import FACTS, check, operation

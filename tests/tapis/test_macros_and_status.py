@@ -5,10 +5,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs.actions.services import job_hold
 from jobs.models import JobExplanation
 from jobs.states import JobStatus
 from jobs.transitions import Stage, job_tapis_status, tapis_status
+from jobs.user_actions.services import job_hold
 from tapis.macros import MACROS, macro_values, substitute
 from tapis.submit import tapis_job_submit
 from tests.tapis.conftest import seed_request

@@ -9,8 +9,8 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Membership
-from jobs.actions.services import job_submit
 from jobs.models import Job
+from jobs.user_actions.services import job_submit
 from tapis.api.search_language import CONDITIONS_MAX
 from tapis.models import HiddenJob
 from tapis.submit import tapis_job_submit

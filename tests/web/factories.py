@@ -6,11 +6,11 @@ from datetime import timedelta
 from django.utils import timezone
 
 from core.timefmt import utc_z
-from jobs.actions.services import spec_defaults
 from jobs.models import Job, JobEvent, JobExplanation
 from jobs.spec import normalize_job
 from jobs.states import HOLDS_RESOURCES, TERMINAL
 from jobs.submit.request_columns import columns_from_request
+from jobs.user_actions.services import spec_defaults
 
 BASE_DOCUMENT = {
     "name": "train-model",

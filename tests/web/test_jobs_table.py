@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs.actions.bulk import job_bulk_act, job_bulk_preview, queue_positions
 from jobs.models import Job, UserUsage
 from jobs.scheduler.model import QueuedJob
 from jobs.scheduler.ordering import order_queue
-from jobs.selectors import JobFilter, job_list_visible_to
+from jobs.selectors import JobFilter, job_list_visible_to, queue_positions
+from jobs.user_actions.registry import job_bulk_act, job_bulk_preview
 from tests.web.factories import make_job
 
 

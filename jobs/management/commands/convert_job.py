@@ -6,8 +6,8 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from jobs.actions.services import spec_defaults
 from jobs.spec import SpecError, parse_any_document
+from jobs.user_actions.services import spec_defaults
 
 
 class Command(BaseCommand):

@@ -15,9 +15,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import Project
 from core.errors import ServiceError
-from jobs.actions.services import job_submit_many
 from jobs.spec import SpecError, load_json
 from jobs.spec.array import expand_array
+from jobs.user_actions.services import job_submit_many
 
 
 def read_array_body(text: str) -> dict:

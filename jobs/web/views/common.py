@@ -3,11 +3,11 @@
 from django.http import Http404
 from django.utils import timezone
 
-from jobs.actions.registry import actions_allowed
 from jobs.api.gpulab_json import job_sanitised_name
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.states import ACTIVE
+from jobs.user_actions.registry import actions_allowed
 
 HIDDEN = "hidden"
 

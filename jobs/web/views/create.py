@@ -18,11 +18,11 @@ from accounts.models import Project
 from accounts.permissions import may_submit_to_any_project
 from clusters.models import Cluster
 from core.errors import NotAllowed, ServiceError
-from jobs.actions import services
 from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.spec import DocumentKind, SpecError, detect_version, normalize_job
 from jobs.spec.images import PASSWORD_MASK, parse_image
 from jobs.spec.kinds import document_kind_named, document_kinds
+from jobs.user_actions import services
 from jobs.web.examples import site_examples, site_images
 from jobs.web.forms import (
     JobFieldsForm,

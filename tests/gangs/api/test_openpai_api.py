@@ -10,9 +10,9 @@ import pytest
 from clusters.models import Cluster
 from core.errors import NotAllowed
 from gangs.models import JobGang
-from jobs.actions.registry import ACTIONS, whole_gang_actions_register
 from jobs.models import Job, JobEvent
 from jobs.states import JobStatus
+from jobs.user_actions.registry import ACTIONS, whole_gang_actions_register
 from tests.api.conftest import API, PORTAL, put_state
 from tests.gangs import OPENPAI_SEED
 

@@ -5,8 +5,8 @@ holding each GPU."""
 import pytest
 from rest_framework.test import APIClient
 
-from jobs.actions.services import job_submit
 from jobs.models import Job
+from jobs.user_actions.services import job_submit
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ slave, ports, exit code) and the attempts; an action on the task says it acted o
 import pytest
 
 from gangs.models import JobGang
-from jobs.actions.services import job_submit
 from jobs.models import Job
+from jobs.user_actions.services import job_submit
 
 pytestmark = pytest.mark.django_db
 

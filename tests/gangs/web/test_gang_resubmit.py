@@ -8,8 +8,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from gangs.models import JobGang
-from jobs.actions.services import job_submit
 from jobs.models import Job, JobEvent, JobPullSecret, JobShare
+from jobs.user_actions.services import job_submit
 from tests.api.conftest import SECRET_IMAGE
 
 pytestmark = pytest.mark.django_db

@@ -12,16 +12,27 @@ gang (``whole_gang_actions_register``) and the sentence pages and the API add af
 ``JobAction.run`` takes that service for a job with ``gang_id`` set. Halting needs no entry: a
 halt of one task is a system halt (the scheduler halts tasks too), and the gangs app halts the
 rest of the gang on ``jobs.signals.job_halt_requested``.
+
+The jobs table acts on many jobs at once through the same entries (``job_bulk_act``, at the end
+of this module): each selected job goes through the service of its own button (cancel, hold,
+release, delete), so permission and state checks hold, and every refusal is reported per job
+instead of failing the whole batch.
 """
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from core.errors import NotAllowed
-from jobs.actions.services import job_cancel, job_delete, job_halt_request, job_hold, job_release
+from core.errors import NotAllowed, ServiceError
 from jobs.models import Job
 from jobs.selectors import job_can_act
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
+from jobs.user_actions.services import (
+    job_cancel,
+    job_delete,
+    job_halt_request,
+    job_hold,
+    job_release,
+)
 
 
 def _delete_ended(*, job: Job, user, **options) -> Job | None:
@@ -177,3 +188,67 @@ ACTION_BY_API_STATUS: dict[str, JobAction] = {
 def actions_allowed(job: Job, user) -> list[JobAction]:
     """The actions ``user`` may take on ``job`` now, in the registry's order."""
     return [action for action in ACTIONS.values() if action.allowed(job, user)]
+
+
+# --- bulk actions from the jobs table ----------------------------------------------------------
+
+BULK_ACTIONS = ("cancel", "hold", "release", "delete")
+# At most this many jobs in one bulk request: a page of the jobs table's largest size
+# (jobs/web/views/lists.py, PAGE_SIZES).
+BULK_LIMIT = 200
+
+# name -> (label, what it does to a job: shown on the confirmation)
+BULK_LABELS = {
+    "cancel": ("Cancel", "cancelled (a job on a slave is stopped)"),
+    "hold": ("Hold", "put on hold"),
+    "release": ("Release", "released to the queue"),
+    "delete": ("Delete", "deleted from the list (their history is kept)"),
+}
+
+
+def job_act(*, job: Job, user, action: str) -> Job | None:
+    """Run one action on one job through its service (ServiceError when refused)."""
+    if action not in ACTIONS:
+        raise ServiceError(f"action: unknown action {action!r}")
+    return ACTIONS[action].run(job=job, user=user)
+
+
+@dataclass
+class BulkOutcome:
+    job: Job
+    done: bool
+    message: str
+
+
+def job_bulk_preview(*, jobs: list[Job], user, action: str) -> list[BulkOutcome]:
+    """What ``job_bulk_act`` would do, for the confirmation: the refusals known beforehand."""
+    outcomes = []
+    for job in jobs:
+        if not job_can_act(user, job):
+            outcomes.append(BulkOutcome(job, False, "only members of the job's project may act"))
+        elif action not in allowed_for(job):
+            outcomes.append(BulkOutcome(job, False, f"not possible while {job.status}"))
+        else:
+            outcomes.append(BulkOutcome(job, True, BULK_LABELS[action][1]))
+    return outcomes
+
+
+def allowed_for(job: Job) -> set[str]:
+    """The actions the job's state allows (the same rule as the job page's buttons)."""
+    return {name for name, action in ACTIONS.items() if action.state_allows(job)}
+
+
+def job_bulk_act(*, jobs: list[Job], user, action: str) -> list[BulkOutcome]:
+    """Run ``action`` on each job through its service; one outcome per job, refusals included
+    (the service's own message: state, permission)."""
+    if action not in BULK_ACTIONS:
+        raise ServiceError(f"action: must be one of {', '.join(BULK_ACTIONS)}")
+    outcomes = []
+    for job in jobs:
+        try:
+            job_act(job=job, user=user, action=action)
+        except ServiceError as error:
+            outcomes.append(BulkOutcome(job, False, str(error)))
+        else:
+            outcomes.append(BulkOutcome(job, True, BULK_LABELS[action][1]))
+    return outcomes

@@ -294,7 +294,7 @@ def cancelled_by(user, reason: str = "") -> str:
 def job_cancel(*, job: Job, user, reason: str = "", now: datetime | None = None) -> Job:
     """Cancel: a pending job ends at once; a job on a slave is stopped by a background task.
 
-    This job alone: the user actions of jobs/actions/registry.py act on a whole gang instead
+    This job alone: the user actions of jobs/user_actions/registry.py act on a whole gang instead
     when the job is one of its tasks."""
     _require_actor(user, job)
     return job_cancel_by_system(job=job, reason=cancelled_by(user, reason), now=now)
