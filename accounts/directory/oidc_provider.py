@@ -15,6 +15,7 @@ import requests
 from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.shortcuts import resolve_url
 from django.utils.crypto import salted_hmac
 from mozilla_django_oidc.utils import import_from_settings
 
@@ -110,7 +111,7 @@ def oidc_setting(attr: str, *default: Any) -> Any:
         "OIDC_USE_NONCE": lambda: True,
         "OIDC_AUTHENTICATION_CALLBACK_URL": lambda: CALLBACK_URL_NAME,
         "OIDC_CREATE_USER": lambda: True,
-        "LOGIN_REDIRECT_URL_FAILURE": lambda: settings.LOGIN_URL,
+        "LOGIN_REDIRECT_URL_FAILURE": lambda: resolve_url(settings.LOGIN_URL),
     }
     if attr in derived:
         return derived[attr]()

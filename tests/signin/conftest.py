@@ -3,6 +3,8 @@ the portal's settings pointing at them (tests/signin/directory_servers.py)."""
 
 import pytest
 
+# The browser tests' fixtures (chromium, pages, script errors) for test_browser_signin.py.
+from tests.browser.conftest import browser, js_errors, page, page_of  # noqa: F401
 from tests.signin.directory_servers import (
     OIDC_CLIENT,
     LdapTree,
