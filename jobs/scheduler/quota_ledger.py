@@ -19,7 +19,6 @@ asked once per job, before any slave is looked at (a limit is the same on every 
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -76,98 +75,136 @@ def duration_text(seconds: int) -> str:
     return f"{seconds / HOUR:.1f} h"
 
 
-class QuotaLedger:
-    """Per scope: GPUs held, jobs running, and what running jobs may still use (seconds)."""
+class ScopeCount:
+    """One limited scope's counters: GPUs held, jobs running, and per budget (``BUDGETS``
+    order) the seconds its running jobs may still use; ``budgets`` holds (index, cap in
+    seconds, used seconds) of the budgets it has, so a check touches only those."""
 
-    __slots__ = ("now", "limits", "gpus", "jobs", "committed")
+    __slots__ = ("limit", "gpus", "jobs", "committed", "budgets")
 
-    def __init__(self, now: datetime, limits: Iterable[QuotaLimit], running: Sequence[RunningJob]):
-        self.now = now
-        self.limits: dict[tuple[str, ...], QuotaLimit] = {q.key: q for q in limits}
-        self.gpus: dict[tuple[str, ...], int] = defaultdict(int)
-        self.jobs: dict[tuple[str, ...], int] = defaultdict(int)
-        self.committed: dict[tuple[str, ...], dict[str, float]] = defaultdict(
-            lambda: defaultdict(float)
+    def __init__(self, limit: QuotaLimit) -> None:
+        self.limit = limit
+        self.gpus = 0
+        self.jobs = 0
+        self.committed = [0.0, 0.0, 0.0]
+        self.budgets = tuple(
+            (index, float(getattr(limit, budget)) * HOUR, float(getattr(limit, used)))
+            for index, (budget, used, _) in enumerate(BUDGETS)
+            if getattr(limit, budget) is not None
         )
-        if not self.limits:
+
+    def add(self, gpus: int, cpus: int, memory_gb: float, seconds: float) -> None:
+        self.gpus += gpus
+        self.jobs += 1
+        committed = self.committed
+        committed[0] += gpus * seconds
+        committed[1] += cpus * seconds
+        committed[2] += memory_gb * seconds
+
+
+class QuotaLedger:
+    """The counters of every limited scope, for one cycle (or one standing)."""
+
+    __slots__ = ("now", "scopes", "_of")
+
+    def __init__(
+        self, now: datetime, limits: Iterable[QuotaLimit], running: Sequence[RunningJob]
+    ) -> None:
+        self.now = now
+        self.scopes: dict[tuple[str, ...], ScopeCount] = {q.key: ScopeCount(q) for q in limits}
+        # (user, project) -> its scopes' counters, the narrowest first (asked once per job).
+        self._of: dict[tuple[str, str], tuple[ScopeCount, ...]] = {}
+        if not self.scopes:
             return
         for job in running:
-            keys = [k for k in scope_keys(job.user, job.project) if k in self.limits]
-            if not keys:
+            counts = self.of_owner(job.user, job.project)
+            if not counts:
                 continue
             # A halting job frees its room soon and uses nothing more worth counting.
             left = 0.0
             if not job.halting:
                 ran = job.run_seconds_before + (now - job.started_at).total_seconds()
                 left = max(0.0, job.max_duration_s - ran)
-            rates = job_rates(len(job.gpu_ids), len(job.cpu_ids), job.memory_gb)
-            for key in keys:
-                self.gpus[key] += len(job.gpu_ids)
-                self.jobs[key] += 1
-                for budget, rate in rates.items():
-                    self.committed[key][budget] += rate * left
+            for count in counts:
+                count.add(len(job.gpu_ids), len(job.cpu_ids), job.memory_gb, left)
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> QuotaLedger:
         return cls(snapshot.now, snapshot.quotas, snapshot.running)
 
+    def of_owner(self, user: str, project: str) -> tuple[ScopeCount, ...]:
+        """The counters of the scopes of a job of ``user`` in ``project``, narrowest first."""
+        found = self._of.get((user, project))
+        if found is None:
+            scopes = self.scopes
+            found = tuple(
+                scopes[key] for key in reversed(scope_keys(user, project)) if key in scopes
+            )
+            self._of[(user, project)] = found
+        return found
+
     def applying(self, job: QueuedJob) -> list[QuotaLimit]:
         """The limits of the job's scopes, the narrowest first (user in project, user, project)."""
-        if not self.limits:
+        if not self.scopes:
             return []
-        keys = scope_keys(job.user, job.project)
-        return [self.limits[k] for k in reversed(keys) if k in self.limits]
+        return [count.limit for count in self.of_owner(job.user, job.project)]
 
     def blocked(self, job: QueuedJob) -> str | None:
         """Why a hard limit keeps this job waiting now, or None."""
-        for limit in self.applying(job):
-            reason = self._over(limit, job)
+        if not self.scopes:
+            return None
+        for count in self.of_owner(job.user, job.project):
+            reason = self._over(count, job)
             if reason is not None:
                 return reason
         return None
 
-    def _over(self, limit: QuotaLimit, job: QueuedJob) -> str | None:
-        key, who = limit.key, scope_name(limit)
-        if limit.gpus is not None and job.gpus:
-            held = self.gpus[key]
-            if held + job.gpus > limit.gpus:
-                if job.gpus > limit.gpus:
-                    return f"{who} may hold at most {limit.gpus} GPUs at once, this job asks for {job.gpus}"
+    @staticmethod
+    def _over(count: ScopeCount, job: QueuedJob) -> str | None:
+        limit = count.limit
+        if limit.gpus is not None and job.gpus and count.gpus + job.gpus > limit.gpus:
+            who = scope_name(limit)
+            if job.gpus > limit.gpus:
                 return (
-                    f"{who} holds {held} of its {limit.gpus} GPUs at once; this job needs "
-                    f"{job.gpus}; GPUs free up as its running jobs end"
+                    f"{who} may hold at most {limit.gpus} GPUs at once, "
+                    f"this job asks for {job.gpus}"
                 )
-        if limit.jobs is not None and self.jobs[key] >= limit.jobs:
             return (
-                f"{who} runs {self.jobs[key]} of its {limit.jobs} jobs at once; "
+                f"{who} holds {count.gpus} of its {limit.gpus} GPUs at once; this job needs "
+                f"{job.gpus}; GPUs free up as its running jobs end"
+            )
+        if limit.jobs is not None and count.jobs >= limit.jobs:
+            return (
+                f"{scope_name(limit)} runs {count.jobs} of its {limit.jobs} jobs at once; "
                 "this job starts when one of them ends"
             )
-        rates = job_rates(job.gpus, job.cpus, job.memory_gb)
-        for budget, used_field, unit in BUDGETS:
-            cap = getattr(limit, budget)
-            if cap is None or not rates[budget]:
-                continue
-            used = float(getattr(limit, used_field))
-            committed = self.committed[key][budget]
-            need = rates[budget] * job.max_duration_s
-            if used + committed + need > cap * HOUR + 1e-6:
-                return _budget_line(limit, who, unit, cap, used, committed, job, budget)
+        if count.budgets:
+            rates = (job.gpus, job.cpus, job.memory_gb)
+            for index, cap, used in count.budgets:
+                rate = rates[index]
+                if rate and used + count.committed[index] + rate * job.max_duration_s > cap + 1e-6:
+                    budget, _, unit = BUDGETS[index]
+                    return _budget_line(
+                        limit,
+                        scope_name(limit),
+                        unit,
+                        cap / HOUR,
+                        used,
+                        count.committed[index],
+                        job,
+                        budget,
+                    )
         return None
 
     def record_start(self, job: QueuedJob) -> None:
-        if not self.limits:
+        if not self.scopes:
             return
-        rates = job_rates(job.gpus, job.cpus, job.memory_gb)
-        for key in scope_keys(job.user, job.project):
-            if key in self.limits:
-                self.gpus[key] += job.gpus
-                self.jobs[key] += 1
-                for budget, rate in rates.items():
-                    self.committed[key][budget] += rate * job.max_duration_s
+        for count in self.of_owner(job.user, job.project):
+            count.add(job.gpus, job.cpus, job.memory_gb, job.max_duration_s)
 
     def renewals(self) -> list[datetime]:
         """When hour budgets renew (a waiting job may start then)."""
-        return [q.renews_at for q in self.limits.values() if q.renews_at is not None]
+        return [c.limit.renews_at for c in self.scopes.values() if c.limit.renews_at is not None]
 
 
 def _budget_line(

@@ -201,30 +201,23 @@ def quota_standing(
     )
     rates = job_rates(gpus, cpus, memory_gb)
     rows = []
-    for limit in ledger.applying(job):
+    for count in ledger.of_owner(user, project):
+        limit = count.limit
         rows.append(
             {
                 "scope": limit.scope,
                 "project": limit.project or None,
                 "user": limit.user or None,
-                "gpus": {
-                    "hard": limit.gpus,
-                    "soft": limit.gpus_soft,
-                    "held": ledger.gpus[limit.key],
-                },
-                "jobs": {
-                    "hard": limit.jobs,
-                    "soft": limit.jobs_soft,
-                    "running": ledger.jobs[limit.key],
-                },
+                "gpus": {"hard": limit.gpus, "soft": limit.gpus_soft, "held": count.gpus},
+                "jobs": {"hard": limit.jobs, "soft": limit.jobs_soft, "running": count.jobs},
                 **{
                     budget: {
                         "hard": getattr(limit, budget),
                         "soft": getattr(limit, f"{budget}_soft"),
                         "used": round(getattr(limit, used) / HOUR, 3),
-                        "running_may_use": round(ledger.committed[limit.key][budget] / HOUR, 3),
+                        "running_may_use": round(count.committed[index] / HOUR, 3),
                     }
-                    for budget, used, _ in BUDGETS
+                    for index, (budget, used, _) in enumerate(BUDGETS)
                 },
                 "renews_at": limit.renews_at,
             }
