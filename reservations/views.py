@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseForbidden
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
@@ -106,7 +106,10 @@ def reservation_detail(request, uuid):
 
 def _admin_only(request, verb: str):
     if not may_manage_reservations(request.user, verb):
-        return HttpResponseForbidden("Only admins manage reservations.")
+        # Raised, not returned: the portal's 403 page (title, language, navigation) renders it.
+        raise PermissionDenied(
+            "Only admins create, change or delete reservations: ask an admin for one."
+        )
     return None
 
 

@@ -28,8 +28,11 @@
   function draw(series) {
     // The one time rule: the viewer's zone (the page's), 24-hour ISO style.
     const labels = series.time.map((t) => window.Portal.zoned(t, box.dataset.tz).slice(11, 19));
-    document.getElementById("job-metrics-empty").hidden = series.time.length > 0;
+    const some = series.time.length > 0;
+    document.getElementById("job-metrics-empty").hidden = some;
+    document.getElementById("job-metrics-charts").hidden = !some;
     box.dataset.samples = String(series.time.length);
+    if (!some) return; // no empty axes: the charts appear with the first sample
     line("chart-cpu-mem", [
       { label: "CPU %", data: series.cpuPercent },
       { label: "Memory MB", data: series.memoryMb },
