@@ -56,19 +56,7 @@ def openpai_config_check(
         errors.extend(exc.errors)
     name = doc.get("jobName")
     if isinstance(name, str) and name:
-        clash = (
-            Job.objects.filter(owner=user, name=name)
-            .exclude(status=JobStatus.DELETED)
-            .values_list("uuid", "status")
-            .first()
-        )
-        if clash is None:  # the name of a multi-task job whose tasks are not deleted
-            clash = (
-                JobGang.objects.filter(owner=user, name=name)
-                .exclude(tasks__status=JobStatus.DELETED)
-                .values_list("uuid", "status")
-                .first()
-            )
+        clash = openpai_name_clash(user, name)
         if clash is not None:
             errors.append(
                 FieldError(
@@ -78,6 +66,25 @@ def openpai_config_check(
                 )
             )
     return config, errors
+
+
+def openpai_name_clash(user, name: str) -> tuple | None:
+    """``(uuid, status)`` of the user's job (or multi-task job) that already has this name and
+    is not deleted; None when the name is free."""
+    clash = (
+        Job.objects.filter(owner=user, name=name)
+        .exclude(status=JobStatus.DELETED)
+        .values_list("uuid", "status")
+        .first()
+    )
+    if clash is None:  # the name of a multi-task job whose tasks are not deleted
+        clash = (
+            JobGang.objects.filter(owner=user, name=name)
+            .exclude(tasks__status=JobStatus.DELETED)
+            .values_list("uuid", "status")
+            .first()
+        )
+    return clash
 
 
 def _cluster_id(config: dict) -> tuple[int | None, FieldError | None]:

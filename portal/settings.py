@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "core.api_errors.ApiJsonErrorsMiddleware",
     # Under /api/tapis/, the refusals of the guards below in Tapis' envelope (tapis/middleware.py).
     "tapis.middleware.TapisErrorEnvelopeMiddleware",
+    # Under OpenPAI's routes (/api/v1/jobs, /api/v2/jobs), the same in OpenPAI's {code, message}.
+    "gangs.middleware.OpenPaiErrorMiddleware",
     # A body above its path's limit gets 413 before anything reads it (core/body_limits.py).
     "core.body_limits.BodyLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -1,9 +1,11 @@
 """Submit many jobs at once from a file, as ``POST /api/portal/jobs/array`` does.
 
 FILE (or '-' for stdin) holds an array body (``{"jobs": [...]}`` or ``{"template": {...},
-"variations": [...]}``), a JSON list of job documents, or one job document. Prints the new
-uuids, one per line; on bad input prints one error per line (``jobs[3].request...: rule``),
-writes nothing and exits with status 1.
+"variations": [...]}``), a JSON list of job documents, or one job document; a document may be
+an OpenPAI job config (any kind registered in jobs/spec/kinds.py), submitted as ``POST jobs``
+submits it (its first task's uuid printed). Prints the new uuids, one per line; on bad input
+prints one error per line (``jobs[3].request...: rule``), writes nothing and exits with
+status 1.
 """
 
 import json
@@ -12,12 +14,13 @@ import sys
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from accounts.models import Project
-from core.errors import ServiceError
-from jobs.spec import SpecError, load_json
+from core.errors import FieldError, ServiceError
+from jobs.spec import SpecError, document_kind_of, load_json
 from jobs.spec.array import expand_array
-from jobs.user_actions.services import job_submit_many
+from jobs.user_actions.services import job_submit, job_submit_many
 
 
 def read_array_body(text: str) -> dict:
@@ -33,6 +36,25 @@ def read_array_body(text: str) -> dict:
     if isinstance(value, dict) and not {"jobs", "template", "variations"} & set(value):
         return {"jobs": [value]}
     return value
+
+
+def _submit_each(user, project, documents: list, *, hold: bool, name: str) -> list:
+    """Documents among which one is of a kind an app registered (an OpenPAI config,
+    jobs/spec/kinds.py): each submitted on its own, as ``POST jobs`` does, all or none; each
+    answers its (first) job. Errors name the document (``jobs[1].taskRoles[0]...``) when there
+    are several."""
+    jobs = []
+    with transaction.atomic():
+        for position, document in enumerate(documents):
+            try:
+                jobs.append(job_submit(user=user, project=project, document=document, hold=hold))
+            except SpecError as error:
+                if len(documents) == 1:
+                    raise
+                raise SpecError(
+                    FieldError(f"{name}[{position}].{e.path}", e.message) for e in error.errors
+                ) from None
+    return jobs
 
 
 class Command(BaseCommand):
@@ -61,9 +83,12 @@ class Command(BaseCommand):
             if isinstance(body, dict):
                 body.pop("project", None)  # --project decides
             documents, name = expand_array(body, max_jobs=settings.PORTAL_ARRAY_MAX_JOBS)
-            jobs = job_submit_many(
-                user=user, project=project, documents=documents, hold=options["hold"], name=name
-            )
+            if any(document_kind_of(document) for document in documents):
+                jobs = _submit_each(user, project, documents, hold=options["hold"], name=name)
+            else:
+                jobs = job_submit_many(
+                    user=user, project=project, documents=documents, hold=options["hold"], name=name
+                )
         except SpecError as error:
             for item in error.errors:
                 self.stderr.write(str(item))
