@@ -51,8 +51,8 @@ from clusters.models import Cluster, Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
 from core.installation import database_migrate_if_needed
+from jobs.execution.watcher import SlaveWatch
 from jobs.models import Job, JobEvent
-from jobs.runtime.watcher import SlaveWatch
 from jobs.user_actions.services import job_submit
 
 BENCH_CLUSTER = 999

@@ -4,7 +4,7 @@
   page recognise, validate, submit and show an OpenPAI config;
 - the whole-gang user actions (jobs/user_actions/registry.py): cancel, hold, release and delete of a
   task act on its gang, and the sentence that says so;
-- the run hooks (jobs/runtime/run_hooks.py): shm size and read-only codeDir, authFile
+- the run hooks (jobs/execution/run_hooks.py): shm size and read-only codeDir, authFile
   credentials, isDebug containers kept, ports the portal chose for a gang;
 - the page hooks (jobs/web/page_hooks.py): a gang's row in the jobs list, its section on the job
   page;
@@ -33,13 +33,13 @@ from gangs.ports import port_clash_reason, portal_chosen_ports
 from gangs.resubmit import gang_may_resubmit
 from gangs.summary import gang_summary
 from jobs import signals
-from jobs.models import Job
-from jobs.runtime.run_hooks import (
+from jobs.execution.run_hooks import (
     ContainerExtras,
     KeptContainer,
     PullCredentials,
     run_hooks_register,
 )
+from jobs.models import Job
 from jobs.spec import DocumentKind, SpecDefaults, document_kind_register, redact_image
 from jobs.user_actions.registry import whole_gang_actions_register
 from jobs.web.page_hooks import JobSection, job_rows_annotate_register, job_section_register

@@ -140,7 +140,7 @@ class JobAdmin(admin.ModelAdmin):
         "created",
         "portal_page",
     ]
-    # "Idle GPUs" (jobs/runtime/metrics.py): jobs whose GPUs stayed idle over the review window.
+    # "Idle GPUs" (jobs/execution/metrics.py): jobs whose GPUs stayed idle over the review window.
     list_filter = [
         "status",
         "project",
@@ -329,7 +329,7 @@ class JobExplanationAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
 
 @admin.register(JobSample)
 class JobSampleAdmin(SuperuserOnlyAdmin, admin.ModelAdmin):
-    """Read-only: resource samples of running jobs (jobs/runtime/metrics.py)."""
+    """Read-only: resource samples of running jobs (jobs/execution/metrics.py)."""
 
     list_display = ["time", "job", "cpu_percent", "memory_mb", "net_rx_kbps", "net_tx_kbps"]
     list_select_related = ["job"]

@@ -13,10 +13,10 @@ class JobsConfig(AppConfig):
         # Imported here, not at the top: they import models, which Django loads after the app
         # configs (AppConfig.ready is the documented place for signal wiring).
         from core.signals import capacity_changed
-        from jobs.runtime.recovery import recovery_request
+        from jobs.execution.recovery import recovery_request
         from jobs.wakeups import tick_on_capacity_change
 
-        # A starting q cluster recovers what a killed one left half done (jobs/runtime/recovery.py).
+        # A starting q cluster recovers what a killed one left half done (jobs/execution/recovery.py).
         post_spawn.connect(recovery_request, dispatch_uid="gpuportal-recovery")
         # A slave or reservation changed (clusters, reservations): the scheduler looks again.
         capacity_changed.connect(tick_on_capacity_change, dispatch_uid="gpuportal-capacity-tick")
@@ -39,7 +39,7 @@ def check_storage_aliases(app_configs=None, **kwargs):
     """A mistyped PORTAL_STORAGE_ALIASES fails `manage.py check`, not the first submission."""
     from django.conf import settings
 
-    from jobs.runtime.storage import storage_aliases
+    from jobs.execution.storage import storage_aliases
 
     try:
         storage_aliases(settings.PORTAL_STORAGE_ALIASES)

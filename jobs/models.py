@@ -79,7 +79,7 @@ class Job(models.Model):
         db_index=False,
     )
     gpu_ids = models.JSONField(default=list, blank=True)
-    # When the sampler found the job's GPUs idle for the review window (jobs/runtime/metrics.py);
+    # When the sampler found the job's GPUs idle for the review window (jobs/execution/metrics.py);
     # flagged to the owner and listed for admins, never acted on automatically.
     gpu_idle_flagged_at = models.DateTimeField("idle GPUs flagged", null=True, blank=True)
     cpu_ids = models.JSONField(default=list, blank=True)
@@ -98,11 +98,11 @@ class Job(models.Model):
     # few seconds). Older than PORTAL_RECOVERY_GRACE_S, or older than the status: nobody works
     # on the job and reconcile re-drives it (see docs/runtime.md, Recovery).
     runtime_heartbeat = models.DateTimeField(null=True, blank=True)
-    # Who holds that claim: "node:pid:start" of the worker process (jobs.runtime.heartbeat).
+    # Who holds that claim: "node:pid:start" of the worker process (jobs.execution.heartbeat).
     # A holder on the same node whose process is gone has let go at once, without the grace.
     runtime_holder = models.CharField(max_length=64, blank=True, default="")
     # The one finisher that archives the ended container's log and outputs and records the end
-    # took the job at this time (compare-and-swap, jobs.runtime.services.job_finish_run) and
+    # took the job at this time (compare-and-swap, jobs.execution.runs.job_finish_run) and
     # renews it while it works. Any other finisher (the watcher's, reconcile's, a stop's) leaves
     # the job to it, unless the stamp is older than PORTAL_RECOVERY_GRACE_S (its worker died).
     finish_claimed_at = models.DateTimeField(null=True, blank=True)
@@ -139,7 +139,7 @@ class Job(models.Model):
     app_id = models.CharField(max_length=80, blank=True)
     app_version = models.CharField(max_length=64, blank=True)
     origin = models.JSONField(null=True, blank=True)
-    # Files copied into the container's input folder before it starts (jobs/runtime/staging.py):
+    # Files copied into the container's input folder before it starts (jobs/execution/staging.py):
     # [{"name", "source", "target"}], source a project-storage path or an allowed URL.
     file_inputs = models.JSONField(default=list, blank=True)
     # The job this one was resubmitted from (Tapis resubmit, the job page's button).
@@ -375,7 +375,7 @@ class SlaveEventCursor(models.Model):
     """Per slave: the time of the last Docker event the slave watcher handled.
 
     A watcher that starts (after a restart, a crash) asks the engine for the events since then
-    (``jobs.runtime.watcher``), so containers that ended while it was down are finished within
+    (``jobs.execution.watcher``), so containers that ended while it was down are finished within
     a second of its start instead of at the next reconcile. Times are the engine's own.
     """
 
@@ -455,7 +455,7 @@ class JobShare(models.Model):
 
 
 class JobSample(models.Model):
-    """One reading of a running job's resource use (jobs/runtime/metrics.py): rates since the reading
+    """One reading of a running job's resource use (jobs/execution/metrics.py): rates since the reading
     before it, and the counters the next rate is computed from."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="samples")

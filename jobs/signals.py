@@ -28,7 +28,7 @@ gang_tasks_assigned = Signal()
 # event recorded on it), ``now``.
 job_halt_requested = Signal()
 
-# The periodic reconcile went over every slave. Sent by jobs.runtime.reconcile.reconcile_all,
+# The periodic reconcile went over every slave. Sent by jobs.execution.reconcile.reconcile_all,
 # outside any transaction: the place for safety nets of work whose task may have been lost.
 # Kwargs: ``now`` (None: the current time).
 reconcile_finished = Signal()
@@ -44,11 +44,11 @@ reconcile_finished = Signal()
 # ``status`` (the status it entered).
 job_status_changed = Signal()
 
-# A halted job was continued by a new job (jobs.runtime.services.job_restart_create). Sent
+# A halted job was continued by a new job (jobs.execution.runs.job_restart_create). Sent
 # after commit. Sender ``Job``. Kwargs: ``job`` (the old job), ``follow`` (its continuation).
 job_restarted = Signal()
 
-# The slave watcher process starts (jobs.runtime.watcher.watch_forever, `manage.py
+# The slave watcher process starts (jobs.execution.watcher.watch_forever, `manage.py
 # watch_slaves`): the one process that runs continuously wherever jobs run, so the home of
 # timers. Sender ``"watcher"``. Kwargs: ``stop`` (a threading.Event set when the watcher
 # stops). A receiver starts its own daemon thread, which ends once ``stop`` is set, and returns.

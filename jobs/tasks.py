@@ -5,10 +5,9 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
+from jobs.execution import outputs, recovery, runs
+from jobs.execution import reconcile as execution_reconcile  # the task below is named reconcile
 from jobs.models import Job
-from jobs.runtime import outputs, recovery
-from jobs.runtime import reconcile as runtime_reconcile
-from jobs.runtime import services as runtime_services
 from jobs.scheduler_bridge import tick as tick_module
 from jobs.signals import gang_task_ended
 
@@ -18,23 +17,23 @@ def scheduler_tick() -> None:
 
 
 def job_launch(job_id: int) -> None:
-    runtime_services.job_launch_run(job_id=job_id)
+    runs.job_launch_run(job_id=job_id)
 
 
 def job_finish(job_id: int) -> None:
-    runtime_services.job_finish_run(job_id=job_id)
+    runs.job_finish_run(job_id=job_id)
 
 
 def job_stop(job_id: int) -> None:
-    runtime_services.job_stop_run(job_id=job_id)
+    runs.job_stop_run(job_id=job_id)
 
 
 def job_halt(job_id: int) -> None:
-    runtime_services.job_halt_run(job_id=job_id)
+    runs.job_halt_run(job_id=job_id)
 
 
 def reconcile() -> None:
-    runtime_reconcile.reconcile_all()
+    execution_reconcile.reconcile_all()
 
 
 def recover() -> None:

@@ -21,7 +21,7 @@ PERIODIC = {
     "scheduler tick (safety net)": (task_names.SCHEDULER_TICK, None),
     # Reconcile probes every slave first (online state, engine info), then repairs drift.
     "reconcile slaves": (task_names.RECONCILE, 1),
-    # Archived outputs past PORTAL_OUTPUT_RETENTION_DAYS (jobs/runtime/outputs.py).
+    # Archived outputs past PORTAL_OUTPUT_RETENTION_DAYS (jobs/execution/outputs.py).
     "purge old job outputs": (task_names.OUTPUTS_PURGE, 60),
     # Directory users the directory no longer vouches for are disabled (accounts/directory/sync.py;
     # nothing to do unless OIDC or LDAP sign-in is configured).

@@ -316,15 +316,15 @@ PORTAL_LAUNCH_TIMEOUT_S = env_int("PORTAL_LAUNCH_TIMEOUT_S", 1800)
 PORTAL_INTERACTIVE_HALT_WAIT_S = env_int("PORTAL_INTERACTIVE_HALT_WAIT_S", PORTAL_HALT_GRACE_S + 45)
 PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
-# Each job's archived outputs (jobs/runtime/workdir.py), private to the portal's user.
+# Each job's archived outputs (jobs/execution/workdir.py), private to the portal's user.
 PORTAL_JOB_ARCHIVE_DIR = Path(os.environ.get("PORTAL_JOB_ARCHIVE_DIR", VAR_DIR / "archive"))
-# Resource samples of running jobs (jobs/runtime/metrics.py): how often, how many kept per job, and
+# Resource samples of running jobs (jobs/execution/metrics.py): how often, how many kept per job, and
 # the idle-GPU review (GPUs below the threshold for the whole window are flagged, never stopped).
 PORTAL_METRICS_INTERVAL_S = env_int("PORTAL_METRICS_INTERVAL_S", 15)
 PORTAL_METRICS_KEEP = env_int("PORTAL_METRICS_KEEP", 2000)
 PORTAL_GPU_IDLE_PERCENT = env_int("PORTAL_GPU_IDLE_PERCENT", 5)
 PORTAL_GPU_IDLE_WINDOW_S = env_int("PORTAL_GPU_IDLE_WINDOW_S", 1800)
-# A job's output folder as copied into the archive when it ends (jobs/runtime/outputs.py): at most this
+# A job's output folder as copied into the archive when it ends (jobs/execution/outputs.py): at most this
 # many bytes and entries (the copy stops there, with a warning on the job); downloads (one
 # file or a zip) above PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES are refused; outputs are removed this
 # many days after the job ended (0: kept).
@@ -347,7 +347,7 @@ PORTAL_STORAGE_BASE = Path(os.environ.get("PORTAL_STORAGE_BASE", VAR_DIR / "stor
 PORTAL_STORAGE_ALIASES = env_list("PORTAL_STORAGE_ALIASES", ["/project_ghent=/project"])
 # Which portal owns a container (its label): an id made once per installation and kept in
 # var/instance-id, so two portals sharing a Docker engine never touch each other's containers.
-# (Containers started before the id existed carry "gpuportal": see jobs/runtime/reconcile.py.)
+# (Containers started before the id existed carry "gpuportal": see jobs/execution/reconcile.py.)
 PORTAL_INSTANCE = os.environ.get("PORTAL_INSTANCE") or installation.kept_value(
     VAR_DIR / "instance-id", installation.new_instance_id
 )
@@ -360,7 +360,7 @@ PORTAL_GPU_PROBE_IMAGE = os.environ.get(
 # when it is listed here ("host" or "host:port"): the slaves' Docker pulls them, and must not be
 # pointed at internal services by a job. Example: "localhost:5000,10.0.0.5:5000".
 PORTAL_ALLOWED_PRIVATE_REGISTRIES = env_list("PORTAL_ALLOWED_PRIVATE_REGISTRIES", [])
-# Tapis-style file inputs (jobs/runtime/staging.py): hosts whose http(s) URLs a job may stage from
+# Tapis-style file inputs (jobs/execution/staging.py): hosts whose http(s) URLs a job may stage from
 # (none by default), and the most bytes of input one job may stage.
 PORTAL_INPUT_ALLOWED_HOSTS = env_list("PORTAL_INPUT_ALLOWED_HOSTS", [])
 PORTAL_INPUT_MAX_BYTES = env_int("PORTAL_INPUT_MAX_BYTES", 1024**3)

@@ -18,5 +18,5 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 # Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the scripted
 # engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
 exec .venv/bin/pytest \
-  --cov=jobs.runtime.services --cov=jobs.runtime.reconcile --cov=jobs.runtime.watcher \
+  --cov=jobs.execution.runs --cov=jobs.execution.reconcile --cov=jobs.execution.watcher \
   --cov=clusters.runtime.engine --cov-report=term "$@"

@@ -25,7 +25,7 @@ import re
 import shlex
 
 from core.timefmt import utc_z
-from jobs.runtime.staging import input_source_error, input_target_error
+from jobs.execution.staging import input_source_error, input_target_error
 from jobs.spec import FieldError, SpecError, parse_job_document
 from jobs.spec.v2_docker import ENV_NAME_HINT, ENV_NAME_RE, reserved_env_reason
 from jobs.user_actions.services import spec_defaults

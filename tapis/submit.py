@@ -33,8 +33,8 @@ from django.db import transaction
 
 from accounts.models import Membership, Project
 from core.errors import Conflict, NotAllowed
+from jobs.execution.staging import input_source_error, input_target_error
 from jobs.models import Job, JobPullSecret
-from jobs.runtime.staging import input_source_error, input_target_error
 from jobs.selectors import job_sees_full
 from jobs.spec import FieldError, SpecError, format_duration, parse_job_document
 from jobs.transitions import Stage, job_stage_record

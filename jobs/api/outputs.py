@@ -1,5 +1,5 @@
 """Portal API of a job's outputs and shares (docs/api.md): thin views over
-``jobs.runtime.outputs`` and ``jobs.user_actions.shares``, which hold the rules (who reads, path
+``jobs.execution.outputs`` and ``jobs.user_actions.shares``, which hold the rules (who reads, path
 escapes, sizes, who shares). A job's subscriptions are the notifications app's route
 (notifications/api/)."""
 
@@ -21,8 +21,8 @@ from jobs.api.serializers import (
     OutputListSerializer,
 )
 from jobs.api.views import PORTAL_TAG, get_visible_job
+from jobs.execution.outputs import job_output_response, job_outputs_list
 from jobs.models import JobShare
-from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.user_actions.shares import (
     job_share_create,
     job_share_revoke,

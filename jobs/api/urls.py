@@ -44,7 +44,7 @@ urlpatterns = [
     re_path(PORTAL + r"quotas/standing/?$", QuotaStandingView.as_view(), name="api-quota-standing"),
     re_path(PORTAL + r"jobs/array/?$", JobArrayView.as_view(), name="api-jobs-array"),
     re_path(PORTAL + rf"jobs/{ID}/explain/?$", JobExplainView.as_view(), name="api-job-explain"),
-    # Outputs and shares (jobs/runtime/outputs.py, jobs/user_actions/shares.py); a job's
+    # Outputs and shares (jobs/execution/outputs.py, jobs/user_actions/shares.py); a job's
     # subscriptions are the notifications app's (notifications/api/urls.py).
     re_path(PORTAL + rf"jobs/{ID}/outputs/?$", JobOutputListView.as_view(), name="api-job-outputs"),
     re_path(
@@ -58,7 +58,7 @@ urlpatterns = [
         JobShareDetailView.as_view(),
         name="api-job-share-detail",
     ),
-    # Resource samples (jobs/runtime/metrics.py, docs/metrics.md).
+    # Resource samples (jobs/execution/metrics.py, docs/metrics.md).
     re_path(PORTAL + rf"jobs/{ID}/metrics/?$", JobMetricsView.as_view(), name="api-job-metrics"),
     re_path(
         PORTAL + r"clusters/(?P<cluster_id>[0-9]{1,9})/utilisation/?$",

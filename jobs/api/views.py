@@ -47,9 +47,9 @@ from jobs.api.serializers import (
     debug_event,
     explanation,
 )
+from jobs.execution.logs import job_log_range
+from jobs.execution.metrics import cluster_utilisation_series, job_samples_series
 from jobs.models import Job
-from jobs.runtime.logs import job_log_range
-from jobs.runtime.metrics import cluster_utilisation_series, job_samples_series
 from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_list_visible_to, job_sees_full, job_visible_to, sole_project_of
 from jobs.spec import parse_any_document

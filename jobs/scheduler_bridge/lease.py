@@ -6,7 +6,7 @@ holder sees the flag when it would release, and runs once more. The holder renew
 every fifth of ``PORTAL_TICK_LEASE_S`` while it ticks (``lease_heartbeat``); a lease not renewed
 for ``PORTAL_TICK_LEASE_S`` belongs to a killed worker and may be taken over. The holder's name
 starts with its process (``lease_holder``), so a lease whose holder ran on this host and is gone
-is taken over at once (``jobs.runtime.heartbeat.holder_dead``).
+is taken over at once (``jobs.execution.heartbeat.holder_dead``).
 """
 
 import uuid
@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from jobs.execution.heartbeat import Heartbeat, holder_dead, holder_name
 from jobs.models import SchedulerLease
-from jobs.runtime.heartbeat import Heartbeat, holder_dead, holder_name
 
 
 def _row() -> None:

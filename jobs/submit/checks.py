@@ -22,7 +22,7 @@ from clusters.capabilities import capability_stamp
 from clusters.models import Slave
 from clusters.services import site_port_policy
 from core.timefmt import utc_z
-from jobs.runtime.storage import (
+from jobs.execution.storage import (
     StorageRefused,
     default_roots,
     resolve_mounts,

@@ -1,5 +1,5 @@
 """Tapis' output and share operations, served by the portal's outputs and shares services
-(``jobs.runtime.outputs``, ``jobs.user_actions.shares``; their rules, limits and the one read rule apply as on every
+(``jobs.execution.outputs``, ``jobs.user_actions.shares``; their rules, limits and the one read rule apply as on every
 other path): getJobOutputList, getJobOutputDownload, shareJob, getJobShare, deleteJobShare
 (docs/tapis.md)."""
 
@@ -19,8 +19,8 @@ from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.errors import Conflict
 from core.timefmt import utc_z
+from jobs.execution.outputs import job_output_response, job_outputs_list
 from jobs.models import JobShare
-from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.states import TERMINAL
 from jobs.user_actions.shares import job_share_create, job_share_revoke, job_shares_list
 from tapis.api.serializers import (

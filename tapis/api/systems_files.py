@@ -26,8 +26,8 @@ from core.api.common import parse_bool
 from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.timefmt import utc_z
+from jobs.execution.outputs import job_output_response, job_outputs_list
 from jobs.models import Job
-from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.selectors import job_list_not_deleted, job_list_visible_to, project_ids_of
 from jobs.states import FINISHED
 from tapis.api.outputs import file_info

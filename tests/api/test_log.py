@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from jobs.runtime.logs import job_log_archive
+from jobs.execution.logs import job_log_archive
 from tests.api.conftest import API
 
 pytestmark = pytest.mark.django_db

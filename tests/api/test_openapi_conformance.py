@@ -42,8 +42,8 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts.tokens import api_token_rotate
 from gangs.models import JobGang
+from jobs.execution.workdir import job_archive_outputs_dir
 from jobs.models import Job
-from jobs.runtime.workdir import job_archive_outputs_dir
 from jobs.user_actions.services import job_submit
 from jobs.user_actions.shares import job_share_create
 from reservations.models import Reservation

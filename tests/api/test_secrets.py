@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from jobs.execution.logs import job_log_archive
 from jobs.models import Job, JobPullSecret
-from jobs.runtime.logs import job_log_archive
 from tests.api.conftest import API, PORTAL, SECRET_IMAGE, put_state
 from tests.conftest import HELLO_WORLD
 

@@ -84,8 +84,8 @@ def local_slave(portal, settings):
     """The local Docker engine as slave "local" (cluster 1, 2 declared GPUs), watched."""
     from clusters.models import Cluster
     from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
-    from jobs.runtime.container_spec import LABEL_INSTANCE
-    from jobs.runtime.watcher import SlaveWatch
+    from jobs.execution.container_spec import LABEL_INSTANCE
+    from jobs.execution.watcher import SlaveWatch
     from tests.integration.docker_support import docker_url, require_docker
 
     require_docker(docker_url())

@@ -7,7 +7,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from jobs.runtime.logs import archive_path, stderr_path
+from jobs.execution.logs import archive_path, stderr_path
 from tests.browser.support import login, screenshot, submit_job, wait_for_state
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]

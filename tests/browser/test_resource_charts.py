@@ -8,8 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from accounts.models import Profile
+from jobs.execution.metrics import slave_samples_collect
 from jobs.models import JobSample
-from jobs.runtime.metrics import slave_samples_collect
 from tests.browser.support import login, screenshot, submit_job, wait_for_state
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]

@@ -99,7 +99,7 @@ def job(args) -> dict:
     from django.utils import timezone
 
     from clusters.models import Slave
-    from jobs.runtime.logs import job_log_archive
+    from jobs.execution.logs import job_log_archive
     from jobs.transitions import job_transition
     from jobs.user_actions.services import job_submit
 
@@ -128,8 +128,8 @@ def job(args) -> dict:
 
 
 def append_log(args) -> dict:
+    from jobs.execution.logs import archive_path, job_log_archive
     from jobs.models import Job
-    from jobs.runtime.logs import archive_path, job_log_archive
 
     found = Job.objects.get(uuid=args.uuid)
     path = archive_path(found)

@@ -62,7 +62,7 @@ def start() -> None:
 
 
 def reconcile(cycles: int) -> None:
-    from jobs.runtime.reconcile import reconcile_all
+    from jobs.execution.reconcile import reconcile_all
 
     for _ in range(cycles):
         reconcile_all()

@@ -32,10 +32,10 @@ from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from jobs.execution.logs import job_log_bytes
+from jobs.execution.reconcile import reconcile_all
+from jobs.execution.watcher import SlaveWatch
 from jobs.models import Job
-from jobs.runtime.logs import job_log_bytes
-from jobs.runtime.reconcile import reconcile_all
-from jobs.runtime.watcher import SlaveWatch
 from jobs.user_actions.services import job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 

@@ -29,7 +29,7 @@ import pytest
 from accounts.models import Membership, Project
 from clusters.models import Slave
 from clusters.runtime.engine import DockerEngine
-from jobs.runtime.watcher import SlaveWatch
+from jobs.execution.watcher import SlaveWatch
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 from tests.integration.site_support import site_cleanup
 from tests.support.runtime import add_slave, job_doc, submit, wait_container_removed, wait_for

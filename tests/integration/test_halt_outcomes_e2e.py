@@ -17,10 +17,10 @@ import pytest
 from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
+from jobs.execution.logs import job_log_bytes
+from jobs.execution.runs import job_finish_run, job_halt_run
+from jobs.execution.watcher import SlaveWatch
 from jobs.models import Job
-from jobs.runtime.logs import job_log_bytes
-from jobs.runtime.services import job_finish_run, job_halt_run
-from jobs.runtime.watcher import SlaveWatch
 from jobs.user_actions.services import job_halt_request, job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 

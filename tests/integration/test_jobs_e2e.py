@@ -20,10 +20,10 @@ import pytest
 from accounts.models import Membership, Project
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from jobs.execution.logs import job_log_bytes
+from jobs.execution.reconcile import reconcile_all
+from jobs.execution.watcher import SlaveWatch
 from jobs.models import Job
-from jobs.runtime.logs import job_log_bytes
-from jobs.runtime.reconcile import reconcile_all
-from jobs.runtime.watcher import SlaveWatch
 from jobs.spec import SpecError
 from jobs.user_actions.services import job_cancel, job_halt_request, job_submit
 from tests.integration.docker_support import (

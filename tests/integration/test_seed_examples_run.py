@@ -25,9 +25,9 @@ from rest_framework.test import APIClient
 
 from accounts.tokens import api_token_rotate
 from clusters.services import engine_for
+from jobs.execution.logs import job_log_bytes
+from jobs.execution.watcher import SlaveWatch
 from jobs.models import Job
-from jobs.runtime.logs import job_log_bytes
-from jobs.runtime.watcher import SlaveWatch
 from jobs.user_actions.services import job_cancel, job_halt_request, job_submit
 from portal.bootstrap import bootstrap_demo
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker

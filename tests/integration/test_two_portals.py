@@ -24,9 +24,9 @@ from clusters.models import Cluster
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
+from jobs.execution.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+from jobs.execution.reconcile import reconcile_all
 from jobs.models import Job
-from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
-from jobs.runtime.reconcile import reconcile_all
 from jobs.user_actions.services import job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker
 
@@ -160,7 +160,7 @@ def test_containers_started_before_instance_ids_are_adopted_by_job_and_never_rem
     """An upgrade: a job running in a container labelled the old way (instance "gpuportal", no
     slave label) stays RUNNING through reconcile and is finished when its container exits; an
     old-style container of an unknown job (another old portal's) is left alone."""
-    from jobs.runtime.container_spec import LEGACY_INSTANCE
+    from jobs.execution.container_spec import LEGACY_INSTANCE
 
     user = django_user_model.objects.create_user("old", "old@example.org", "pw")
     project = Project.objects.create(name="old", gid=4402)

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from jobs.execution import heartbeat
+from jobs.execution.heartbeat import holder_dead, holder_here, holder_name, process_name
+from jobs.execution.reconcile import reconcile_all
+from jobs.execution.runs import _claim, runtime_work_stale
 from jobs.models import Job, SchedulerLease
-from jobs.runtime import heartbeat
-from jobs.runtime.heartbeat import holder_dead, holder_here, holder_name, process_name
-from jobs.runtime.reconcile import reconcile_all
-from jobs.runtime.services import _claim, runtime_work_stale
 from jobs.scheduler_bridge.lease import lease_acquire_or_request_rerun, lease_holder
 from tests.jobs.test_recovery import FakeEngine, place, tasks_named
 
@@ -27,7 +27,7 @@ LAUNCH, HALT, TICK = "jobs.tasks.job_launch", "jobs.tasks.job_halt", "jobs.tasks
 OTHER_HOST = "gpu7~0123456789"  # another node's name: its pids mean nothing here
 ROOT = Path(__file__).resolve().parents[2]
 NAMES_ITSELF = (
-    "import time; from jobs.runtime.heartbeat import holder_name; "
+    "import time; from jobs.execution.heartbeat import holder_name; "
     "print(holder_name(), flush=True); time.sleep(30)"
 )
 
@@ -55,9 +55,9 @@ def dead_holder():
 def engine(monkeypatch, settings):
     settings.PORTAL_RECOVERY_GRACE_S = 15
     fake = FakeEngine()
-    for module in ("jobs.runtime.services", "jobs.runtime.reconcile"):
+    for module in ("jobs.execution.runs", "jobs.execution.reconcile"):
         monkeypatch.setattr(f"{module}.engine_for", lambda slave: fake)
-    monkeypatch.setattr("jobs.runtime.reconcile.slave_probe", lambda **kw: kw["slave"])
+    monkeypatch.setattr("jobs.execution.reconcile.slave_probe", lambda **kw: kw["slave"])
     return fake
 
 
@@ -111,7 +111,7 @@ def test_a_cluster_restarted_with_the_same_sentinel_pid_still_recovers(
 ):
     """In a container the restarted cluster's sentinel gets the same pid every time: its
     start time tells the new cluster from the killed one."""
-    from jobs.runtime.recovery import recovery_request
+    from jobs.execution.recovery import recovery_request
 
     monkeypatch.setattr("os.getppid", lambda: 4242)
     for started in (100, 100, 250):
@@ -196,7 +196,7 @@ def test_recovery_does_not_wait_for_claims_of_this_host(
     django_capture_on_commit_callbacks, submit, slave, engine, recorded_tasks, monkeypatch,
     dead_holder,
 ):  # fmt: skip
-    from jobs.runtime.recovery import _claims_stale_in, recovery_run
+    from jobs.execution.recovery import _claims_stale_in, recovery_run
 
     now = timezone.now()
     job = place(

@@ -24,7 +24,7 @@ tests/integration/test_halt_outcomes_e2e.py.
 
 import pytest
 
-from jobs.runtime.exit_outcome import (
+from jobs.execution.exit_outcome import (
     HALT_KILLED,
     HALT_SIGNALLED,
     HALT_SIGNALLING,

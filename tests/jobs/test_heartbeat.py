@@ -2,7 +2,7 @@
 
 import time
 
-from jobs.runtime.heartbeat import Heartbeat
+from jobs.execution.heartbeat import Heartbeat
 
 
 def test_beats_while_the_work_runs_and_stops_after():

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from clusters.runtime.engine import _state
 from jobs.api.gpulab_json import job_to_gpulab
+from jobs.execution.runs import job_restart_create
 from jobs.models import Job
-from jobs.runtime.services import job_restart_create
 from tests.api.conftest import API, put_state
 from tests.conftest import HELLO_WORLD
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from clusters.models import Gpu, Slave
+from jobs.execution.container_spec import container_spec, job_environment
 from jobs.models import Job
-from jobs.runtime.container_spec import container_spec, job_environment
 from jobs.spec import SpecError
 from tests.api.conftest import API, put_state
 from tests.conftest import HELLO_WORLD

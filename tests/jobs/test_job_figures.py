@@ -6,8 +6,8 @@ import pytest
 from django.db.models import Sum
 
 from jobs.api.cluster_json import _usage_by_slave
+from jobs.execution.container_spec import GIB, container_spec
 from jobs.models import Job
-from jobs.runtime.container_spec import GIB, container_spec
 from tests.web.factories import make_job
 
 pytestmark = pytest.mark.django_db

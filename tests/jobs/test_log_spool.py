@@ -1,6 +1,14 @@
 """Following a live log: only entries not taken yet are appended (pure part)."""
 
-from jobs.runtime.logs import LATE_NS, NS, log_cursor, log_since, new_entries, new_frames, stamp_ns
+from jobs.execution.logs import (
+    LATE_NS,
+    NS,
+    log_cursor,
+    log_since,
+    new_entries,
+    new_frames,
+    stamp_ns,
+)
 
 LOG = (
     b"2026-11-21T22:15:44.338364694Z a\n"

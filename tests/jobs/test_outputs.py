@@ -15,13 +15,13 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from core.errors import NotAllowed, NotFound, ServiceError
-from jobs.runtime.outputs import (
+from jobs.execution.outputs import (
     job_output_response,
     job_outputs_list,
     job_outputs_purge,
     outputs_extract,
 )
-from jobs.runtime.workdir import job_archive_outputs_dir
+from jobs.execution.workdir import job_archive_outputs_dir
 
 pytestmark = pytest.mark.django_db
 PORTAL = "/api/portal/"

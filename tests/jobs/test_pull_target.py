@@ -7,8 +7,8 @@ import pytest
 
 from clusters.runtime.engine import DockerEngine
 from clusters.runtime.errors import RuntimeFailure
+from jobs.execution.container_spec import pull_target
 from jobs.models import Job
-from jobs.runtime.container_spec import pull_target
 from jobs.user_actions.services import job_submit
 from tests.conftest import HELLO_WORLD
 

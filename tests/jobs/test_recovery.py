@@ -14,9 +14,8 @@ from django.utils import timezone
 
 from clusters.runtime.engine import ContainerState
 from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, RuntimeFailure
-from jobs.models import Job
-from jobs.runtime.reconcile import reconcile_all
-from jobs.runtime.services import (
+from jobs.execution.reconcile import reconcile_all
+from jobs.execution.runs import (
     _claim,
     job_finish_run,
     job_halt_run,
@@ -24,6 +23,7 @@ from jobs.runtime.services import (
     job_stop_run,
     runtime_work_stale,
 )
+from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 
 pytestmark = pytest.mark.django_db
@@ -157,9 +157,9 @@ def engine(monkeypatch, settings):
     settings.PORTAL_RECOVERY_GRACE_S = 15
     settings.PORTAL_HALT_GRACE_S = 1
     fake = FakeEngine()
-    for module in ("jobs.runtime.services", "jobs.runtime.reconcile"):
+    for module in ("jobs.execution.runs", "jobs.execution.reconcile"):
         monkeypatch.setattr(f"{module}.engine_for", lambda slave: fake)
-    monkeypatch.setattr("jobs.runtime.reconcile.slave_probe", lambda **kw: kw["slave"])
+    monkeypatch.setattr("jobs.execution.reconcile.slave_probe", lambda **kw: kw["slave"])
     return fake
 
 
@@ -205,7 +205,7 @@ def test_any_exception_in_the_launch_fails_the_job(commit, submit, slave, engine
     def broken(*args, **kwargs):
         raise KeyError("storage")
 
-    monkeypatch.setattr("jobs.runtime.services._prepare_storage", broken)
+    monkeypatch.setattr("jobs.execution.runs._prepare_storage", broken)
     with commit():
         job_launch_run(job_id=job.pk)
     job.refresh_from_db()
@@ -344,7 +344,7 @@ def test_halting_job_of_a_killed_worker_is_halted_again(
 
 
 def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks, monkeypatch):
-    from jobs.runtime.recovery import recovery_request
+    from jobs.execution.recovery import recovery_request
 
     monkeypatch.setattr("os.getppid", lambda: 4242)  # the workers' sentinel
     with commit():
@@ -359,7 +359,7 @@ def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks,
 def test_recovery_redrives_at_once_and_asks_for_a_tick(
     commit, submit, slave, engine, recorded_tasks
 ):
-    from jobs.runtime.recovery import recovery_run
+    from jobs.execution.recovery import recovery_run
 
     job = place(submit(), slave, "ASSIGNED", age_s=1)
     recorded_tasks.clear()
@@ -439,7 +439,7 @@ def test_a_launch_in_progress_is_never_re_driven(submit, slave, engine, monkeypa
         seen.append(_claim(current))  # a duplicate launch task
         raise RuntimeFailure("stop here", permanent=True)
 
-    monkeypatch.setattr("jobs.runtime.services._launch_with_retries", launching)
+    monkeypatch.setattr("jobs.execution.runs._launch_with_retries", launching)
     job_launch_run(job_id=job.pk)
     assert seen == [False, False]
 
@@ -447,7 +447,7 @@ def test_a_launch_in_progress_is_never_re_driven(submit, slave, engine, monkeypa
 def test_recovery_waits_only_until_the_killed_workers_claims_are_stale(
     commit, submit, slave, engine, recorded_tasks, monkeypatch
 ):
-    from jobs.runtime.recovery import recovery_run
+    from jobs.execution.recovery import recovery_run
 
     beat = timezone.now() - timedelta(seconds=10)  # killed 10 s ago: stale in 5 s
     place(submit(), slave, "STARTING", age_s=10, runtime_heartbeat=beat)
@@ -481,7 +481,7 @@ def test_reconcile_schedule_runs_under_its_own_time_limit(db):
 
 
 def test_a_failing_recovery_request_never_stops_a_worker_from_spawning(db, monkeypatch):
-    from jobs.runtime.recovery import recovery_request
+    from jobs.execution.recovery import recovery_request
 
     def broken(*args, **kwargs):
         raise RuntimeError("database is locked")

@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from jobs.execution.container_spec import job_mounts
 from jobs.models import Job
-from jobs.runtime.container_spec import job_mounts
 from jobs.spec import SpecError
 from portal.bootstrap import seed_reservation_ensure
 from tests.jobs import seed_texts as seed

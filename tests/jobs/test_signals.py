@@ -8,8 +8,8 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
+from jobs.execution.runs import job_restart_create
 from jobs.models import Job
-from jobs.runtime.services import job_restart_create
 from jobs.scheduler import model as sm
 from jobs.scheduler_bridge.apply import apply_fails_and_cancels
 from jobs.signals import (
@@ -123,7 +123,7 @@ def test_nothing_is_registered_on_commit_without_a_listener(django_capture_on_co
 
 
 def test_the_watcher_tells_its_start_with_its_stop_event(monkeypatch):
-    from jobs.runtime import watcher
+    from jobs.execution import watcher
 
     for loop in ("wakeup_loop", "metrics_sampler_loop"):
         monkeypatch.setattr(watcher, loop, lambda stop: None)

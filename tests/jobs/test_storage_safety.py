@@ -14,9 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from jobs.runtime import storage_prepare as prepare_module
-from jobs.runtime.storage import StorageRefused, default_roots, resolve_mount
-from jobs.runtime.storage_prepare import storage_prepare
+from jobs.execution import storage_prepare as prepare_module
+from jobs.execution.storage import StorageRefused, default_roots, resolve_mount
+from jobs.execution.storage_prepare import storage_prepare
 
 GID = 6001
 
@@ -321,13 +321,13 @@ def engine(monkeypatch):
     def engine_for(_slave):
         yield recording
 
-    monkeypatch.setattr("jobs.runtime.services.engine_for", engine_for)
+    monkeypatch.setattr("jobs.execution.runs.engine_for", engine_for)
     return recording
 
 
 def launch(submit, hello_world, storage):
+    from jobs.execution.runs import job_launch_run
     from jobs.models import Job
-    from jobs.runtime.services import job_launch_run
     from jobs.scheduler_bridge.tick import tick
 
     hello_world["request"]["docker"]["storage"] = storage

@@ -5,9 +5,9 @@ import threading
 import pytest
 from django.conf import settings as django_settings
 
+from jobs.execution.container_spec import LABEL_JOB
+from jobs.execution.watcher import handle_event
 from jobs.models import Job
-from jobs.runtime.container_spec import LABEL_JOB
-from jobs.runtime.watcher import handle_event
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ def die_event(job):
 @pytest.fixture(autouse=True)
 def _keep_test_connection(monkeypatch):
     # The watcher drops stale connections; inside a test's transaction that would close it.
-    monkeypatch.setattr("jobs.runtime.watcher.close_old_connections", lambda: None)
+    monkeypatch.setattr("jobs.execution.watcher.close_old_connections", lambda: None)
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_queue_mode_finishes_in_this_process(settings, monkeypatch, running_job)
         finished.append((job_id, django_settings.PORTAL_TASK_MODE))
         done.set()
 
-    monkeypatch.setattr("jobs.runtime.services.job_finish_run", finish)
+    monkeypatch.setattr("jobs.execution.runs.job_finish_run", finish)
     handle_event(die_event(running_job))
     assert done.wait(5)
     assert finished == [(running_job.pk, "queue")]

@@ -4,8 +4,8 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
+from jobs.execution.runs import job_restart_create
 from jobs.models import Job
-from jobs.runtime.services import job_restart_create
 from jobs.transitions import job_transition
 from notifications.job_emails import job_notify_send
 

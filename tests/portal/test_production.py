@@ -85,8 +85,13 @@ def test_https_behind_the_front_end_makes_cookies_secure(tmp_path):
 def test_reconcile_takes_only_its_own_slaves_containers(slave, settings):
     from types import SimpleNamespace
 
-    from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
-    from jobs.runtime.reconcile import _belongs_to
+    from jobs.execution.container_spec import (
+        LABEL_INSTANCE,
+        LABEL_JOB,
+        LABEL_SLAVE,
+        LEGACY_INSTANCE,
+    )
+    from jobs.execution.reconcile import _belongs_to
 
     settings.PORTAL_INSTANCE = "gp-mine"
 
@@ -170,7 +175,7 @@ def test_files_with_secrets_are_private_to_the_portal_user(tmp_path, settings, s
     settings.PORTAL_CA_DIR = var_dir / "ca"
     old_umask = os.umask(0o022)  # what most accounts have: files 0644 unless the portal cares
     try:
-        from jobs.runtime.logs import job_log_archive
+        from jobs.execution.logs import job_log_archive
 
         job_log_archive(job=submit(), data=b"secret output\n")
         ca_get_or_create()

@@ -31,7 +31,7 @@ def test_modules_that_fire_tasks_use_the_constants():
 
     from gangs import launch as gang_launch
     from jobs import system_actions, transitions, wakeups
-    from jobs.runtime import reconcile, recovery, watcher
+    from jobs.execution import reconcile, recovery, watcher
     from notifications import job_emails, subscriptions
 
     apply = import_module("jobs.scheduler_bridge.apply")

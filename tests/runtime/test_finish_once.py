@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from jobs.execution import runs
+from jobs.execution.watcher import handle_event
 from jobs.models import Job
-from jobs.runtime import services
-from jobs.runtime.watcher import handle_event
 from jobs.user_actions.services import job_cancel
 from tests.support.runtime import (
     SHARED_COMMANDS,
@@ -81,7 +81,7 @@ def test_two_finishers_at_once_archive_the_outputs_once(people, slave, engine, m
     job.refresh_from_db()
     engine.write_file(job.container_id, "/job/outputs/result.txt", "42\n")
     engine.finish(job.container_id, 0)
-    archive = services.job_outputs_archive
+    archive = runs.job_outputs_archive
     calls = []
 
     def slow_archive(**kwargs):
@@ -89,7 +89,7 @@ def test_two_finishers_at_once_archive_the_outputs_once(people, slave, engine, m
         time.sleep(0.3)  # both finishers are past their checks before either ends the job
         return archive(**kwargs)
 
-    monkeypatch.setattr(services, "job_outputs_archive", slow_archive)
+    monkeypatch.setattr(runs, "job_outputs_archive", slow_archive)
     finishers = [
         threading.Thread(target=finish_in_thread, args=(job.pk,), name=f"finisher-{n}")
         for n in range(2)
@@ -103,7 +103,7 @@ def test_two_finishers_at_once_archive_the_outputs_once(people, slave, engine, m
     assert (job.status, job.exit_code) == ("FINISHED", 0)
     assert archived_events(job) == 1 and status_changes(job).count("FINISHED") == 1
     # A finish coming after the end (reconcile, a late event) archives nothing either.
-    services.job_finish_run(job_id=job.pk)
+    runs.job_finish_run(job_id=job.pk)
     assert len(calls) == 1 and archived_events(job) == 1
 
 
@@ -111,7 +111,7 @@ def finish_in_thread(job_id):
     from django.db import connection
 
     try:
-        services.job_finish_run(job_id=job_id)
+        runs.job_finish_run(job_id=job_id)
     finally:
         connection.close()
 
@@ -126,7 +126,7 @@ def test_a_cancel_while_the_finish_archives_does_not_archive_again(
     job = submit(people, job_doc("sleep 300"))
     job.refresh_from_db()
     engine.finish(job.container_id, 0)
-    archive = services.job_outputs_archive
+    archive = runs.job_outputs_archive
     calls, copying = [], threading.Event()
 
     def slow_archive(**kwargs):
@@ -135,7 +135,7 @@ def test_a_cancel_while_the_finish_archives_does_not_archive_again(
         time.sleep(0.5)
         return archive(**kwargs)
 
-    monkeypatch.setattr(services, "job_outputs_archive", slow_archive)
+    monkeypatch.setattr(runs, "job_outputs_archive", slow_archive)
     watcher = threading.Thread(target=finish_in_thread, args=(job.pk,))
     watcher.start()
     assert copying.wait(5)
@@ -155,10 +155,10 @@ def test_a_finish_whose_worker_died_is_taken_over_after_the_grace(people, slave,
     claimed = Job.objects.filter(pk=job.pk)
     claimed.update(finish_claimed_at=job.status_updated)  # a finisher took it, then was killed
     runtime.PORTAL_RECOVERY_GRACE_S = 3600
-    services.job_finish_run(job_id=job.pk)
+    runs.job_finish_run(job_id=job.pk)
     assert Job.objects.get(pk=job.pk).status == "RUNNING"  # still its holder's
     runtime.PORTAL_RECOVERY_GRACE_S = 0
-    services.job_finish_run(job_id=job.pk)
+    runs.job_finish_run(job_id=job.pk)
     job.refresh_from_db()
     assert (job.status, job.exit_code) == ("FAILED", 3) and archived_events(job) == 1
 

@@ -7,9 +7,9 @@ import pytest
 
 from clusters.runtime.spec import ContainerSpec
 from core import tasks
+from jobs.execution.container_spec import LABEL_JOB, container_spec
+from jobs.execution.runs import job_finish_run, job_launch_run
 from jobs.models import Job
-from jobs.runtime.container_spec import LABEL_JOB, container_spec
-from jobs.runtime.services import job_finish_run, job_launch_run
 from jobs.scheduler_bridge.tick import tick
 from jobs.user_actions.services import job_cancel
 from tests.support.runtime import SHARED_COMMANDS, containers_of, job_doc, log_text, submit
@@ -112,7 +112,7 @@ def test_unknown_executable_fails_and_leaves_no_container(people, slave):
 @pytest.fixture
 def no_backoff(monkeypatch):
     """Launch retries back off with time.sleep: skip the wait, keep the retry."""
-    monkeypatch.setattr("jobs.runtime.services.time", SimpleNamespace(sleep=lambda s: None))
+    monkeypatch.setattr("jobs.execution.runs.time", SimpleNamespace(sleep=lambda s: None))
 
 
 def test_transient_failure_is_retried(people, slave, engine, no_backoff):
@@ -136,7 +136,7 @@ def test_permanent_failure_fails_without_retry(people, slave, engine):
 def test_transient_failures_that_persist_fail_the_job(
     people, slave, engine, monkeypatch, no_backoff
 ):
-    monkeypatch.setattr("jobs.runtime.services.LAUNCH_ATTEMPTS", 2)
+    monkeypatch.setattr("jobs.execution.runs.LAUNCH_ATTEMPTS", 2)
     engine.fail_next("run", permanent=False, message="create: engine busy", times=-1)
     job = submit(people, job_doc("sleep 300"))
     job.refresh_from_db()

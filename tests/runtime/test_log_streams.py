@@ -6,8 +6,8 @@ import struct
 import pytest
 
 from clusters.runtime.engine import split_frames
-from jobs.runtime.logs import archive_path, job_log_range, job_log_range_marked, stderr_path
-from jobs.runtime.services import job_finish_run
+from jobs.execution.logs import archive_path, job_log_range, job_log_range_marked, stderr_path
+from jobs.execution.runs import job_finish_run
 from jobs.web.views.log import segments
 from tests.support.runtime import job_doc, submit
 from tests.support.scripted_engine import Behaviour, err

@@ -12,9 +12,9 @@ from rest_framework.test import APIClient
 
 from clusters.models import Slave
 from clusters.runtime.gpus import parse_nvidia_smi_utilisation
+from jobs.execution import metrics
+from jobs.execution.metrics import job_samples_series, slave_samples_collect
 from jobs.models import JobSample
-from jobs.runtime import metrics
-from jobs.runtime.metrics import job_samples_series, slave_samples_collect
 from tests.support.runtime import job_doc, submit
 from tests.support.scripted_engine import Behaviour
 

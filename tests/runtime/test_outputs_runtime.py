@@ -6,10 +6,10 @@ import zipfile
 
 import pytest
 
+from jobs.execution.outputs import job_output_response, job_outputs_list
+from jobs.execution.runs import job_finish_run
+from jobs.execution.workdir import WORKDIR_ENV, job_archive_outputs_dir
 from jobs.models import JobEvent
-from jobs.runtime.outputs import job_output_response, job_outputs_list
-from jobs.runtime.services import job_finish_run
-from jobs.runtime.workdir import WORKDIR_ENV, job_archive_outputs_dir
 from tests.support.runtime import SHARED_COMMANDS, containers_of, job_doc, submit
 from tests.support.scripted_engine import Behaviour
 
@@ -94,8 +94,8 @@ def test_over_limit_outputs_stop_with_a_warning_event(people, slave, engine, set
 
 
 def test_a_mount_at_or_above_a_folder_replaces_it():
-    from jobs.runtime.container_spec import workdir_folders
-    from jobs.runtime.storage import ResolvedMount
+    from jobs.execution.container_spec import workdir_folders
+    from jobs.execution.storage import ResolvedMount
 
     def mount(path):
         return ResolvedMount(host_path="/srv/x", container_path=path, root_host_path="/srv")

@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for
+from jobs.execution.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
+from jobs.execution.reconcile import reconcile_all
 from jobs.models import Job
-from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE
-from jobs.runtime.reconcile import reconcile_all
 from jobs.user_actions.services import job_cancel
 from tests.support.runtime import (
     SHARED_COMMANDS,

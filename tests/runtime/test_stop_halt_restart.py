@@ -2,8 +2,8 @@
 
 import pytest
 
+from jobs.execution.runs import job_halt_run, job_restart_create, job_stop_run
 from jobs.models import Job
-from jobs.runtime.services import job_halt_run, job_restart_create, job_stop_run
 from jobs.user_actions.services import job_cancel, job_halt_request
 from tests.support.runtime import (
     HALTABLE,

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from core import tasks
+from jobs.execution.watcher import SlaveWatch, handle_event, watch_forever
 from jobs.models import Job, SlaveEventCursor
-from jobs.runtime.watcher import SlaveWatch, handle_event, watch_forever
 from tests.support.runtime import (
     SHARED_COMMANDS,
     job_doc,

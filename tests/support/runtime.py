@@ -8,8 +8,8 @@ import time
 
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from jobs.execution.logs import job_log_bytes
 from jobs.models import Job
-from jobs.runtime.logs import job_log_bytes
 from jobs.user_actions.services import job_submit
 from tests.support.scripted_engine import Behaviour, Reaction
 

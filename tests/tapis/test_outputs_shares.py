@@ -6,8 +6,8 @@ import zipfile
 
 import pytest
 
+from jobs.execution.workdir import job_archive_outputs_dir
 from jobs.models import Job
-from jobs.runtime.workdir import job_archive_outputs_dir
 from tapis.submit import tapis_job_submit
 from tests.tapis.conftest import TAPIS, seed_request
 from tests.tapis.openapi_facts import check, operation

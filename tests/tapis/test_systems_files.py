@@ -10,8 +10,8 @@ import zipfile
 
 import pytest
 
+from jobs.execution.workdir import job_archive_outputs_dir
 from jobs.models import Job
-from jobs.runtime.workdir import job_archive_outputs_dir
 from jobs.user_actions.shares import job_share_create
 from tapis.submit import tapis_job_submit
 from tests.tapis.conftest import TAPIS, seed_request

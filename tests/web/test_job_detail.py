@@ -6,8 +6,8 @@ import re
 import pytest
 from django.utils import timezone
 
+from jobs.execution.logs import archive_path
 from jobs.models import JobEvent
-from jobs.runtime.logs import archive_path
 from tests.web.factories import make_job
 
 SECRET = "s3cretPW"

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from jobs.runtime.watcher import watch_forever
+from jobs.execution.watcher import watch_forever
 
 
 class Command(BaseCommand):

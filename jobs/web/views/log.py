@@ -9,8 +9,8 @@ from django.http import HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 from django.utils import timezone
 
+from jobs.execution.logs import job_log_range, job_log_range_marked
 from jobs.models import Job
-from jobs.runtime.logs import job_log_range, job_log_range_marked
 from jobs.selectors import job_sees_full
 from jobs.states import ACTIVE, ON_SLAVE, PENDING, JobStatus
 from jobs.web.views.common import visible_job

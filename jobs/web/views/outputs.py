@@ -1,6 +1,6 @@
 """The job page's outputs table and share form (templates/jobs/_job_outputs.html,
 _job_shares.html), with their download and share/revoke routes. Rules live in
-``jobs.runtime.outputs`` and ``jobs.user_actions.shares``; these views only call them. (The job's
+``jobs.execution.outputs`` and ``jobs.user_actions.shares``; these views only call them. (The job's
 subscriptions and deliveries are the notifications app's section of the page.)"""
 
 from functools import partial
@@ -12,8 +12,8 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from core.errors import NotAllowed, ServiceError
+from jobs.execution.outputs import job_output_response, job_outputs_list
 from jobs.models import Job, JobShare
-from jobs.runtime.outputs import job_output_response, job_outputs_list
 from jobs.selectors import job_sees_full
 from jobs.user_actions.shares import (
     job_share_create,

@@ -30,9 +30,9 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
 from gangs.models import JobGang
+from jobs.execution.logs import job_log_bytes
+from jobs.execution.watcher import SlaveWatch
 from jobs.models import Job
-from jobs.runtime.logs import job_log_bytes
-from jobs.runtime.watcher import SlaveWatch
 from jobs.user_actions.services import job_submit
 from tests.gangs import OPENPAI_SEED
 from tests.integration.docker_support import (

@@ -10,8 +10,8 @@ from django.test import Client
 from clusters.models import Slave
 from clusters.runtime.errors import RuntimeFailure
 from gangs.authfile import authfile_parse
+from jobs.execution.runs import _ensure_image
 from jobs.models import Job, JobEvent
-from jobs.runtime.services import _ensure_image
 from jobs.user_actions.services import job_submit
 
 pytestmark = pytest.mark.django_db

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 
 from clusters.services import engine_for
+from jobs.execution.container_spec import LABEL_JOB
+from jobs.execution.reconcile import reconcile_all
 from jobs.models import JobEvent
-from jobs.runtime.container_spec import LABEL_JOB
-from jobs.runtime.reconcile import reconcile_all
 from jobs.states import JobStatus
 from tests.gangs.runtime.test_openpai_gang import (
     _commands,

@@ -12,8 +12,8 @@ from clusters.services import engine_for
 from gangs.completion import gang_recheck_all
 from gangs.models import JobGang
 from gangs.policy import gang_outcome
+from jobs.execution.runs import job_finish_run
 from jobs.models import Job
-from jobs.runtime.services import job_finish_run
 from jobs.states import JobStatus
 from jobs.user_actions.registry import ACTIONS
 from jobs.user_actions.services import job_halt_request, job_submit

@@ -22,7 +22,7 @@ from clusters.runtime.errors import (
 )
 from clusters.runtime.protocol import Engine
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, PortPolicy
-from jobs.runtime.logs import stamp_ns
+from jobs.execution.logs import stamp_ns
 from jobs.spec.images import parse_image
 from tests.integration.docker_support import TEST_IMAGE
 from tests.support.scripted_engine import Behaviour, Reaction, ScriptedEngine, err, out
@@ -316,7 +316,7 @@ def test_logs_with_timestamps_and_since(engine, run_container, scripted_world):
     assert [entry.split(b" ", 1)[1] for entry in entries] == [b"one", b"two"]
     stamps = [stamp_ns(entry.split(b" ", 1)[0]) for entry in entries]
     assert stamps[1] - stamps[0] >= 200_000_000
-    since = stamps[1] / 1e9 - 0.001  # inclusive, as jobs.runtime.logs reads it
+    since = stamps[1] / 1e9 - 0.001  # inclusive, as jobs.execution.logs reads it
     assert engine.logs(container_id, since=since) == b"two\n"
 
 

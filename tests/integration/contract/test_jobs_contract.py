@@ -19,11 +19,11 @@ from accounts.models import Membership, Project
 from clusters.models import Slave
 from clusters.runtime.spec import ContainerSpec
 from clusters.services import engine_for
+from jobs.execution.container_spec import LABEL_JOB, slave_labels
+from jobs.execution.logs import job_log_bytes, job_log_range
+from jobs.execution.reconcile import reconcile_all
+from jobs.execution.watcher import SlaveWatch
 from jobs.models import Job
-from jobs.runtime.container_spec import LABEL_JOB, slave_labels
-from jobs.runtime.logs import job_log_bytes, job_log_range
-from jobs.runtime.reconcile import reconcile_all
-from jobs.runtime.watcher import SlaveWatch
 from jobs.scheduler_bridge.tick import tick
 from jobs.user_actions.services import job_cancel, job_halt_request
 from tests.support.runtime import (

@@ -10,7 +10,7 @@ sent (the halt-vs-finish race: MUSTHALT, or HALTING with the signal not yet sent
 own exit code. With allowHaltWithoutSignal the job is stopped instead and every exit after the
 stop counts as HALTED.
 
-The halt worker (``jobs.runtime.services.job_halt_run``) writes one event before each step and
+The halt worker (``jobs.execution.runs.job_halt_run``) writes one event before each step and
 one after, in the job's history; ``HaltStep`` is what the finisher reads back from them.
 Pure: no database, no clock.
 """

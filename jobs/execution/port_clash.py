@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable
 
 from clusters.runtime.errors import HostPortBusy, RuntimeFailure
+from jobs.execution.run_hooks import run_hooks
 from jobs.models import Job
-from jobs.runtime.run_hooks import run_hooks
 from jobs.transitions import job_event_add
 
 # Starts of one container, the first included, while Docker's own picks are found taken.

@@ -19,10 +19,10 @@ from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for, slave_probe
 from core.tasks import fire
 from jobs import task_names
+from jobs.execution.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
+from jobs.execution.run_hooks import run_hooks
+from jobs.execution.runs import job_finish_run, job_restart_create, runtime_work_stale
 from jobs.models import Job, JobEvent
-from jobs.runtime.container_spec import LABEL_INSTANCE, LABEL_JOB, LABEL_SLAVE, LEGACY_INSTANCE
-from jobs.runtime.run_hooks import run_hooks
-from jobs.runtime.services import job_finish_run, job_restart_create, runtime_work_stale
 from jobs.signals import reconcile_finished
 from jobs.states import ON_SLAVE, JobStatus
 from jobs.transitions import job_event_add, job_transition

@@ -1,16 +1,16 @@
 """Tapis' ``tapisjob.out`` for jobs from an app: the job's stdout and stderr kept in its
 archived outputs, where Tapis users download it from; and the RUNNING stage.
 
-Runs in the finish path (jobs/runtime/services.py) right after ``jobs.runtime.outputs`` copied the
+Runs in the finish path (jobs/execution/runs.py) right after ``jobs.execution.outputs`` copied the
 container's ``/job/outputs`` (and recorded the ARCHIVING stage), with the log already read for
-the portal's own archive; both meet only in ``jobs.runtime.workdir.job_archive_outputs_dir``.
+the portal's own archive; both meet only in ``jobs.execution.workdir.job_archive_outputs_dir``.
 Written after the copy: the portal's record of stdout and stderr wins over a file of the same
 name the job wrote itself.
 """
 
 from core.installation import private_dir, write_private
+from jobs.execution.workdir import job_archive_outputs_dir
 from jobs.models import Job
-from jobs.runtime.workdir import job_archive_outputs_dir
 from jobs.transitions import Stage, job_stage_record
 
 STDOUT_NAME = "tapisjob.out"

@@ -8,7 +8,7 @@ A job with nothing to stage and no app is started exactly as before (``engine.ru
 
 Sources (checked at submit by ``input_source_error`` and again here, settings may change):
 - ``/project/data/x.csv``: a file below one of the storage roots the job's slave offers to the
-  project (``jobs.runtime.storage``), read on the portal host; links may not lead out of the root.
+  project (``jobs.execution.storage``), read on the portal host; links may not lead out of the root.
 - ``https://host/path``: fetched without following redirects (a redirect could leave the
   allow-list), only when ``host`` is in ``PORTAL_INPUT_ALLOWED_HOSTS``.
 Everything is bounded by ``PORTAL_INPUT_MAX_BYTES`` in total.
@@ -28,10 +28,10 @@ import requests
 from django.conf import settings
 
 from clusters.runtime.errors import RuntimeFailure, removed_on_failure
+from jobs.execution.port_clash import start_despite_port_clashes
+from jobs.execution.storage import StorageRefused, resolve_mount
+from jobs.execution.workdir import CONTAINER_INPUT_DIR
 from jobs.models import Job
-from jobs.runtime.port_clash import start_despite_port_clashes
-from jobs.runtime.storage import StorageRefused, resolve_mount
-from jobs.runtime.workdir import CONTAINER_INPUT_DIR
 from jobs.submit.checks import slave_roots
 from jobs.transitions import Stage, job_stage_record
 
@@ -196,7 +196,7 @@ def inputs_tar(job: Job):
 def job_container_start(*, engine, job: Job, spec) -> str:
     """Create and start the job's container; a job from an app or with inputs gets its
     inputs staged between the two and its stages recorded. Returns the container id. A host
-    port found taken at the start is handled by who chose it (``jobs.runtime.port_clash``):
+    port found taken at the start is handled by who chose it (``jobs.execution.port_clash``):
     the start may be tried again, or fail with a reason saying what to do."""
     return start_despite_port_clashes(
         engine=engine, job=job, start=lambda: _container_start(engine=engine, job=job, spec=spec)
@@ -234,7 +234,7 @@ def _container_start(*, engine, job: Job, spec) -> str:
 
 def job_inputs_restage(*, engine, job: Job, container_id: str) -> None:
     """Copy the inputs again into a container a crashed launch created but never started
-    (``runtime_services._adopt``): the first copy may not have happened."""
+    (``jobs.execution.runs._adopt``): the first copy may not have happened."""
     if not job.file_inputs:
         return
     tar, _size = inputs_tar(job)

@@ -5,7 +5,7 @@ Every worker of a starting cluster sends django-q2's ``post_spawn``; the first o
 ``recover`` task (a compare-and-swap on the lease row, keyed by the cluster's sentinel process,
 coalesces the others and a worker spawned again after a timeout). The task reconciles
 every slave at once, re-driving work nobody claimed (a launch or stop fired on commit and lost)
-and work claimed by a worker of this host that is gone (``jobs.runtime.heartbeat.holder_dead``:
+and work claimed by a worker of this host that is gone (``jobs.execution.heartbeat.holder_dead``:
 the killed cluster's), and asks for a tick (which takes over a tick lease such a worker held).
 Only claims this host cannot judge (taken on another host) are waited for: once they must have
 gone stale, it reconciles and asks for a tick again.
@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from core.tasks import fire
 from jobs import task_names
+from jobs.execution.heartbeat import holder_here, process_name
+from jobs.execution.reconcile import reconcile_all
 from jobs.models import Job, SchedulerLease
-from jobs.runtime.heartbeat import holder_here, process_name
-from jobs.runtime.reconcile import reconcile_all
 from jobs.states import ON_SLAVE
 from jobs.wakeups import SCHEDULER_TICK_TASK
 

@@ -1,4 +1,4 @@
-"""What happens to a job on its slave: launch, finish, stop (cancel), halt, restart.
+"""A job's runs on its slave: launch, finish, stop (cancel), halt, restart.
 
 Called by the thin tasks in ``jobs/tasks.py``. Each function loads the job afresh, does nothing
 when the job is no longer in the state it handles (tasks can run twice: a retry after a crash, a
@@ -21,10 +21,9 @@ from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, Runt
 from clusters.services import engine_for
 from core.faults import crash_point
 from core.timefmt import utc_z
-from jobs.models import Job, JobEvent, JobPullSecret
-from jobs.runtime.archiving import job_running_record, job_stdout_archive
-from jobs.runtime.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
-from jobs.runtime.exit_outcome import (
+from jobs.execution.archiving import job_running_record, job_stdout_archive
+from jobs.execution.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
+from jobs.execution.exit_outcome import (
     HALT_EVENT_PREFIX,
     HALT_EXIT_CODE,
     HALT_KILLED,
@@ -36,13 +35,14 @@ from jobs.runtime.exit_outcome import (
     exit_outcome,
     halt_step,
 )
-from jobs.runtime.heartbeat import Heartbeat, holder_dead, holder_name
-from jobs.runtime.logs import job_log_archive_frames, join_frames
-from jobs.runtime.outputs import job_outputs_archive
-from jobs.runtime.run_hooks import run_hooks
-from jobs.runtime.staging import job_container_start, job_inputs_restage
-from jobs.runtime.storage import StorageRefused
-from jobs.runtime.storage_prepare import storage_prepare
+from jobs.execution.heartbeat import Heartbeat, holder_dead, holder_name
+from jobs.execution.logs import job_log_archive_frames, join_frames
+from jobs.execution.outputs import job_outputs_archive
+from jobs.execution.run_hooks import run_hooks
+from jobs.execution.staging import job_container_start, job_inputs_restage
+from jobs.execution.storage import StorageRefused
+from jobs.execution.storage_prepare import storage_prepare
+from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.signals import job_restarted, signal_send_after_commit
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
@@ -145,7 +145,7 @@ def _fail(job: Job, reason: str, **fields) -> bool:
 
 def _prepare_storage(job: Job) -> list:
     """Resolve mounts on this slave and create their folders with the project's group, never
-    following a link (``jobs.runtime.storage_prepare``); runs right before ``engine.run``."""
+    following a link (``jobs.execution.storage_prepare``); runs right before ``engine.run``."""
     mounts = job_mounts(job, _on_slave(job))
     if not _on_slave(job).docker_url.startswith("unix://"):
         return mounts  # a remote slave's folders live on that machine (documented)
@@ -358,7 +358,7 @@ def ports_kept(job: Job, read: list[dict]) -> list[dict]:
 
 def _outcome(job: Job, exit_code: int, oom: bool) -> tuple[str, str]:
     """The end state and its reason for a container that exited with ``exit_code``
-    (``jobs.runtime.exit_outcome``: after SIGUSR1 only 123 is HALTED; before it, the job's
+    (``jobs.execution.exit_outcome``: after SIGUSR1 only 123 is HALTED; before it, the job's
     own exit code counts)."""
     step = _halt_step(job) if job.status == S.HALTING else HaltStep.NONE
     return exit_outcome(
@@ -649,7 +649,7 @@ def job_halt_run(*, job_id: int) -> None:
 
 
 def _signal_halt(engine, job: Job, container_id: str, grace: float) -> bool:
-    """SIGUSR1 to the job, with an event before and one after (``jobs.runtime.exit_outcome``):
+    """SIGUSR1 to the job, with an event before and one after (``jobs.execution.exit_outcome``):
     an exit after the signal is judged by the halt procedure (only 123 is HALTED), one before
     it by its own exit code. False when the container had already stopped."""
     job_event_add(job=job, message=HALT_SIGNALLING)

@@ -25,10 +25,10 @@ from clusters.services import engine_for
 from core.connections import connections_release
 from core.tasks import fire
 from jobs import task_names
+from jobs.execution import runs
+from jobs.execution.container_spec import LABEL_JOB, slave_labels
+from jobs.execution.metrics import metrics_sampler_loop
 from jobs.models import Job, SlaveEventCursor
-from jobs.runtime import services as runtime_services
-from jobs.runtime.container_spec import LABEL_JOB, slave_labels
-from jobs.runtime.metrics import metrics_sampler_loop
 from jobs.signals import watcher_started
 from jobs.states import ON_SLAVE
 from jobs.wakeups import wakeup_loop
@@ -72,7 +72,7 @@ def handle_event(event: dict) -> None:
 
 def _finish_here(job_id: int) -> None:
     try:
-        runtime_services.job_finish_run(job_id=job_id)  # looked up here: tests replace it
+        runs.job_finish_run(job_id=job_id)  # looked up here: tests replace it
     except Exception:
         log.exception("finish of job %s failed (reconcile retries)", job_id)
     finally:

@@ -1,6 +1,6 @@
 """A job's outputs: copied out of its container when it ends, listed and downloaded afterwards.
 
-Every job's container has ``/job/outputs`` (``jobs.runtime.workdir``). When the container has stopped
+Every job's container has ``/job/outputs`` (``jobs.execution.workdir``). When the container has stopped
 and before it is removed, ``job_outputs_archive`` reads that folder through the engine
 (``get_archive``: works for remote engines and exited containers alike) and unpacks it into
 the job's archive folder on the portal's side, safely: names that are absolute or hold ``..``,
@@ -38,8 +38,8 @@ from django.utils import timezone
 
 from core.errors import NotAllowed, NotFound, ServiceError
 from core.timefmt import utc_z
+from jobs.execution.workdir import CONTAINER_OUTPUT_DIR, job_archive_outputs_dir
 from jobs.models import Job, JobEvent
-from jobs.runtime.workdir import CONTAINER_OUTPUT_DIR, job_archive_outputs_dir
 from jobs.selectors import job_sees_full
 from jobs.transitions import Stage, job_event_add, job_stage_record
 

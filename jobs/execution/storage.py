@@ -6,7 +6,7 @@ them again (GPULab's ``/project_ghent`` for ``/project``). A job's ``hostPath`` 
 roots or a folder below one; ``PROJECT_SHARE_AUTO`` means ``/project``; ``.ssh`` is the user's SSH
 folder; ``tmpfs`` is memory. Everything else, ``..`` and the Docker socket are refused.
 Pure functions: the submit check and the launch both call them. Creating the folders on the
-slave, without ever following a link, is ``jobs.runtime.storage_prepare``.
+slave, without ever following a link, is ``jobs.execution.storage_prepare``.
 """
 
 import posixpath

@@ -1,6 +1,6 @@
 """Create a job's storage folders on a local slave without ever following a link.
 
-This is separate from ``jobs.runtime.storage`` because that module is pure path mapping, and the submit
+This is separate from ``jobs.execution.storage`` because that module is pure path mapping, and the submit
 check calls it too. This module changes the slave's filesystem as root. The portal runs as root
 on its local (``unix://``) slaves, and jobs can write in every folder below their storage root,
 so a job can plant a symlink anywhere below its root folder. If the portal created, chowned or
@@ -46,7 +46,7 @@ import os
 import stat
 from pathlib import Path
 
-from jobs.runtime.storage import ResolvedMount, StorageRefused
+from jobs.execution.storage import ResolvedMount, StorageRefused
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from accounts.models import user_urn
 from clusters.models import Slave
 from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
+from jobs.execution.run_hooks import run_hooks
+from jobs.execution.storage import ResolvedMount, resolve_mounts
+from jobs.execution.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, WORKDIR_ENV
 from jobs.models import Job, JobPullSecret
-from jobs.runtime.run_hooks import run_hooks
-from jobs.runtime.storage import ResolvedMount, resolve_mounts
-from jobs.runtime.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, WORKDIR_ENV
 from jobs.spec.images import image_parse
 from jobs.spec.v2_docker import reserved_env_reason
 from jobs.submit.checks import slave_roots
@@ -86,7 +86,7 @@ def job_environment(job: Job, slave: Slave) -> dict[str, str]:
     gid_name = docker.get("projectGidVariableName")
     if gid_name and reserved_env_reason(gid_name) is None:
         env[gid_name] = str(job.project.gid)
-    env |= WORKDIR_ENV  # every job's working, input and output folders (jobs/runtime/workdir.py)
+    env |= WORKDIR_ENV  # every job's working, input and output folders (jobs/execution/workdir.py)
     env |= {
         "GPULAB_JOB_ID": str(job.uuid),
         "GPULAB_CLUSTER_ID": str(slave.cluster_id),

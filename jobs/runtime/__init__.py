@@ -1,2 +1,0 @@
-"""Running jobs on their slaves: the container spec, launch/finish/stop/halt/restart,
-reconcile and recovery, the Docker event watcher, logs and storage mounts."""
