@@ -1,11 +1,16 @@
 """SFTP (and through asyncssh, both scp protocols) on the files of a job's container.
 
-Images need not ship ``sftp-server`` or ``scp``: reads and writes go through Docker's archive
-API (``docker cp``: a file's bytes are fetched whole when opened and written back whole when
-closed, owned by the container's user), stat through the same API's path stat, and the few
-directory operations (list, mkdir, remove, rename, chmod) through ``docker exec`` of the usual
-POSIX tools (``ls``, ``mkdir``, ``rm``, ``rmdir``, ``mv``, ``chmod``) as the container's user.
-Files on a tmpfs inside the container are not visible to Docker's archive API.
+Images need not ship ``sftp-server`` or ``scp``. Reads go through Docker's archive API (a
+file's bytes are fetched whole when opened), stat through the same API's path stat. Writes are
+kept until the file is closed, then written whole by ``docker exec`` of ``head -c SIZE > FILE``
+(``cat`` where the image has no ``head``) as the container's user: a new file is then made by
+the kernel exactly as the job's shell makes one (its owner the container's user, its group the
+folder's in a setgid folder such as the job's ``/project``, else the user's own), and a file
+that exists is rewritten in place, keeping its owner, group and mode. (Docker's archive API
+would give every file the container user's own group: ``/project``'s files would lose the
+project's.) The few directory operations (list, mkdir, remove, rename, chmod) run the usual
+POSIX tools (``ls``, ``mkdir``, ``rm``, ``rmdir``, ``mv``, ``chmod``) the same way. Files on a
+tmpfs inside the container are not visible to Docker's archive API.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from asyncssh.sftp import (
     FXF_WRITE,
 )
 
-from ssh.sessions import Demux, exec_exit_status
+from ssh.sessions import READ_SIZE, Demux, exec_exit_status
 
 SPOOL_BYTES = 8 * 1024 * 1024
 MAX_LINKS = 8
@@ -64,6 +69,7 @@ class _Handle:
         self.mode = mode
         self.dirty = False
         self.append = False
+        self.chmod: int | None = None  # permissions the client set (else the shell's own)
 
 
 def _fetch_into(engine, container_id: str, path: str, spool) -> None:
@@ -79,20 +85,12 @@ def _fetch_into(engine, container_id: str, path: str, spool) -> None:
     spool.seek(0)
 
 
-def _store(engine, container_id: str, path: str, spool, mode: int) -> None:
-    spool.seek(0, os.SEEK_END)
-    size = spool.tell()
-    spool.seek(0)
-    archive = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
-    with tarfile.open(fileobj=archive, mode="w") as tar:
-        info = tarfile.TarInfo(posixpath.basename(path))
-        info.size, info.mode, info.mtime = size, mode & 0o7777, int(time.time())
-        tar.addfile(info, spool)
-    archive.seek(0)
-    try:
-        engine.archive_put(container_id, posixpath.dirname(path) or "/", archive)
-    finally:
-        archive.close()
+# Write stdin to "$1" as the job's shell would ("$3" bytes: the end of input cannot be sent
+# on a TLS engine connection), then give it mode "$2" when the client asked for one.
+WRITE_SCRIPT = """
+if command -v head >/dev/null 2>&1; then head -c "$3"; else cat; fi > "$1" || exit
+if [ -n "$2" ]; then chmod "$2" "$1"; fi
+"""
 
 
 def _stat_result(mode: int, size: int, mtime: int) -> os.stat_result:
@@ -133,14 +131,23 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
         if code != 0:
             raise asyncssh.SFTPFailure(err.decode(errors="replace").strip() or f"{argv[0]} failed")
 
-    async def _capture(self, argv: list[str]) -> tuple[int, bytes, bytes]:
+    async def _capture(self, argv: list[str], stdin=None) -> tuple[int, bytes, bytes]:
+        """Run ``argv`` in the container, ``stdin`` (a file) its input: (exit code, out, err)."""
         stream = await self._session.exec_open(argv, tty=False)
 
         def read_all():
             data = b""
+            try:
+                while stdin is not None and (chunk := stdin.read(READ_SIZE)):
+                    stream.write(chunk)
+            except OSError:
+                pass  # the command ended without reading it all: its exit code tells why
             stream.close_input()
-            while chunk := stream.read():
-                data += chunk
+            try:
+                while chunk := stream.read():
+                    data += chunk
+            except OSError:
+                pass
             return data
 
         try:
@@ -210,14 +217,15 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
                 raise asyncssh.SFTPFileAlreadyExists(f"{target}: file exists")
             if stat.S_ISDIR(existing["mode"]):
                 raise asyncssh.SFTPFailure(f"{target} is a directory")
+        asked = attrs.permissions & 0o7777 if attrs and attrs.permissions is not None else None
         mode = stat.S_IFREG | (
-            (attrs.permissions & 0o7777)
-            if attrs and attrs.permissions is not None
-            else (existing["mode"] & 0o7777 if existing else 0o644)
+            asked if asked is not None else (existing["mode"] & 0o7777 if existing else 0o644)
         )
         spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
         handle = _Handle(target, spool, writable=writable, mode=mode)
         handle.append = bool(pflags & FXF_APPEND)
+        if existing is None:
+            handle.chmod = asked  # as sftp-server's open(2): the mode of a file it creates
         if existing is not None and not (writable and pflags & FXF_TRUNC):
             await self._engine(lambda e: _fetch_into(e, self._container, target, spool))
         if writable and (existing is None or pflags & FXF_TRUNC):
@@ -242,13 +250,27 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
     async def close(self, file_obj: _Handle) -> None:  # type: ignore[override]
         try:
             if file_obj.dirty:
-                await self._engine(
-                    lambda e: _store(
-                        e, self._container, file_obj.path, file_obj.spool, file_obj.mode
-                    )
-                )
+                await self._write_back(file_obj)
         finally:
             file_obj.spool.close()
+
+    async def _write_back(self, handle: _Handle) -> None:
+        """The file's bytes into the container, written by the job's user (WRITE_SCRIPT)."""
+        spool = handle.spool
+        spool.seek(0, os.SEEK_END)
+        size = spool.tell()
+        spool.seek(0)
+        chmod = format(handle.chmod, "o") if handle.chmod is not None else ""
+        argv = ["/bin/sh", "-c", WRITE_SCRIPT, "write", handle.path, chmod, str(size)]
+        try:
+            code, _out, err = await self._capture(argv, stdin=spool)
+        except asyncssh.SFTPError:
+            raise
+        except Exception as error:  # noqa: BLE001 - reported to the client, never a crash
+            raise asyncssh.SFTPFailure(str(error)) from None
+        if code != 0:
+            reason = err.decode(errors="replace").strip() or f"cannot write {handle.path}"
+            raise asyncssh.SFTPFailure(reason)
 
     async def listdir(self, path: bytes):
         target = await self._path(path)
@@ -282,8 +304,12 @@ class ContainerSFTPServer(asyncssh.SFTPServer):
 
     async def fsetstat(self, file_obj: _Handle, attrs) -> None:  # type: ignore[override]
         if attrs.permissions is not None:
-            file_obj.mode = stat.S_IFREG | (attrs.permissions & 0o7777)
-            file_obj.dirty = file_obj.dirty or file_obj.writable
+            bits = attrs.permissions & 0o7777
+            file_obj.mode = stat.S_IFREG | bits
+            if file_obj.dirty:
+                file_obj.chmod = bits  # the file is (re)written at close: chmod after that
+            else:
+                await self._run("chmod", format(bits, "o"), file_obj.path)
 
     async def readlink(self, path: bytes) -> bytes:
         _, data = await self._stat_path(await self._path(path), follow=False)
