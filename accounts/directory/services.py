@@ -169,7 +169,9 @@ def _user_of(person: DirectoryPerson, recorder: _Recorder, now: datetime):
         recorder.add(Action.USER_CREATED, user, detail=f"{person.source} subject {person.subject}")
     else:
         user = identity.user
-        changed = [name for name, value in facts.items() if getattr(user, name) != value]
+        # A fact the directory did not send this time (a sync's userinfo without the email
+        # scope) keeps its value.
+        changed = [name for name, value in facts.items() if value and getattr(user, name) != value]
         if changed:
             for name in changed:
                 setattr(user, name, facts[name])

@@ -12,7 +12,7 @@ from accounts.directory.sync import directory_sync
 from accounts.models import DirectoryChange, DirectoryIdentity, Membership, Project
 from accounts.tokens import api_token_rotate
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.ldap]
 Action = DirectoryChange.Action
 
 

@@ -24,7 +24,7 @@ from accounts.models import DirectoryChange, DirectoryIdentity, Membership, Proj
 from accounts.tokens import api_token_rotate
 from tests.signin.directory_servers import oidc_control, unique
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.oidc]
 Action = DirectoryChange.Action
 
 
