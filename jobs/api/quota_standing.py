@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import Http404
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -111,7 +111,13 @@ class QuotaStandingView(PortalAPIView):
         "(resources x maxDuration) and whether it fits now and ever, with the scheduler's "
         "own line when it does not.",
         parameters=[
-            OpenApiParameter("project", str, required=True, description="a project of yours"),
+            OpenApiParameter(
+                "project",
+                str,
+                required=True,
+                description="a project of yours",
+                examples=[OpenApiExample("a project", value="vision")],
+            ),
             OpenApiParameter("gpus", int, description="the job's GPUs (default 0)"),
             OpenApiParameter("cpus", int, description="the job's CPUs (default 1)"),
             OpenApiParameter("memory_gb", int, description="cpuMemoryGb (default 1)"),

@@ -159,8 +159,14 @@ def _get(request, quota_id: str) -> Quota:
 _INVALID = refusal("an invalid quota: every problem is named")
 _ADMINS = refusal("only admins may create, change or delete quotas")
 _EXAMPLE = OpenApiExample(
-    "100 GPU-hours a month for project nlp",
-    {"project": "nlp", "gpu_hours_hard": 100, "gpu_hours_soft": 80, "gpus_hard": 4},
+    "alice in project vision: 2 GPUs at once, 100 GPU-hours a month (80 soft)",
+    {
+        "project": "vision",
+        "user": "alice",
+        "gpus_hard": 2,
+        "gpu_hours_hard": 100,
+        "gpu_hours_soft": 80,
+    },
     request_only=True,
 )
 
@@ -172,6 +178,8 @@ class QuotaListView(PortalAPIView):
         operation_id="portal_quotas_list",
         tags=[TAG],
         summary="Quotas: yours and your projects' (admins: all)",
+        description="The limits that concern you: your own rows and your projects' (admins see "
+        "every row). Hard levels keep jobs waiting; soft levels are shown (docs/quotas.md).",
         responses={200: QuotaOutSerializer(many=True)},
     )
     def get(self, request):
@@ -181,6 +189,8 @@ class QuotaListView(PortalAPIView):
         operation_id="portal_quota_create",
         tags=[TAG],
         summary="Set the limits of a project, a user, or a user within a project (admins)",
+        description="One row per scope; blank limits are none. Every problem is named; the "
+        "scheduler looks again at once.",
         request=QuotaSerializer,
         examples=[_EXAMPLE],
         responses={201: QuotaOutSerializer, 400: _INVALID, 403: _ADMINS},
@@ -197,6 +207,7 @@ class QuotaDetailView(PortalAPIView):
         operation_id="portal_quota_get",
         tags=[TAG],
         summary="One quota",
+        description="A row you may see: your own, your project's, or any (admins).",
         responses={200: QuotaOutSerializer, 404: refusal("no such quota among those you see")},
     )
     def get(self, request, quota_id: str):
@@ -206,6 +217,8 @@ class QuotaDetailView(PortalAPIView):
         operation_id="portal_quota_update",
         tags=[TAG],
         summary="Change a quota (admins; send only the fields to change)",
+        description="The fields sent replace the stored ones, checked as a new row is; running "
+        "jobs are never stopped by a lower limit.",
         request=QuotaSerializer,
         responses={
             200: QuotaOutSerializer,
@@ -222,6 +235,7 @@ class QuotaDetailView(PortalAPIView):
         operation_id="portal_quota_delete",
         tags=[TAG],
         summary="Delete a quota (admins): the site's defaults apply again",
+        description="The scope falls back on PORTAL_QUOTA_DEFAULTS (none: unlimited).",
         responses={204: None, 403: _ADMINS, 404: refusal("no such quota")},
     )
     def delete(self, request, quota_id: str):

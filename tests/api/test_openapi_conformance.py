@@ -42,10 +42,11 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts.tokens import api_token_rotate
 from gangs.models import JobGang
-from jobs.execution.workdir import job_archive_outputs_dir
+from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.models import Job
 from jobs.user_actions.services import job_submit
 from jobs.user_actions.shares import job_share_create
+from quotas.models import Quota
 from reservations.models import Reservation
 from tapis.services import app_create
 from tapis.shapes import ARCHIVE_SYSTEM
@@ -202,6 +203,7 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
         created_by=admin_user,
     )
     reservation.projects.add(project)
+    quota = Quota.objects.create(project=project, gpus_hard=64)  # binds no seeded request
     return {
         "keys": {"member": key, "admin": admin_key},
         # Path parameters that name seeded objects together (a finished job, its output file
@@ -215,7 +217,11 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
                     "reservation_id": str(RESERVATION),
                     "cluster_id": slave.cluster_id,
                     "share_id": str(share.pk),
+                    "quota_id": str(quota.pk),
                     "system_id": ARCHIVE_SYSTEM,
+                    # OpenPAI's {user}~{jobName}: the multi-task job.
+                    "user": member.username,
+                    "job_name": "pai-pair",
                     # A path of the archive (the Files routes): the finished job's output.
                     "path": f"jobs/{FINISHED_JOB}/outputs/result.txt",
                 }
@@ -262,7 +268,7 @@ def _openpai_config() -> dict:
 
 def _callers(method: str, path: str) -> list[str]:
     """Who calls: mostly the member, sometimes nobody; an admin where only admins succeed."""
-    if path.startswith("/api/portal/reservations") and method != "GET":
+    if path.startswith(("/api/portal/reservations", "/api/portal/quotas")) and method != "GET":
         return ["admin", "admin", "member", "anonymous"]
     return ["member", "member", "member", "anonymous"]
 
