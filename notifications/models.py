@@ -1,6 +1,45 @@
+import uuid
+
+from django.conf import settings
 from django.db import models
 
 from jobs.models import Job
+
+
+class JobSubscription(models.Model):
+    """A subscription to a job's events made apart from its request: by an app above this one
+    (Tapis' ``/jobs/subscribe`` routes and the subscriptions of a Tapis submit), in that app's
+    vocabulary. ``origin`` names the app, whose delivery shape (notifications/notices.py) writes
+    each notification; ``type_filter`` is matched against each notice's type, dot-separated
+    words where ``*`` stands for any one word (Tapis' ``jobs.JOB_NEW_STATUS.*``).
+
+    The request's own subscriptions (``request.notifications``) stay in the request."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="app_subscriptions")
+    origin = models.CharField(max_length=16)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    description = models.CharField(max_length=2048, blank=True)
+    enabled = models.BooleanField(default=True)
+    type_filter = models.CharField(max_length=128)
+    # [{"deliveryMethod": "WEBHOOK" | "EMAIL", "deliveryAddress": ...}], checked by the app
+    # that made it with the request section's rules (jobs/spec/v2_notifications.py).
+    targets = models.JSONField()
+    ttl_minutes = models.PositiveIntegerField(null=True, blank=True)
+    # After this nothing more is published to it (its TTL ran out, or the job's last notice
+    # said so); the row stays for the deliveries that name it.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created = models.DateTimeField()
+    updated = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created", "id"]
+        indexes = [models.Index(fields=["job", "origin"], name="job_subscription_by_job")]
+
+    def __str__(self) -> str:
+        return f"{self.origin} subscription {self.uuid} to {self.type_filter}"
 
 
 class JobDelivery(models.Model):
@@ -15,7 +54,8 @@ class JobDelivery(models.Model):
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="deliveries")
     delivery_id = models.UUIDField()
-    event = models.CharField(max_length=16)
+    # The job state (request subscriptions) or the notice's type (JobSubscription rows).
+    event = models.CharField(max_length=128)
     method = models.CharField(max_length=8, choices=Method.choices)
     address = models.CharField(max_length=2000)
     attempt = models.PositiveSmallIntegerField()
@@ -31,6 +71,16 @@ class JobDelivery(models.Model):
     # Which target of which subscription of the job's request this delivery goes to.
     subscription_index = models.PositiveSmallIntegerField(default=0)
     target_index = models.PositiveSmallIntegerField(default=0)
+    # A JobSubscription row's delivery: the row, and the notice as it was published (every
+    # attempt sends the same one); null for the request's subscriptions.
+    subscription = models.ForeignKey(
+        JobSubscription,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="deliveries",
+    )
+    notice = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "jobs_jobdelivery"

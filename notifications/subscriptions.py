@@ -23,6 +23,10 @@ webhook, with retries.
   schedule rolls back every schedule of the site.) Every attempt is a ``JobDelivery`` row
   (status code, error, attempt, time, when the next one follows), visible to whoever reads the
   job in full.
+
+Subscriptions that apps above make apart from the request (``JobSubscription`` rows: Tapis'
+``/jobs/subscribe``) are published by notifications/notices.py and go through the same sending,
+signature, allow-list and retries (``delivery_attempt``, ``delivery_record``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import logging
 import socket
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -61,6 +66,7 @@ from notifications.models import JobDelivery
 
 log = logging.getLogger(__name__)
 DELIVER_TASK = task_names.JOB_DELIVER
+NOTICE_DELIVER_TASK = task_names.JOB_NOTICE_DELIVER
 SIGNATURE_HEADER = "X-Portal-Signature-256"
 USER_AGENT = "gpu-portal-webhook/1"
 
@@ -151,9 +157,8 @@ def _check_resolved(url: str) -> str:
     return sorted(addresses, key=lambda a: ":" in a)[0]
 
 
-def _post(job: Job, url: str, event: str, delivery_id: str, attempt: int) -> int:
+def _post(job: Job, url: str, event: str, delivery_id: str, attempt: int, body: bytes) -> int:
     address = _check_resolved(url)
-    body = _body(job, event, delivery_id)
     parts = urlsplit(url)
     found = host_port(url)
     assert found is not None  # _check_resolved passed
@@ -198,51 +203,68 @@ def _post(job: Job, url: str, event: str, delivery_id: str, attempt: int) -> int
         pool.close()
 
 
-def _mail(job: Job, address: str, event: str) -> None:
+def _mail_text(job: Job, event: str) -> tuple[str, str]:
     lines = [f"Job {job.name} ({job.uuid}) of project {job.project.name} is {event}."]
     if job.end_reason:
         lines.append(f"Reason: {job.end_reason}")
     if settings.PORTAL_BASE_URL:
         lines.append(f"{settings.PORTAL_BASE_URL.rstrip('/')}/jobs/{job.uuid}/")
-    send_mail(
-        subject=f"[GPU Portal] {job.name} is {event}",
-        message="\n".join(lines) + "\n",
-        from_email=None,
-        recipient_list=[address],
-        fail_silently=False,
-    )
+    return f"[GPU Portal] {job.name} is {event}", "\n".join(lines) + "\n"
 
 
-def subscription_deliver(
-    *, job_id: int, event: str, s_index: int, t_index: int, delivery_id: str, attempt: int
-) -> JobDelivery | None:
-    """One attempt of one delivery; schedules the next attempt when this one failed.
-
-    An attempt already recorded is not sent again (a task delivered twice by the queue, or a
-    retry claimed again after its sender died: see ``deliveries_retry_due``)."""
-    job = Job.objects.select_related("project", "owner").filter(pk=job_id).first()
-    if job is None:
-        return None
-    if JobDelivery.objects.filter(delivery_id=delivery_id, attempt=attempt).exists():
-        _retry_done(delivery_id, attempt)
-        return None
-    try:
-        target = _subscriptions(job)[s_index]["deliveryTargets"][t_index]
-    except (IndexError, KeyError, TypeError):
-        return None
-    method, address = target["deliveryMethod"], target["deliveryAddress"]
+def delivery_attempt(
+    *,
+    job: Job,
+    method: str,
+    address: str,
+    event: str,
+    delivery_id: str,
+    attempt: int,
+    body: bytes,
+    mail: tuple[str, str],
+) -> tuple[int | None, str, bool]:
+    """Send one attempt: ``body`` to a webhook (signed), or the e-mail ``mail`` (subject,
+    text). Returns (HTTP status, error or "", whether the error is final: never retried)."""
     status_code, error, final = None, "", False
     try:
         if method == JobDelivery.Method.WEBHOOK:
-            status_code = _post(job, address, event, delivery_id, attempt)
+            status_code = _post(job, address, event, delivery_id, attempt, body)
             if not 200 <= status_code < 300:
                 error = f"HTTP {status_code}"
         else:
-            _mail(job, address, event)
+            send_mail(
+                subject=mail[0],
+                message=mail[1],
+                from_email=None,
+                recipient_list=[address],
+                fail_silently=False,
+            )
     except Refused as refused:
         error, final = str(refused), True
     except Exception as failure:  # network, TLS, timeout, mail server: retried
         error = f"{type(failure).__name__}: {failure}"
+    return status_code, error, final
+
+
+def delivery_record(
+    *,
+    job: Job,
+    delivery_id: str,
+    attempt: int,
+    event: str,
+    method: str,
+    address: str,
+    outcome: tuple[int | None, str, bool],
+    fire_next: Callable[[int], None],
+    s_index: int = 0,
+    t_index: int = 0,
+    subscription_id: int | None = None,
+    notice: dict | None = None,
+) -> JobDelivery:
+    """Record one attempt and schedule the next when it failed and may be retried: a row due
+    at ``retry_at`` for the watcher's timer (queue mode), or ``fire_next(next attempt)`` at
+    once (inline mode: development, tests)."""
+    status_code, error, final = outcome
     delays = settings.PORTAL_WEBHOOK_RETRY_DELAYS_S
     retry_in = None
     if error and not final and attempt <= len(delays):
@@ -252,7 +274,7 @@ def subscription_deliver(
     delivery = JobDelivery.objects.create(
         job=job,
         delivery_id=delivery_id,
-        event=str(event),
+        event=str(event)[:128],
         method=method,
         address=address[:2000],
         attempt=attempt,
@@ -266,19 +288,64 @@ def subscription_deliver(
         ),
         subscription_index=s_index,
         target_index=t_index,
+        subscription_id=subscription_id,
+        notice=notice,
     )
     if error:
         log.info(
             "delivery %s of job %s attempt %d failed: %s", delivery_id, job.uuid, attempt, error
         )
-    _retry_done(delivery_id, attempt)
+    delivery_retry_done(delivery_id, attempt)
     if retry_in is not None and not queued_retry:
-        # Inline mode (development, tests) retries at once; record mode records it.
-        tasks.fire(DELIVER_TASK, job_id, str(event), s_index, t_index, delivery_id, attempt + 1)
+        fire_next(attempt + 1)
     return delivery
 
 
-def _retry_done(delivery_id: str, attempt: int) -> None:
+def subscription_deliver(
+    *, job_id: int, event: str, s_index: int, t_index: int, delivery_id: str, attempt: int
+) -> JobDelivery | None:
+    """One attempt of one delivery; schedules the next attempt when this one failed.
+
+    An attempt already recorded is not sent again (a task delivered twice by the queue, or a
+    retry claimed again after its sender died: see ``deliveries_retry_due``)."""
+    job = Job.objects.select_related("project", "owner").filter(pk=job_id).first()
+    if job is None:
+        return None
+    if JobDelivery.objects.filter(delivery_id=delivery_id, attempt=attempt).exists():
+        delivery_retry_done(delivery_id, attempt)
+        return None
+    try:
+        target = _subscriptions(job)[s_index]["deliveryTargets"][t_index]
+    except (IndexError, KeyError, TypeError):
+        return None
+    method, address = target["deliveryMethod"], target["deliveryAddress"]
+    outcome = delivery_attempt(
+        job=job,
+        method=method,
+        address=address,
+        event=event,
+        delivery_id=delivery_id,
+        attempt=attempt,
+        body=_body(job, event, delivery_id),
+        mail=_mail_text(job, event),
+    )
+    return delivery_record(
+        job=job,
+        delivery_id=delivery_id,
+        attempt=attempt,
+        event=event,
+        method=method,
+        address=address,
+        outcome=outcome,
+        fire_next=lambda next_attempt: tasks.fire(
+            DELIVER_TASK, job_id, str(event), s_index, t_index, delivery_id, next_attempt
+        ),
+        s_index=s_index,
+        t_index=t_index,
+    )
+
+
+def delivery_retry_done(delivery_id: str, attempt: int) -> None:
     """Attempt ``attempt`` is recorded: the retry that led to it is no longer due."""
     JobDelivery.objects.filter(
         delivery_id=delivery_id, attempt__lt=attempt, retry_at__isnull=False
@@ -295,7 +362,7 @@ def deliveries_retry_due(*, now=None, limit: int = 100) -> int:
 
     Each row is claimed by moving its ``retry_at`` on by RETRY_CLAIM_S where it is still the
     time that was read (compare-and-swap), so two timers never fire one retry at once; the
-    attempt, once recorded, clears it (``_retry_done``)."""
+    attempt, once recorded, clears it (``delivery_retry_done``)."""
     now = now or timezone.now()
     due = JobDelivery.objects.filter(retry_at__lte=now).order_by("retry_at")[:limit]
     fired = 0
@@ -308,21 +375,35 @@ def deliveries_retry_due(*, now=None, limit: int = 100) -> int:
         "delivery_id",
         "attempt",
         "retry_at",
+        "notice",
+        "subscription_id",
     ):
         claimed = JobDelivery.objects.filter(pk=row["pk"], retry_at=row["retry_at"]).update(
             retry_at=now + timedelta(seconds=RETRY_CLAIM_S)
         )
         if not claimed:
             continue  # another timer claimed it
-        tasks.fire(
-            DELIVER_TASK,
-            row["job_id"],
-            row["event"],
-            row["subscription_index"],
-            row["target_index"],
-            str(row["delivery_id"]),
-            row["attempt"] + 1,
-        )
+        if row["notice"] is not None:
+            # A JobSubscription row's delivery (notifications/notices.py): the same notice
+            # again. A row deleted meanwhile is found gone by the task, which ends it there.
+            tasks.fire(
+                NOTICE_DELIVER_TASK,
+                row["subscription_id"],
+                row["target_index"],
+                str(row["delivery_id"]),
+                row["attempt"] + 1,
+                row["notice"],
+            )
+        else:
+            tasks.fire(
+                DELIVER_TASK,
+                row["job_id"],
+                row["event"],
+                row["subscription_index"],
+                row["target_index"],
+                str(row["delivery_id"]),
+                row["attempt"] + 1,
+            )
         fired += 1
     return fired
 

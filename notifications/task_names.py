@@ -10,5 +10,8 @@ JOB_NOTIFY = "notifications.tasks.job_notify"
 # One attempt of a subscription's delivery (notifications/subscriptions.py); the watcher's
 # timer fires the retries.
 JOB_DELIVER = "notifications.tasks.job_deliver"
+# One attempt of a notice's delivery to a JobSubscription row (notifications/notices.py: Tapis'
+# subscriptions); the watcher's timer fires the retries.
+JOB_NOTICE_DELIVER = "notifications.tasks.job_notice_deliver"
 
-ALL = (JOB_NOTIFY, JOB_DELIVER)
+ALL = (JOB_NOTIFY, JOB_DELIVER, JOB_NOTICE_DELIVER)

@@ -4,7 +4,7 @@ Their dotted paths are stored in the task queue (notifications/task_names.py). T
 looked up on their modules when a task runs, so a test that replaces one replaces it here too.
 """
 
-from notifications import job_emails, subscriptions
+from notifications import job_emails, notices, subscriptions
 
 
 def job_notify(job_id: int, event: str) -> None:
@@ -21,4 +21,16 @@ def job_deliver(
         t_index=t_index,
         delivery_id=delivery_id,
         attempt=attempt,
+    )
+
+
+def job_notice_deliver(
+    subscription_id: int | None, t_index: int, delivery_id: str, attempt: int, notice: dict
+) -> None:
+    notices.job_notice_deliver(
+        subscription_id=subscription_id,
+        t_index=t_index,
+        delivery_id=delivery_id,
+        attempt=attempt,
+        notice=notice,
     )

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+
 from jobs.models import Job
 from jobs.web.page_hooks import JobSection
+from notifications.models import JobSubscription
 from notifications.subscriptions import (
     SIGNATURE_HEADER,
     job_deliveries_list,
@@ -23,6 +26,16 @@ def job_deliveries_section(job: Job, user, full: bool) -> dict[str, Any] | None:
     if not full or "request" in job.get_deferred_fields():
         return None
     subscriptions = ((job.request or {}).get("notifications") or {}).get("subscriptions") or []
+    # Those an app made apart from the request (Tapis' /jobs/subscribe), in the same words.
+    subscriptions = subscriptions + [
+        {
+            "enabled": row.enabled and (row.expires_at is None or row.expires_at > timezone.now()),
+            "eventTypes": [row.type_filter],
+            "deliveryTargets": row.targets,
+            "description": row.description,
+        }
+        for row in JobSubscription.objects.filter(job=job).order_by("created", "id")[:50]
+    ]
     if not subscriptions:
         return None
     return {

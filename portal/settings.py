@@ -217,6 +217,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": False, "validatorUrl": None},
     # 3.1: the login certificate is a mutualTLS security scheme, which 3.0 cannot name.
     "OAS_VERSION": "3.1.0",
+    # A delivery's method, in the portal's deliveries and in Tapis' delivery targets: one enum.
+    "ENUM_NAME_OVERRIDES": {"DeliveryMethodEnum": ["WEBHOOK", "EMAIL"]},
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.

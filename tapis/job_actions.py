@@ -1,6 +1,7 @@
 """What Tapis users do to a job besides the portal's own actions (docs/tapis.md): hide it from
 their Tapis job lists and searches (``hideJob``/``unhideJob``), and send it a user event
-(``sendEvent``), recorded in the job's history as every other event."""
+(``sendEvent``), recorded in the job's history as every other event and told to the job's
+JOB_USER_EVENT subscribers (tapis/notices.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from jobs.spec import FieldError, SpecError
 from jobs.states import TERMINAL
 from jobs.transitions import job_event_add
 from tapis.models import HiddenJob, JobUserEvent
+from tapis.notices import tapis_user_event_publish
 
 # eventData: kept whole in the event's message (job_event_add keeps 5000 characters, and the
 # message adds the detail and the sender); eventDetail: a short word naming the kind.
@@ -97,4 +99,6 @@ def tapis_job_event_send(*, job: Job, user, data, detail=None) -> JobEvent:
     with transaction.atomic():
         event = job_event_add(job=job, message=f"user event {detail} from {user.username}: {data}")
         JobUserEvent.objects.create(event=event, detail=detail, sender=user)
+        # Subscribers of JOB_USER_EVENT are told (after commit), as Tapis tells them.
+        tapis_user_event_publish(job=job, event=event, detail=detail, data=data)
     return event

@@ -37,11 +37,14 @@ from jobs.execution.staging import input_source_error, input_target_error
 from jobs.models import Job, JobPullSecret
 from jobs.selectors import job_sees_full
 from jobs.spec import FieldError, SpecError, format_duration, parse_job_document
+from jobs.spec.checks import Errors
 from jobs.transitions import Stage, job_stage_record
 from jobs.user_actions.services import job_submit, spec_defaults
 from tapis.macros import macro_values, substitute, tapis_environment
 from tapis.models import App
+from tapis.notices import tapis_subscription_event_publish
 from tapis.selectors import app_get_visible
+from tapis.subscriptions import TapisSubscribe, tapis_subscribes_check, tapis_subscriptions_create
 from tapis.systems import exec_system_cluster
 
 REQUEST_FIELDS = {
@@ -299,55 +302,27 @@ def combine_inputs(app: App, request_inputs: list, errs: _Errors, path: str) -> 
     return checked
 
 
-SUBSCRIBE_FIELDS = {
-    "description",
-    "enabled",
-    "eventCategoryFilter",
-    "deliveryTargets",
-    "ttlminutes",
-}
-NOTIFICATIONS_PATH = "request.notifications.subscriptions"
 COMMAND_PATH = "request.docker.command"
 
 
-def tapis_subscriptions(items: list, errs: _Errors) -> list[dict]:
-    """Tapis' ReqSubscribe items as the portal's ``request.notifications.subscriptions``
-    (jobs/spec/v2_notifications.py checks them): status changes (``JOB_NEW_STATUS`` or ``ALL``)
-    to e-mail or a webhook. ``ttlminutes`` is accepted and ignored: a subscription lasts as long
-    as its job."""
-    out = []
-    for index, item in enumerate(items):
-        where = f"subscriptions[{index}]"
-        if not isinstance(item, dict):
-            errs.add(where, "must be an object (Tapis' ReqSubscribe)")
-            continue
-        for key in item:
-            if key not in SUBSCRIBE_FIELDS:
-                errs.add(f"{where}.{key}", "unknown field")
-        category = item.get("eventCategoryFilter", "JOB_NEW_STATUS")
-        if category not in ("JOB_NEW_STATUS", "ALL"):
-            errs.add(
-                f"{where}.eventCategoryFilter",
-                "must be JOB_NEW_STATUS or ALL (the portal notifies status changes)",
-            )
-            continue
-        subscription = {"eventTypes": ["ALL"], "deliveryTargets": item.get("deliveryTargets")}
-        for key in ("description", "enabled"):
-            if key in item:
-                subscription[key] = item[key]
-        out.append(subscription)
-    return out
+def tapis_subscriptions(items: list, errs: _Errors) -> list[TapisSubscribe]:
+    """Tapis' ReqSubscribe items, checked (tapis/subscriptions.py); the job's Tapis
+    subscriptions once it is stored, delivered in Tapis' shape (they are not the document's
+    ``request.notifications``, whose events are portal states)."""
+    found = Errors()
+    checked = tapis_subscribes_check(items, found)
+    for problem in found.items:
+        errs.add(problem.path, problem.message)
+    return checked
 
 
 def _tapis_paths(exc: SpecError) -> SpecError:
-    """The generated document's subscription errors under the request's own field name, and
-    its command's (the site's bounds on length and words) under the arguments."""
+    """The generated document's command errors (the site's bounds on length and words) under
+    the arguments."""
     return SpecError([_tapis_path(e) for e in exc.errors])
 
 
 def _tapis_path(e: FieldError) -> FieldError:
-    if e.path.startswith(NOTIFICATIONS_PATH):
-        return FieldError("subscriptions" + e.path[len(NOTIFICATIONS_PATH) :], e.message)
     if e.path == COMMAND_PATH:
         return FieldError("parameterSet.appArgs", f"with the app's command, {e.message}")
     return e
@@ -458,6 +433,7 @@ class Prepared:
     document: dict
     origin: dict
     inputs: list[dict]
+    subscribes: list[TapisSubscribe]
 
 
 def tapis_job_prepare(*, user, request, resubmit: bool = False) -> Prepared:
@@ -558,8 +534,6 @@ def tapis_job_prepare(*, user, request, resubmit: bool = False) -> Prepared:
             "scheduling": scheduling,
         },
     }
-    if subscriptions:
-        document["request"]["notifications"] = {"subscriptions": subscriptions}
     kept = {key: value for key, value in request.items() if key in REQUEST_FIELDS}
     if params.get("appArgs"):
         kept["parameterSet"] = {**params, "appArgs": [_arg_spec(a) for a in params["appArgs"]]}
@@ -568,7 +542,7 @@ def tapis_job_prepare(*, user, request, resubmit: bool = False) -> Prepared:
         "project": project.name,
         "appArgs": words,
     }
-    return Prepared(app, project, job_uuid, document, origin, inputs)
+    return Prepared(app, project, job_uuid, document, origin, inputs, subscriptions)
 
 
 def tapis_job_check(*, user, request) -> Prepared:
@@ -609,6 +583,11 @@ def tapis_job_submit(
                 "resubmitted_from": resubmitted_from,
             },
         )
+        if prepared.subscribes:
+            tapis_subscriptions_create(job=job, owner=user, subscribes=prepared.subscribes)
+            tapis_subscription_event_publish(
+                job=job, action="ADDED", count=len(prepared.subscribes)
+            )
         job_stage_record(job=job, stage=Stage.PENDING, message=f"from app {app}")
     return job
 

@@ -6,7 +6,15 @@ slashes are optional, as for every portal route.
 
 from django.urls import re_path
 
-from tapis.api import app_shares, job_hide_events, job_search, outputs, systems_files, views
+from tapis.api import (
+    app_shares,
+    job_hide_events,
+    job_search,
+    outputs,
+    subscriptions,
+    systems_files,
+    views,
+)
 
 TAPIS = r"^tapis/v3/"
 UUID = r"(?P<job_uuid>[^/]+)"
@@ -19,6 +27,12 @@ urlpatterns = [
     # Before jobs/{uuid}: "search" is no uuid.
     re_path(
         TAPIS + r"jobs/search/?$", job_search.JobSearchView.as_view(), name="tapis-jobs-search"
+    ),
+    # A job's uuid (subscribe, list, delete all) or a subscription's (list it, delete it).
+    re_path(
+        TAPIS + rf"jobs/subscribe/{UUID}/?$",
+        subscriptions.JobSubscribeView.as_view(),
+        name="tapis-jobs-subscribe",
     ),
     re_path(TAPIS + rf"jobs/{UUID}/?$", views.JobDetailView.as_view(), name="tapis-job"),
     re_path(

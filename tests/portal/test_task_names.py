@@ -9,7 +9,7 @@ from notifications import task_names as notifications_task_names
 from portal import schedules
 
 # Each app's task names, and how many it has.
-TASK_NAMES = [(task_names, 9), (notifications_task_names, 2), (accounts_task_names, 1)]
+TASK_NAMES = [(task_names, 9), (notifications_task_names, 3), (accounts_task_names, 1)]
 
 
 @pytest.mark.parametrize("names, count", TASK_NAMES, ids=lambda v: getattr(v, "__name__", v))
@@ -32,7 +32,7 @@ def test_modules_that_fire_tasks_use_the_constants():
     from gangs import launch as gang_launch
     from jobs import system_actions, transitions, wakeups
     from jobs.execution import reconcile, recovery, watcher
-    from notifications import job_emails, subscriptions
+    from notifications import job_emails, notices, subscriptions
 
     apply = import_module("jobs.scheduler_bridge.apply")
 
@@ -48,6 +48,7 @@ def test_modules_that_fire_tasks_use_the_constants():
         wakeups.SCHEDULER_TICK_TASK,
         job_emails.NOTIFY_TASK,
         subscriptions.DELIVER_TASK,
+        notices.NOTICE_DELIVER_TASK,
         transitions.GANG_UPDATE_TASK,
         gang_launch.LAUNCH_TASK,
         *(path for path, _ in schedules.PERIODIC.values()),

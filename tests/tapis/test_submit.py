@@ -194,35 +194,3 @@ def member_client_gpulab(member):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
-
-
-def test_tapis_subscriptions_become_the_jobs_notifications(app, member, settings):
-    settings.PORTAL_WEBHOOK_ALLOWED_HOSTS = ["hooks.example.org"]
-    request = seed_request(
-        subscriptions=[
-            {
-                "description": "tell me",
-                "eventCategoryFilter": "JOB_NEW_STATUS",
-                "ttlminutes": 60,
-                "deliveryTargets": [
-                    {"deliveryMethod": "WEBHOOK", "deliveryAddress": "https://hooks.example.org/x"}
-                ],
-            }
-        ]
-    )
-    job = tapis_job_submit(user=member, request=request)
-    [subscription] = job.request["notifications"]["subscriptions"]
-    assert subscription["eventTypes"] == ["ALL"] and subscription["description"] == "tell me"
-    assert subscription["deliveryTargets"][0]["deliveryAddress"] == "https://hooks.example.org/x"
-
-    category = seed_request(subscriptions=[{"eventCategoryFilter": "JOB_USER_EVENT"}])
-    with pytest.raises(SpecError) as caught:
-        tapis_job_submit(user=member, request=category)
-    assert "JOB_NEW_STATUS or ALL" in _paths(caught.value)["subscriptions[0].eventCategoryFilter"]
-    # The webhook allow-list (the portal's notifications rules), named by the request's path.
-    target = {"deliveryMethod": "WEBHOOK", "deliveryAddress": "https://internal.lan/x"}
-    outside = seed_request(subscriptions=[{"deliveryTargets": [target]}])
-    with pytest.raises(SpecError) as caught:
-        tapis_job_submit(user=member, request=outside)
-    assert list(_paths(caught.value)) == ["subscriptions[0].deliveryTargets[0].deliveryAddress"]
-    assert Job.objects.count() == 1
