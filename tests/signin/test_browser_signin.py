@@ -154,6 +154,8 @@ def test_ldap_member_signs_in_submits_and_uses_the_pem(live, lab, page, gpulab_c
 
 def test_oidc_member_signs_in_submits_and_uses_the_pem(live, lab, page, gpulab_cli, js_errors):
     page.goto(live.url + "/accounts/login/?next=/jobs/")
+    expect(page.locator("#signin-oidc")).to_have_text("Sign in with Test lab")
+    screenshot(page, "signin-page")
     page.click("#signin-oidc")
     # At the provider's own sign-in page.
     expect(page.locator("#idp-sign-in")).to_be_visible()
