@@ -217,8 +217,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": False, "validatorUrl": None},
     # 3.1: the login certificate is a mutualTLS security scheme, which 3.0 cannot name.
     "OAS_VERSION": "3.1.0",
-    # A delivery's method, in the portal's deliveries and in Tapis' delivery targets: one enum.
-    "ENUM_NAME_OVERRIDES": {"DeliveryMethodEnum": ["WEBHOOK", "EMAIL"]},
+    # OpenPAI's job and task states and execution types: one enum each for every field using it.
+    "ENUM_NAME_OVERRIDES": {
+        "OpenPaiStateEnum": "gangs.openpai_jobs.PAI_STATES",
+        "OpenPaiExecutionTypeEnum": "gangs.api.openpai_serializers.EXECUTION_TYPES",
+        # A delivery's method, in the portal's deliveries and in Tapis' delivery targets.
+        "DeliveryMethodEnum": ["WEBHOOK", "EMAIL"],
+    },
 }
 
 # django-q2: the ORM broker needs nothing but the database. Set PORTAL_REDIS_URL to use Redis.

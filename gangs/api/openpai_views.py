@@ -16,6 +16,7 @@ through the one action registry (the whole gang).
 
 from __future__ import annotations
 
+import yaml
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -46,6 +47,7 @@ from gangs.api.openpai_serializers import (
 from gangs.openpai_jobs import (
     PAI_STATES,
     PaiJob,
+    execution_type,
     job_detail,
     job_state,
     job_summary,
@@ -207,8 +209,16 @@ class V2JobsView(OpenPaiAPIView):
         "YAML's safe loader within the body limit. The project: `extras: "
         '{"gpuportal.project": "<project>"}` for a user in several. Answers 202 with '
         'OpenPAI\'s message (docs/openpai.md, "Protocol v2").',
-        request={"text/yaml": OpenApiTypes.STR},
-        examples=[OpenApiExample("a one-task protocol", V2_EXAMPLE, request_only=True)],
+        # A mapping written in YAML: clients (and the schema's checks) send it YAML-dumped.
+        request={"text/yaml": OpenApiTypes.OBJECT},
+        examples=[
+            OpenApiExample(
+                "a one-task protocol",
+                yaml.safe_load(V2_EXAMPLE),
+                request_only=True,
+                media_type="text/yaml",
+            )
+        ],
         responses={
             202: OpenPaiSubmittedSerializer,
             400: refusal("not YAML, or an invalid protocol: every problem with its path"),
@@ -250,6 +260,7 @@ class V2JobsView(OpenPaiAPIView):
                     component_name="OpenPaiJobList",
                     serializers=[JobSummarySerializer(many=True), JobSummaryPageSerializer],
                     resource_type_field_name=None,
+                    many=False,
                 ),
                 description="the jobs, or {totalCount, data} with withTotalCount=true",
             ),
@@ -329,13 +340,14 @@ class V2JobExecutionTypeView(OpenPaiAPIView):
         if problems:
             raise SpecError(problems)
         job = _find(request, user, job_name)
-        ended = job_state(job) in FINAL
-        if value == "START" and ended:
+        state = job_state(job)
+        if value == "START" and state in FINAL:
             raise BadRequest(
                 f"job {job.framework_name} has ended: submit it again to run it again",
                 ["value: START of a job that ended is not offered"],
             )
-        if value == "STOP" and not ended:
+        # Stopping a job that is being stopped or has ended changes nothing (no error).
+        if value == "STOP" and state in ("WAITING", "RUNNING") and execution_type(job) == "START":
             live = next((t for t in job.tasks if t.status not in TERMINAL), job.tasks[0])
             ACTIONS["cancel"].run(job=live, user=request.user)
         return Response({"message": f"execute job {job.name} successfully"}, status=202)
