@@ -53,7 +53,8 @@ def usertime(value: object, style: str = "datetime") -> SafeString:
     """The one way a page shows a time: ``<time>`` in the viewer's zone (the one activated by
     accounts.timezones), labelled, 24-hour ISO style: ``2026-11-22 14:05 CET``.
 
-    ``style``: "datetime" (default), "date", "time" (``14:05 CET``) or "relative" (``in 3 h``,
+    ``style``: "datetime" (default), "seconds" (``2026-11-22 14:05:09 CET``: for events close
+    together), "date", "time" (``14:05 CET``) or "relative" (``in 3 h``,
     ``12 min ago``; static/js/portal.js keeps it current). The title always holds the absolute
     time with seconds and zone (shown on hover); ``datetime`` is UTC for scripts.
     """
@@ -66,6 +67,8 @@ def usertime(value: object, style: str = "datetime") -> SafeString:
     full = local.strftime("%Y-%m-%d %H:%M:%S ") + label
     if style == "date":
         text = local.strftime("%Y-%m-%d")
+    elif style == "seconds":
+        text = full
     elif style == "time":
         text = local.strftime("%H:%M ") + label
     elif style == "relative":

@@ -45,7 +45,8 @@ def _split(start: datetime, end: datetime, days: list[datetime], per_day: list[f
     """Add gpus x hours of [start, end) to the days it overlaps."""
     for i, day in enumerate(days):
         day_end = day + timedelta(days=1)
-        overlap = (min(end, day_end) - max(start, day)).total_seconds()
+        # Timestamps: two times of one zone would subtract as wall clocks (wrong on a DST day).
+        overlap = min(end, day_end).timestamp() - max(start, day).timestamp()
         if overlap > 0:
             per_day[i] += gpus * overlap / 3600
 
@@ -79,8 +80,12 @@ def _chart(series: Series, days: list[datetime]) -> Series:
 
 
 def usage_page_data(user, *, now: datetime) -> dict:
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    days = [today - timedelta(days=DAYS - 1 - i) for i in range(DAYS)]
+    # Days begin at midnight in the viewer's zone (the one time rule), as on Reservations. The
+    # arithmetic is on wall-clock time, so a day with a DST change lasts 23 or 25 hours.
+    local_now = timezone.localtime(now)
+    today = local_now.replace(hour=0, minute=0, second=0, microsecond=0)
+    days = [(today - timedelta(days=DAYS - 1 - i)).replace(tzinfo=None) for i in range(DAYS)]
+    days = [timezone.make_aware(day, local_now.tzinfo) for day in days]
     since = days[0]
     project_ids = project_ids_of(user)
     projects = list(Project.objects.filter(pk__in=project_ids).order_by("name"))

@@ -23,10 +23,10 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from accounts.models import Membership
+from accounts.models import Membership, Profile
 from accounts.tokens import api_token_rotate
 from clusters.models import Slave
-from jobs.models import Job, UserUsage
+from jobs.models import Job, JobEvent, UserUsage
 from jobs.scheduler_bridge.snapshot import RUNNING_FIELDS, scheduler_config
 from jobs.scheduler_bridge.usage import usage_accrue
 from reservations.models import Reservation
@@ -126,6 +126,30 @@ WIDE_ELEMENTS = """(width) => {
       (typeof el.className === 'string' && el.className ? '.' + el.className.trim().split(/\\s+/).join('.') : ''));
 }"""
 
+# The one time rule (issue 28 item 2): every time a portal page shows is in the viewer's zone
+# with its name. The viewer here is in Asia/Kolkata (IST, +05:30: a time converted by whole hours
+# or left in UTC cannot pass). Offenders: a clock time not followed by " IST", the word UTC, an
+# ISO time. Not the portal's own text: what the job printed (its log), the documents it was made
+# from (its request, the editor) and an app's definition as the API gives it (the API is UTC).
+ZONE, ZONE_LABEL = "Asia/Kolkata", "IST"
+TIMES_IN_OTHER_ZONES = r"""(label) => {
+  const clock = /\b\d{1,2}:\d{2}(?::\d{2})?(?:\.\d+)?Z?(\s*[AaPp]\.?[Mm]\.?)?(?:\s+([A-Z][A-Z0-9+:-]*|[+-]\d{2}))?/g;
+  const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  let node;
+  while ((node = walker.nextNode())) {
+    const el = node.parentElement;
+    if (!el || el.closest('script,style,textarea,.CodeMirror,#job-log,#job-request,#app-definition-view,[aria-hidden=true]')) continue;
+    if (!el.getClientRects().length) continue;  // not shown
+    const text = node.textContent;
+    for (const m of text.matchAll(clock)) {
+      if (m[1] || m[2] !== label) out.push(text.trim().slice(0, 80));
+    }
+    if (/\bUTC\b|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(text)) out.push(text.trim().slice(0, 80));
+  }
+  return [...new Set(out)].slice(0, 8);
+}"""
+
 WARM_LOAD_MS = """() => {
   const n = performance.getEntriesByType('navigation')[0];
   return Math.round(n.loadEventEnd - n.startTime);
@@ -163,7 +187,23 @@ def site(portal, slave, settings, django_user_model):
             owner=user, project=project, status="FAILED", slave=slave, exit_code=2, name="broke"
         ),
         "cancelled": make_job(owner=user, project=project, status="CANCELLED", name="stopped"),
+        # From a Tapis app: its page holds the Tapis card with its stages' times.
+        "tapis": make_job(
+            owner=user,
+            project=project,
+            name="from-an-app",
+            app_id="classify",
+            app_version="1.0",
+            origin={"tapis": {"appId": "classify", "appVersion": "1.0"}},
+        ),
     }
+    JobEvent.objects.create(
+        job=jobs["tapis"],
+        time=now - timedelta(seconds=3),
+        type=JobEvent.Type.INFO,
+        stage="PENDING",
+        message="waiting for resources",
+    )
     Slave.objects.create(
         name="gpu-off",
         cluster=slave.cluster,
@@ -336,6 +376,11 @@ def check_page(page, url, name: str, mode: str, record: dict, problems: list) ->
         # follows the system setting.
         if not name.startswith("admin") and theme != mode:
             problems.append(f"{name} [{mode}]: data-bs-theme is {theme!r}")
+        if mode == "light" and not name.startswith(("admin", "api-docs")):
+            # The API docs show the API, which stays UTC; the admin is Django's own.
+            others = page.evaluate(TIMES_IN_OTHER_ZONES, ZONE_LABEL)
+            if others:
+                problems.append(f"{name}: times not in the viewer's zone ({ZONE}): {others}")
         page.add_script_tag(path=str(AXE))
         violations = page.evaluate(AXE_RUN, AXE_TAGS)
         record.setdefault("axe_violations", {})[mode] = len(violations)
@@ -393,10 +438,12 @@ def test_every_page_is_accessible_fits_a_phone_and_follows_dark_mode(site, page_
     missing = web_routes() - covered - set(NOT_PAGES)
     assert not missing, f"pages of the URL conf this test does not visit: {sorted(missing)}"
 
+    for user in (portal.user, site["root"]):
+        Profile.objects.update_or_create(user=user, defaults={"time_zone": ZONE})
     contexts = {
-        "light": page_of(viewport=DESKTOP, color_scheme="light"),
-        "dark": page_of(viewport=DESKTOP, color_scheme="dark"),
-        "phone": page_of(viewport=PHONE, color_scheme="light"),
+        "light": page_of(viewport=DESKTOP, color_scheme="light", timezone_id=ZONE),
+        "dark": page_of(viewport=DESKTOP, color_scheme="dark", timezone_id=ZONE),
+        "phone": page_of(viewport=PHONE, color_scheme="light", timezone_id=ZONE),
     }
     results: dict[str, dict] = {}
     problems: list[str] = []
