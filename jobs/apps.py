@@ -13,10 +13,10 @@ class JobsConfig(AppConfig):
         # Imported here, not at the top: they import models, which Django loads after the app
         # configs (AppConfig.ready is the documented place for signal wiring).
         from core.signals import capacity_changed
-        from jobs.execution.recovery import recovery_request
+        from jobs.execution.reconcile import recovery_request
         from jobs.wakeups import tick_on_capacity_change
 
-        # A starting q cluster recovers what a killed one left half done (jobs/execution/recovery.py).
+        # A starting q cluster recovers what a killed one left half done (jobs/execution/reconcile.py).
         post_spawn.connect(recovery_request, dispatch_uid="gpuportal-recovery")
         # A slave or reservation changed (clusters, reservations): the scheduler looks again.
         capacity_changed.connect(tick_on_capacity_change, dispatch_uid="gpuportal-capacity-tick")

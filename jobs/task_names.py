@@ -19,7 +19,7 @@ JOB_HALT = "jobs.tasks.job_halt"
 RECONCILE = "jobs.tasks.reconcile"
 # A task of a multi-task OpenPAI job ended: the gang's completion and retry policies.
 GANG_UPDATE = "jobs.tasks.gang_update"
-# Fired once when a q cluster starts (jobs/execution/recovery.py): re-drive what a crash left behind.
+# Fired once when a q cluster starts (jobs/execution/reconcile.py): re-drive what a crash left behind.
 RECOVER = "jobs.tasks.recover"
 OUTPUTS_PURGE = "jobs.tasks.outputs_purge"
 

@@ -5,7 +5,7 @@ The services are looked up on their modules when a task runs, so a test that rep
 replaces it here too.
 """
 
-from jobs.execution import outputs, recovery, runs
+from jobs.execution import outputs, runs
 from jobs.execution import reconcile as execution_reconcile  # the task below is named reconcile
 from jobs.models import Job
 from jobs.scheduler_bridge import tick as tick_module
@@ -37,7 +37,7 @@ def reconcile() -> None:
 
 
 def recover() -> None:
-    recovery.recovery_run()
+    execution_reconcile.recovery_run()
 
 
 def outputs_purge() -> None:

@@ -323,7 +323,7 @@ PORTAL_LAUNCH_TIMEOUT_S = env_int("PORTAL_LAUNCH_TIMEOUT_S", 1800)
 PORTAL_INTERACTIVE_HALT_WAIT_S = env_int("PORTAL_INTERACTIVE_HALT_WAIT_S", PORTAL_HALT_GRACE_S + 45)
 PORTAL_LOCAL_DOCKER_URL = os.environ.get("PORTAL_LOCAL_DOCKER_URL", "unix:///var/run/docker.sock")
 PORTAL_LOG_ARCHIVE_DIR = Path(os.environ.get("PORTAL_LOG_ARCHIVE_DIR", VAR_DIR / "logs"))
-# Each job's archived outputs (jobs/execution/workdir.py), private to the portal's user.
+# Each job's archived outputs (jobs/execution/outputs.py), private to the portal's user.
 PORTAL_JOB_ARCHIVE_DIR = Path(os.environ.get("PORTAL_JOB_ARCHIVE_DIR", VAR_DIR / "archive"))
 # Resource samples of running jobs (jobs/execution/metrics.py): how often, how many kept per job, and
 # the idle-GPU review (GPUs below the threshold for the whole window are flagged, never stopped).

@@ -6,7 +6,7 @@ Pure. Unknown ``${Names}`` are left as they are: they may be the job's own shell
 
 import re
 
-from jobs.execution.workdir import (
+from jobs.execution.container_spec import (
     CONTAINER_INPUT_DIR,
     CONTAINER_OUTPUT_DIR,
     CONTAINER_WORKING_DIR,
@@ -46,7 +46,7 @@ def substitute(text: str, values: dict[str, str]) -> str:
 
 def tapis_environment(values: dict[str, str]) -> dict[str, str]:
     """The variables every job from an app gets, as Tapis sets them (``_tapis*``), plus the
-    portal's names of the job's folders (``jobs.execution.workdir.WORKDIR_ENV``)."""
+    portal's names of the job's folders (``jobs.execution.container_spec.WORKDIR_ENV``)."""
     return {
         **WORKDIR_ENV,
         "_tapisAppId": values["AppId"],

@@ -10,7 +10,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.timefmt import utc_z
-from jobs.execution.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, CONTAINER_WORKING_DIR
+from jobs.execution.container_spec import (
+    CONTAINER_INPUT_DIR,
+    CONTAINER_OUTPUT_DIR,
+    CONTAINER_WORKING_DIR,
+)
 from jobs.models import Job, JobEvent
 from jobs.transitions import job_tapis_status, tapis_status
 from tapis.models import HiddenJob, JobUserEvent

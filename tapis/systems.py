@@ -11,7 +11,7 @@ import re
 
 from clusters.models import Cluster
 from core.timefmt import utc_z
-from jobs.execution.workdir import CONTAINER_WORKING_DIR
+from jobs.execution.container_spec import CONTAINER_WORKING_DIR
 from tapis.shapes import ARCHIVE_SYSTEM, TENANT
 
 SYSTEMS_LIST = "GET /api/tapis/v3/systems"

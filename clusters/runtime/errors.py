@@ -112,7 +112,7 @@ class HostPortBusy(RuntimeFailure):
 
     ``host_port``: the port the engine named (None when its message named none). Permanent:
     starting the same container again fails the same way. Whose problem it is depends on who
-    chose the port (the user or the portal): the launch decides (jobs.execution.port_clash).
+    chose the port (the user or the portal): the launch decides (jobs.execution.staging).
     """
 
     def __init__(self, message: str, *, host_port: int | None, status_code: int | None = None):

@@ -3,6 +3,11 @@
 Pure apart from reading the objects passed in: no Docker, no database writes. What a container
 gets is in docs/runtime.md; what it never gets (privileged, host namespaces, sockets,
 capabilities) the runtime refuses on its own as well.
+
+Every job (GPULab, OpenPAI or from an app) gets the same folders, so scripts and Tapis-style apps
+can rely on them: a working directory with an input folder (staged before the start,
+jobs/execution/staging.py) and an output folder (copied to the archive when the container
+ends, jobs/execution/outputs.py).
 """
 
 import os
@@ -16,7 +21,6 @@ from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.execution.run_hooks import run_hooks
 from jobs.execution.storage import ResolvedMount, resolve_mounts
-from jobs.execution.workdir import CONTAINER_INPUT_DIR, CONTAINER_OUTPUT_DIR, WORKDIR_ENV
 from jobs.models import Job, JobPullSecret
 from jobs.spec.images import image_parse
 from jobs.spec.v2_docker import reserved_env_reason
@@ -31,6 +35,18 @@ LABEL_INSTANCE = "gpuportal.instance"
 LABEL_SLAVE = "gpuportal.slave"
 # The instance label of every portal before each installation had its own id.
 LEGACY_INSTANCE = "gpuportal"
+
+# A job's own folders inside its container.
+CONTAINER_WORKING_DIR = "/job"
+CONTAINER_INPUT_DIR = "/job/inputs"
+CONTAINER_OUTPUT_DIR = "/job/outputs"
+
+# The environment that names the three folders inside the container.
+WORKDIR_ENV = {
+    "JOB_WORKING_DIR": CONTAINER_WORKING_DIR,
+    "JOB_INPUT_DIR": CONTAINER_INPUT_DIR,
+    "JOB_OUTPUT_DIR": CONTAINER_OUTPUT_DIR,
+}
 
 
 @dataclass(frozen=True)
@@ -86,7 +102,7 @@ def job_environment(job: Job, slave: Slave) -> dict[str, str]:
     gid_name = docker.get("projectGidVariableName")
     if gid_name and reserved_env_reason(gid_name) is None:
         env[gid_name] = str(job.project.gid)
-    env |= WORKDIR_ENV  # every job's working, input and output folders (jobs/execution/workdir.py)
+    env |= WORKDIR_ENV  # every job's working, input and output folders (above)
     env |= {
         "GPULAB_JOB_ID": str(job.uuid),
         "GPULAB_CLUSTER_ID": str(slave.cluster_id),

@@ -1,6 +1,6 @@
 """A job's outputs: copied out of its container when it ends, listed and downloaded afterwards.
 
-Every job's container has ``/job/outputs`` (``jobs.execution.workdir``). When the container has stopped
+Every job's container has ``/job/outputs`` (``jobs.execution.container_spec``). When the container has stopped
 and before it is removed, ``job_outputs_archive`` reads that folder through the engine
 (``get_archive``: works for remote engines and exited containers alike) and unpacks it into
 the job's archive folder on the portal's side, safely: names that are absolute or hold ``..``,
@@ -15,6 +15,12 @@ folder; one that leaves it (``..``, absolute, a link pointing outside) is refuse
 downloads as a zip built while it is sent (nothing of its size is held in memory); a download
 larger than ``PORTAL_OUTPUT_DOWNLOAD_MAX_BYTES`` is refused. Outputs are removed
 ``PORTAL_OUTPUT_RETENTION_DAYS`` after the job ended (``job_outputs_purge``, a periodic task).
+
+The archive is on the portal's side (``job_archive_dir``), so outputs stay readable after the
+container and its slave are gone, for remote (``tcp://``) engines too. A job from an app also
+gets Tapis' ``tapisjob.out`` there (``job_stdout_archive``): its stdout and stderr as the engine
+interleaved them, written by the finish path right after the copy, so the portal's record of
+them wins over a file of the same name the job wrote itself.
 """
 
 from __future__ import annotations
@@ -37,8 +43,9 @@ from django.http import FileResponse, StreamingHttpResponse
 from django.utils import timezone
 
 from core.errors import NotAllowed, NotFound, ServiceError
+from core.installation import private_dir, write_private
 from core.timefmt import utc_z
-from jobs.execution.workdir import CONTAINER_OUTPUT_DIR, job_archive_outputs_dir
+from jobs.execution.container_spec import CONTAINER_OUTPUT_DIR
 from jobs.models import Job, JobEvent
 from jobs.selectors import job_sees_full
 from jobs.transitions import Stage, job_event_add, job_stage_record
@@ -50,10 +57,34 @@ CHUNK = 1024 * 1024
 PURGE_BATCH = 500
 # How many refused names a warning event lists (the rest are counted).
 SHOWN_REFUSALS = 10
+# Tapis' record of a job's stdout and stderr, in the archived outputs of a job from an app.
+STDOUT_NAME = "tapisjob.out"
 
 
 class TooLarge(ServiceError):
     status_code = 413
+
+
+# --- where the archive is --------------------------------------------------------------------
+
+
+def job_archive_dir(job) -> Path:
+    """The job's folder in the archive (private to the portal's user)."""
+    return Path(settings.PORTAL_JOB_ARCHIVE_DIR) / str(job.uuid)
+
+
+def job_archive_outputs_dir(job) -> Path:
+    """Where the container's output folder is copied when the job ends."""
+    return job_archive_dir(job) / "outputs"
+
+
+def job_stdout_archive(*, job: Job, data: bytes) -> None:
+    """Write ``tapisjob.out`` (stdout and stderr as the engine interleaved them) for a job
+    from an app; other jobs keep only the portal's log."""
+    if not job.app_id:
+        return
+    folder = private_dir(job_archive_outputs_dir(job))
+    write_private(folder / STDOUT_NAME, data)
 
 
 # --- copying out of the container ------------------------------------------------------------

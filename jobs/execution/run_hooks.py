@@ -11,7 +11,7 @@ its app knows, asked here at the moment the runtime needs them:
   at its end and by the periodic reconcile that removes it later;
 - ``portal_chosen_ports`` / ``port_clash_reason``: which host ports of a gang task the portal
   chose, and the reason a task fails with when one is found taken (the gang then goes back to
-  the queue whole: jobs.execution.port_clash).
+  the queue whole: jobs.execution.staging).
 
 The defaults answer "nothing to add", which is every GPULab job. jobs never imports the app.
 """

@@ -21,7 +21,6 @@ from clusters.runtime.errors import ContainerNotFound, ContainerNotRunning, Runt
 from clusters.services import engine_for
 from core.faults import crash_point
 from core.timefmt import utc_z
-from jobs.execution.archiving import job_running_record, job_stdout_archive
 from jobs.execution.container_spec import LABEL_JOB, container_spec, job_mounts, pull_target
 from jobs.execution.exit_outcome import (
     HALT_EVENT_PREFIX,
@@ -37,7 +36,7 @@ from jobs.execution.exit_outcome import (
 )
 from jobs.execution.heartbeat import Heartbeat, holder_dead, holder_name
 from jobs.execution.logs import job_log_archive_frames, join_frames
-from jobs.execution.outputs import job_outputs_archive
+from jobs.execution.outputs import job_outputs_archive, job_stdout_archive
 from jobs.execution.run_hooks import run_hooks
 from jobs.execution.staging import job_container_start, job_inputs_restage
 from jobs.execution.storage import StorageRefused
@@ -46,7 +45,7 @@ from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.signals import job_restarted, signal_send_after_commit
 from jobs.spec import format_duration
 from jobs.states import ON_SLAVE, JobStatus
-from jobs.transitions import job_event_add, job_transition
+from jobs.transitions import Stage, job_event_add, job_stage_record, job_transition
 from jobs.wakeups import tick_request
 
 log = logging.getLogger(__name__)
@@ -285,7 +284,8 @@ def _record_running(job: Job, container_id: str, state) -> None:
     if job_transition(
         job=job, to=S.RUNNING, message=f"container {container_id[:12]}", fields=fields
     ):
-        job_running_record(job=job)
+        if job.app_id:  # Tapis' RUNNING stage, for a job from an app
+            job_stage_record(job=job, stage=Stage.RUNNING, message=f"container {container_id[:12]}")
         # A die event the watcher got while the job was still STARTING had no RUNNING job to
         # finish (the finish leaves STARTING jobs to their launch); one that comes from now on
         # finds it RUNNING. So look once more: a container that has exited is finished here, at

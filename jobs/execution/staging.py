@@ -1,4 +1,5 @@
-"""A job's file inputs, copied into its container's input folder before it starts.
+"""Starting a job's container: its file inputs copied into its input folder first, and a host
+port found taken at the start handled by who chose it.
 
 Tapis' PROCESSING_INPUTS, STAGING_INPUTS, STAGING_JOB, SUBMITTING_JOB and QUEUED stages happen
 here, in the launch path: the inputs are read (from the project's storage on the portal host, or
@@ -12,28 +13,45 @@ Sources (checked at submit by ``input_source_error`` and again here, settings ma
 - ``https://host/path``: fetched without following redirects (a redirect could leave the
   allow-list), only when ``host`` is in ``PORTAL_INPUT_ALLOWED_HOSTS``.
 Everything is bounded by ``PORTAL_INPUT_MAX_BYTES`` in total.
+
+A host port found taken when the container starts (issue 24 item 7): ports are chosen per slave, but a slave's machine may hold other users of its port space
+(several engines on one machine, another installation): a port can be taken when the
+container starts. That is the portal's problem, unless the user fixed the port. By who chose
+the port (``HostPortBusy`` names it):
+
+- Docker (a mapping without ``hostPort``): Docker tries a few of its own picks, then gives up.
+  The start is tried again (``PORT_CLASH_STARTS`` in all), Docker picking other ports, and an
+  event says which port was taken and which replaced it.
+- The portal (an OpenPAI gang task's ``beginAt`` 0 ports, ``gangs.launch``): every peer of
+  the gang already knows the number, so the task does not move alone. It fails with a reason
+  the gangs app writes and reads back (``run_hooks().port_clash_reason``, ``gangs.ports``), and
+  the gang goes back to the queue whole, on other ports.
+- The user (a ``portMappings[].hostPort``, a ``beginAt`` > 0 range): the job fails, saying
+  which port is taken where.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import re
 import stat
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
 
-from clusters.runtime.errors import RuntimeFailure, removed_on_failure
-from jobs.execution.port_clash import start_despite_port_clashes
+from clusters.runtime.errors import HostPortBusy, RuntimeFailure, removed_on_failure
+from jobs.execution.container_spec import CONTAINER_INPUT_DIR
+from jobs.execution.run_hooks import run_hooks
 from jobs.execution.storage import StorageRefused, resolve_mount
-from jobs.execution.workdir import CONTAINER_INPUT_DIR
 from jobs.models import Job
 from jobs.submit.checks import slave_roots
-from jobs.transitions import Stage, job_stage_record
+from jobs.transitions import Stage, job_event_add, job_stage_record
 
 FETCH_TIMEOUT_S = 30
 CHUNK = 1 << 16
@@ -196,7 +214,7 @@ def inputs_tar(job: Job):
 def job_container_start(*, engine, job: Job, spec) -> str:
     """Create and start the job's container; a job from an app or with inputs gets its
     inputs staged between the two and its stages recorded. Returns the container id. A host
-    port found taken at the start is handled by who chose it (``jobs.execution.port_clash``):
+    port found taken at the start is handled by who chose it (``start_despite_port_clashes``, below):
     the start may be tried again, or fail with a reason saying what to do."""
     return start_despite_port_clashes(
         engine=engine, job=job, start=lambda: _container_start(engine=engine, job=job, spec=spec)
@@ -240,3 +258,83 @@ def job_inputs_restage(*, engine, job: Job, container_id: str) -> None:
     tar, _size = inputs_tar(job)
     with tar:
         engine.put_archive(container_id, _TAR_ROOT, tar)
+
+
+# --- a host port found taken at the start -----------------------------------------------------
+
+# Starts of one container, the first included, while Docker's own picks are found taken.
+PORT_CLASH_STARTS = 4
+
+_CAUSE = re.compile(r"address already in use|port is already allocated", re.IGNORECASE)
+
+
+def _cause(busy: HostPortBusy) -> str:
+    found = _CAUSE.search(busy.message)
+    return found.group(0).lower() if found else "taken"
+
+
+def _user_fixed_ports(job: Job) -> set[int]:
+    return {
+        int(m["hostPort"])
+        for m in (job.request.get("docker") or {}).get("portMappings") or ()
+        if isinstance(m, dict) and m.get("hostPort") is not None
+    } - run_hooks().portal_chosen_ports(job)
+
+
+def start_despite_port_clashes(*, engine, job: Job, start: Callable[[], str]) -> str:
+    """``start()`` (create and start the job's container, removing it when the start fails;
+    returns its id), with a taken host port handled by who chose it (see the module)."""
+    slave = job.slave.name if job.slave is not None else "?"
+    replaced: list[int | None] = []  # None: a port Docker did not name
+    for attempt in range(1, PORT_CLASH_STARTS + 1):
+        try:
+            container_id = start()
+        except HostPortBusy as busy:
+            port, cause = busy.host_port, _cause(busy)
+            portal = run_hooks().portal_chosen_ports(job)
+            if portal and (port is None or port in portal):
+                chosen = [port] if port is not None else sorted(portal)
+                raise RuntimeFailure(
+                    run_hooks().port_clash_reason(chosen, slave, cause),
+                    permanent=True,
+                    status_code=busy.status_code,
+                ) from None
+            fixed = _user_fixed_ports(job)
+            if port in fixed or (port is None and fixed):
+                named = f"host port {port}" if port is not None else "a host port it fixes"
+                field = "portList beginAt" if job.openpai_config else "portMappings hostPort"
+                unfixed = "beginAt 0" if job.openpai_config else "hostPort out"
+                raise RuntimeFailure(
+                    f"{named} is taken on slave {slave} ({cause}): the job asks for this host "
+                    f"port itself ({field}); free it on that machine, or use {unfixed} and a "
+                    "free port is chosen for the job",
+                    permanent=True,
+                    status_code=busy.status_code,
+                ) from None
+            shown = port if port is not None else "?"
+            if attempt == PORT_CLASH_STARTS:
+                raise RuntimeFailure(
+                    f"host ports picked by Docker were taken on slave {slave} at "
+                    f"{PORT_CLASH_STARTS} starts in a row (the last: {shown}, {cause})",
+                    permanent=True,
+                    status_code=busy.status_code,
+                ) from None
+            replaced.append(port)
+            job_event_add(
+                job=job,
+                message=f"host port {shown} that Docker picked is taken on slave {slave} "
+                f"({cause}): starting the container again on other ports",
+            )
+            continue
+        if replaced:
+            published = ", ".join(
+                str(p["hostPort"]) for p in engine.inspect(container_id).host_ports
+            )
+            job_event_add(
+                job=job,
+                message=f"started on host port(s) {published or 'none'}, in place of "
+                + ", ".join(str(p) if p is not None else "?" for p in replaced)
+                + " found taken",
+            )
+        return container_id
+    raise AssertionError("unreachable")

@@ -10,7 +10,7 @@ from django.test import Client
 
 from accounts.models import Membership, Project
 from core.errors import NotAllowed, ServiceError
-from jobs.execution.workdir import job_archive_outputs_dir
+from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.models import JobShare
 from jobs.user_actions.shares import job_share_create, job_share_revoke, share_refusal
 from tests.api.conftest import API, PORTAL, _client

@@ -9,8 +9,7 @@ import zipfile
 
 import pytest
 
-from jobs.execution.outputs import job_output_response, job_outputs_list
-from jobs.execution.workdir import job_archive_outputs_dir
+from jobs.execution.outputs import job_archive_outputs_dir, job_output_response, job_outputs_list
 from tests.integration.test_jobs_e2e import (  # noqa: F401 (fixtures)
     job,
     local,

@@ -16,8 +16,8 @@ from accounts.models import Membership, Project
 from accounts.tokens import api_token_rotate
 from clusters.models import Cluster, Slave
 from clusters.services import engine_for, slave_declare_gpus, slave_probe, slave_register
+from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.execution.watcher import SlaveWatch
-from jobs.execution.workdir import job_archive_outputs_dir
 from tapis.services import app_create
 from tapis.submit import tapis_job_submit
 from tests.integration.docker_support import TEST_IMAGE, docker_url, require_docker

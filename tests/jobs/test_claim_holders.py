@@ -111,7 +111,7 @@ def test_a_cluster_restarted_with_the_same_sentinel_pid_still_recovers(
 ):
     """In a container the restarted cluster's sentinel gets the same pid every time: its
     start time tells the new cluster from the killed one."""
-    from jobs.execution.recovery import recovery_request
+    from jobs.execution.reconcile import recovery_request
 
     monkeypatch.setattr("os.getppid", lambda: 4242)
     for started in (100, 100, 250):
@@ -196,7 +196,7 @@ def test_recovery_does_not_wait_for_claims_of_this_host(
     django_capture_on_commit_callbacks, submit, slave, engine, recorded_tasks, monkeypatch,
     dead_holder,
 ):  # fmt: skip
-    from jobs.execution.recovery import _claims_stale_in, recovery_run
+    from jobs.execution.reconcile import _claims_stale_in, recovery_run
 
     now = timezone.now()
     job = place(

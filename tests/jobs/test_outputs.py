@@ -16,12 +16,12 @@ from rest_framework.test import APIClient
 
 from core.errors import NotAllowed, NotFound, ServiceError
 from jobs.execution.outputs import (
+    job_archive_outputs_dir,
     job_output_response,
     job_outputs_list,
     job_outputs_purge,
     outputs_extract,
 )
-from jobs.execution.workdir import job_archive_outputs_dir
 
 pytestmark = pytest.mark.django_db
 PORTAL = "/api/portal/"

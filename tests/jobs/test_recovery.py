@@ -344,7 +344,7 @@ def test_halting_job_of_a_killed_worker_is_halted_again(
 
 
 def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks, monkeypatch):
-    from jobs.execution.recovery import recovery_request
+    from jobs.execution.reconcile import recovery_request
 
     monkeypatch.setattr("os.getppid", lambda: 4242)  # the workers' sentinel
     with commit():
@@ -359,7 +359,7 @@ def test_recovery_is_asked_once_per_starting_cluster(commit, db, recorded_tasks,
 def test_recovery_redrives_at_once_and_asks_for_a_tick(
     commit, submit, slave, engine, recorded_tasks
 ):
-    from jobs.execution.recovery import recovery_run
+    from jobs.execution.reconcile import recovery_run
 
     job = place(submit(), slave, "ASSIGNED", age_s=1)
     recorded_tasks.clear()
@@ -447,7 +447,7 @@ def test_a_launch_in_progress_is_never_re_driven(submit, slave, engine, monkeypa
 def test_recovery_waits_only_until_the_killed_workers_claims_are_stale(
     commit, submit, slave, engine, recorded_tasks, monkeypatch
 ):
-    from jobs.execution.recovery import recovery_run
+    from jobs.execution.reconcile import recovery_run
 
     beat = timezone.now() - timedelta(seconds=10)  # killed 10 s ago: stale in 5 s
     place(submit(), slave, "STARTING", age_s=10, runtime_heartbeat=beat)
@@ -481,7 +481,7 @@ def test_reconcile_schedule_runs_under_its_own_time_limit(db):
 
 
 def test_a_failing_recovery_request_never_stops_a_worker_from_spawning(db, monkeypatch):
-    from jobs.execution.recovery import recovery_request
+    from jobs.execution.reconcile import recovery_request
 
     def broken(*args, **kwargs):
         raise RuntimeError("database is locked")

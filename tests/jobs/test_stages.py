@@ -2,7 +2,8 @@
 
 import pytest
 
-from jobs.execution.workdir import CONTAINER_INPUT_DIR, WORKDIR_ENV, job_archive_outputs_dir
+from jobs.execution.container_spec import CONTAINER_INPUT_DIR, WORKDIR_ENV
+from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.models import JobEvent
 from jobs.transitions import Stage, job_stage_record
 

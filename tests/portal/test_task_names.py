@@ -31,7 +31,7 @@ def test_modules_that_fire_tasks_use_the_constants():
 
     from gangs import launch as gang_launch
     from jobs import system_actions, transitions, wakeups
-    from jobs.execution import reconcile, recovery, watcher
+    from jobs.execution import reconcile, watcher
     from notifications import job_emails, notices, subscriptions
 
     apply = import_module("jobs.scheduler_bridge.apply")
@@ -41,7 +41,7 @@ def test_modules_that_fire_tasks_use_the_constants():
         reconcile.LAUNCH_TASK,
         reconcile.STOP_TASK,
         reconcile.HALT_TASK,
-        recovery.RECOVER_TASK,
+        reconcile.RECOVER_TASK,
         system_actions.STOP_TASK,
         system_actions.HALT_TASK,
         watcher.FINISH_TASK,

@@ -6,9 +6,9 @@ import zipfile
 
 import pytest
 
-from jobs.execution.outputs import job_output_response, job_outputs_list
+from jobs.execution.container_spec import WORKDIR_ENV
+from jobs.execution.outputs import job_archive_outputs_dir, job_output_response, job_outputs_list
 from jobs.execution.runs import job_finish_run
-from jobs.execution.workdir import WORKDIR_ENV, job_archive_outputs_dir
 from jobs.models import JobEvent
 from tests.support.runtime import SHARED_COMMANDS, containers_of, job_doc, submit
 from tests.support.scripted_engine import Behaviour

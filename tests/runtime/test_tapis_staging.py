@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jobs.execution.container_spec import container_spec
+from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.execution.runs import job_finish_run, job_launch_run
-from jobs.execution.workdir import job_archive_outputs_dir
 from jobs.scheduler_bridge.tick import tick
 from jobs.transitions import job_tapis_status
 from tapis.services import app_create

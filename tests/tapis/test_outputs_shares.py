@@ -6,7 +6,7 @@ import zipfile
 
 import pytest
 
-from jobs.execution.workdir import job_archive_outputs_dir
+from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.models import Job
 from tapis.submit import tapis_job_submit
 from tests.tapis.conftest import TAPIS, seed_request

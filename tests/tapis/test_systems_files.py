@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from jobs.execution.workdir import job_archive_outputs_dir
+from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.models import Job
 from jobs.user_actions.shares import job_share_create
 from tapis.submit import tapis_job_submit
