@@ -4,9 +4,10 @@ The SSH user name names the job (``Job.ssh_username``, its uuid, or a unique pre
 6 characters of it): GPULab's model is one login per job. The offered key gets in only when
 
 - the job is RUNNING on a slave, with a container, and its owner's account is active;
-- the key is in the job's ``request.extra.sshPubKeys``, in the owner's profile SSH keys, or is
+- the key is in the job's ``request.extra.sshPubKeys``, in the owner's profile SSH keys, is
   the key of one of the owner's valid login certificates (``gpulab-cli ssh`` logs in with
-  ``ssh -i login.pem``);
+  ``ssh -i login.pem``), or, for a job that mounts the owner's ``.ssh`` folder, is listed in
+  its ``authorized_keys`` (read in the job's container: ``ssh.authorized_keys``);
 - and, when the key is that of a login certificate, the certificate is neither revoked nor
   expired (whatever list the key is also in).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from dataclasses import dataclass
 
 from django.db import close_old_connections, connection
@@ -29,6 +31,9 @@ from clusters.services import engine_for
 from jobs.models import Job
 from jobs.states import JobStatus
 from jobs.transitions import job_event_add
+from ssh.authorized_keys import job_authorized_keys, ssh_folder_of
+
+log = logging.getLogger("ssh")
 
 MIN_PREFIX = 6
 
@@ -120,7 +125,28 @@ def ssh_login_check(*, username: str, blob: bytes, fingerprint: str, now=None) -
     profile = Profile.objects.filter(user_id=job.owner_id).first()
     if profile and any(key_blob(line) == blob for line in profile.ssh_key_list):
         return SshDecision(True, "profile key", target)
+    folder = ssh_folder_of(job.request)
+    if folder and blob in _folder_keys(job, folder):
+        return SshDecision(True, "the job's .ssh/authorized_keys", target)
     return SshDecision(False, "the key is not one of the job's keys")
+
+
+def _folder_keys(job: Job, folder: str) -> set[bytes]:
+    """The keys of ``authorized_keys`` in the job's ``.ssh`` folder (read last: it costs a
+    round trip to the job's engine); none when it cannot be read or trusted (logged)."""
+    assert job.slave is not None  # only running jobs with a container get here
+    engine = engine_for(job.slave)
+    try:
+        blobs, why_none = job_authorized_keys(
+            engine=engine, container_id=job.container_id, folder=folder
+        )
+    except Exception as error:  # noqa: BLE001 - engine unreachable, container gone: no keys
+        blobs, why_none = set(), f"cannot be read: {error}"
+    finally:
+        engine.close()
+    if why_none:
+        log.info("job %s: no keys from its .ssh folder: %s", job.uuid, why_none)
+    return blobs
 
 
 def ssh_job_running(*, job_ids: list[int]) -> set[int]:

@@ -28,7 +28,9 @@ them with mode 0755, owned by root, and never gives them a project's group. The 
 the mount folder get the project's group and mode 2775 on every launch (setgid keeps files
 created inside in that group, and a damaged folder is repaired). The same applies to the folders
 between them, but only when the portal creates them: a project's existing folders keep the mode
-their users gave them.
+their users gave them. The user's ``.ssh`` folder is the exception: it is the user's, not a
+project's, and keys in it let people into the user's jobs (``ssh.authorized_keys``), so it gets
+mode 0700 on every launch and keeps its owner and group.
 
 Remaining window: Docker gets the verified path as a string and resolves it again when it
 bind-mounts at container start. This check runs right before ``engine.run``, after the image
@@ -46,13 +48,16 @@ import os
 import stat
 from pathlib import Path
 
-from jobs.execution.storage import ResolvedMount, StorageRefused
+from jobs.execution.storage import SSH_ALIAS, ResolvedMount, StorageRefused
 
 log = logging.getLogger(__name__)
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 SHARED_MODE = 0o755  # folders above the root folder: every project's, the portal's to change
 PROJECT_MODE = 0o2775  # setgid: files created inside keep the project's group
+# The user's .ssh folder is the user's, not the project's, and its authorized_keys lets people
+# into the user's jobs (ssh.authorized_keys): like ~/.ssh, nobody else may write in it.
+SSH_FOLDER_MODE = 0o700
 _NEW_PROJECT_FOLDER_MODE = 0o700  # until it has the project's group: never briefly too open
 
 
@@ -164,6 +169,15 @@ def _give_to_project(fd: int, gid: int, where: str) -> None:
         log.warning("cannot set mode %o on %s", PROJECT_MODE, where)
 
 
+def _keep_private(fd: int, where: str) -> None:
+    """The ``.ssh`` folder: its owner (root, or whom the admin gave it) alone; never chowned,
+    so a site's per-user owner stays."""
+    try:
+        os.fchmod(fd, SSH_FOLDER_MODE)
+    except PermissionError:
+        log.warning("cannot set mode %o on %s", SSH_FOLDER_MODE, where)
+
+
 def _identity(fd: int) -> tuple[int, int]:
     stat = os.fstat(fd)
     return stat.st_dev, stat.st_ino
@@ -205,6 +219,8 @@ def storage_prepare(*, mount: ResolvedMount, gid: int, base: Path) -> ResolvedMo
             if shared:
                 if created:
                     os.fchmod(fd, SHARED_MODE)  # exact, whatever the umask
+            elif mount.root == SSH_ALIAS:
+                _keep_private(fd, where)  # .ssh is its root folder, no folder below it
             elif created or index in (plan.shared, last):
                 _give_to_project(fd, gid, where)
             seen.append(_identity(fd))

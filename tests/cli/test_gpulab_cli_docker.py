@@ -7,6 +7,7 @@ unless PORTAL_REQUIRE_DOCKER=1; skips without the client unless PORTAL_REQUIRE_C
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -101,5 +102,84 @@ def test_ssh_into_a_running_job(cli, portal, tmp_path, login_pem):
         events = json.loads(ok(cli("debug", job_id, "--raw")))
         logins = [e["msg"] for e in events if "SSH login" in (e.get("msg") or "")]
         assert len(logins) >= 2 and all("ssh-rsa key SHA256:" in m for m in logins), logins
+    finally:
+        cli("cancel", job_id)
+
+
+def test_sftp_files_and_ssh_folder_keys_with_gpulab_cli(cli, portal, tmp_path):
+    """Issue 26 item 8 with the real client: a file put with ``gpulab-cli sftp`` into the job's
+    /project takes the project's group, as a file the job's shell makes does; a key added to
+    the job's ``.ssh/authorized_keys`` through ``gpulab-cli ssh`` lets its holder in.
+
+    The storage entry is the seed's own (gpulab-job-request-v2, ".ssh"): "you need to mount it
+    like this: {"hostPath": ".ssh", "containerPath": "/root/.ssh/"}"."""
+    document = {
+        "name": "SshFiles",
+        "request": {
+            "resources": {"clusterId": 1, "gpus": 0, "cpus": 1, "cpuMemoryGb": 1},
+            "docker": {
+                "image": TEST_IMAGE,
+                "command": "sleep 300",
+                "storage": [
+                    {"hostPath": "/project", "containerPath": "/project"},
+                    {"hostPath": ".ssh", "containerPath": "/root/.ssh/"},
+                ],
+            },
+            "scheduling": {"maxDuration": "10 minutes"},
+        },
+    }
+    path = tmp_path / "files.json"
+    path.write_text(json.dumps(document))
+    job_id = submitted_id(cli("submit", "--project", "vision", str(path)), portal)
+    try:
+        ok(cli("wait", job_id, "--wait-run", timeout=180), portal=portal)
+        # The client execs ssh and sftp from PATH: wrappers that only pin host-key options.
+        wrappers = tmp_path / "bin"
+        wrappers.mkdir()
+        for program in ("ssh", "sftp"):
+            wrapper = wrappers / program
+            wrapper.write_text(
+                f"#!/bin/sh\nexec /usr/bin/{program} -o StrictHostKeyChecking=no "
+                '-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$@"\n'
+            )
+            wrapper.chmod(0o755)
+        env = {"PATH": f"{wrappers}:{os.environ['PATH']}"}
+        upload = tmp_path / "up.txt"
+        upload.write_text("put by gpulab-cli sftp\n")
+        put = cli(
+            "sftp", "--sftp", job_id, stdin=f"put {upload} /project/by-sftp.txt\n",
+            extra_env=env, timeout=60,
+        )  # fmt: skip
+        assert put.returncode == 0, put.output + portal.server_log("ssh_gateway")
+        fresh = tmp_path / "id_fresh"
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fresh", "-f", str(fresh)],
+            check=True,
+        )
+        fresh_pub = fresh.with_suffix(".pub").read_text().strip()
+        script = (
+            "echo > /project/by-shell.txt; stat -c 'group %n %g' /project/by-*.txt;"
+            f" echo '{fresh_pub}' >> /root/.ssh/authorized_keys; exit 0\n"
+        )
+        done = cli("ssh", job_id, stdin=script, extra_env=env, timeout=60)
+        assert done.returncode == 0, done.output + portal.server_log("ssh_gateway")
+        groups = [line for line in done.stdout.splitlines() if line.startswith("group ")]
+        assert groups == [
+            "group /project/by-sftp.txt 6001",  # vision's GID (tests/cli/portal_setup.py)
+            "group /project/by-shell.txt 6001",
+        ], done.output
+        port = portal.env["PORTAL_SSH_PORT"]
+        login = subprocess.run(
+            ["ssh", "-F", "/dev/null", "-o", "StrictHostKeyChecking=no",
+             "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
+             "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", str(fresh),
+             "-p", str(port), f"{job_id}@127.0.0.1", "echo via-authorized-keys"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert login.stdout == "via-authorized-keys\n", login.stderr + portal.server_log(
+            "ssh_gateway"
+        )
+        events = json.loads(ok(cli("debug", job_id, "--raw")))
+        assert any(".ssh/authorized_keys" in (e.get("msg") or "") for e in events), events
     finally:
         cli("cancel", job_id)

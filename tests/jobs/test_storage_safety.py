@@ -269,8 +269,14 @@ def test_ssh_folder_is_prepared(base):
     mount = prepare(base, ".ssh")
     folder = base / "home" / "alice" / ".ssh"
     assert mount.host_path == str(folder)
-    assert mode_and_group(folder) == (0o2775, GID)
+    # The user's, not the project's: its authorized_keys lets people into her jobs.
+    assert mode_and_group(folder) == (0o700, 0)
     assert mode_and_group(base / "home" / "alice") == (0o755, 0)
+    # Repaired on every launch; the owner a site gave it stays.
+    os.chown(folder, 1000, GID)
+    os.chmod(folder, 0o2775)
+    prepare(base, ".ssh")
+    assert (os.lstat(folder).st_uid, mode_and_group(folder)) == (1000, (0o700, GID))
 
 
 def test_admin_root_outside_the_base_starts_at_its_fixed_folder(base, tmp_path, victim):

@@ -24,6 +24,7 @@ from ssh.access import (
     ssh_keys_withdrawn,
     ssh_login_check,
 )
+from ssh.authorized_keys import authorized_key_blobs, ssh_folder_of
 from ssh.gateway import host_key_load_or_create
 from ssh.sessions import Demux
 from tests.web.factories import make_job
@@ -197,3 +198,38 @@ def test_docker_file_modes_become_posix_modes():
     assert _go_mode_to_posix(0o644) == 0o100644
     assert _go_mode_to_posix((1 << 31) | 0o755) == 0o040755
     assert _go_mode_to_posix((1 << 27) | 0o777) == 0o120777
+
+
+def test_authorized_keys_lines_count_only_as_openssh_writes_keys():
+    """ssh.authorized_keys: a key in the job's .ssh/authorized_keys gets in only on a plain
+    line; options the gateway cannot enforce, comments and mislabelled keys never."""
+    plain, plain_line, _ = new_key()
+    restricted, restricted_line, _ = new_key()
+    relabelled, relabelled_line, _ = new_key()
+    other, other_line, _ = new_key()
+    text = "\n".join(
+        [
+            "# my keys",
+            f"  {plain_line} me@laptop",
+            f'from="10.0.0.1",no-pty {restricted_line}',
+            "ssh-rsa " + relabelled_line.split()[1],  # an ed25519 key named as RSA
+            f"#{other_line}",
+            "garbage",
+            "",
+        ]
+    )
+    assert authorized_key_blobs(text) == {plain}
+    assert not {restricted, relabelled, other} & authorized_key_blobs(text)
+
+
+def test_the_ssh_folder_of_a_request():
+    def request(*storage):
+        return {"docker": {"storage": list(storage)}}
+
+    seed = {"hostPath": ".ssh", "containerPath": "/root/.ssh/"}
+    assert ssh_folder_of(request(seed)) == "/root/.ssh"
+    assert ssh_folder_of(request({"hostPath": "/project", "containerPath": "/project"})) is None
+    assert ssh_folder_of(request({"hostPath": ".ssh/", "containerPath": "/home/me/.ssh"})) == (
+        "/home/me/.ssh"
+    )
+    assert ssh_folder_of({}) is None

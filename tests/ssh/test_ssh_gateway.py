@@ -6,6 +6,7 @@ test image on the local engine. Tasks run inline, so submitting a job starts its
 
 import asyncio
 import copy
+import hashlib
 import os
 import shutil
 import socket
@@ -125,12 +126,14 @@ def people(runtime, django_user_model):
 WEB = "sh -c 'echo hello-from-job > /tmp/index.html; httpd -f -p 8080 -h /tmp'"
 
 
-def start_job(people, owner: str, pub_keys: list[str], command: str = WEB) -> Job:
+def start_job(
+    people, owner: str, pub_keys: list[str], command: str = WEB, storage: list | None = None
+) -> Job:
     document = {
         "name": "ssh-test",
         "request": {
             "resources": {"gpus": 0, "cpus": 1, "cpuMemoryGb": 1},
-            "docker": {"image": TEST_IMAGE, "command": command},
+            "docker": {"image": TEST_IMAGE, "command": command, "storage": storage or []},
             "scheduling": {},
             "extra": {"sshPubKeys": pub_keys},
         },
@@ -149,6 +152,12 @@ def wait_for(job: Job, *states: str, timeout: float = 40) -> Job:
             return job
         time.sleep(0.1)
     raise AssertionError(f"job stayed {job.status} (wanted {states}): {job.end_reason}")
+
+
+def end(job: Job) -> None:
+    """Cancel a running job and wait until it is gone (the engine has few CPUs to give)."""
+    job_cancel(job=job, user=job.owner)
+    wait_for(job, "CANCELLED")
 
 
 def ssh(port, key, job, *command, options=(), timeout=30, user=None):
@@ -274,6 +283,126 @@ def test_scp_both_protocols_and_sftp(gateway, people, keys, tmp_path):
     assert "r.txt" in listed.stdout and "up.txt" in listed.stdout
     assert (tmp_path / "via-sftp.txt").read_text() == "result 1\nresult 2\n"
     assert ssh(gateway, key, job, "test -d /tmp/made && echo dir").stdout == "dir\n"
+
+
+PROJECT_ENTRY = {"hostPath": "/project", "containerPath": "/project"}
+# GPULab's job request page (seed gpulab-job-request-v2): ".ssh — If you need access to the
+# ~/.ssh dir used by the SSH server that gives you access to the container (for example, to
+# manually change the authorized_hosts file), you need to mount it like this:
+# {"hostPath": ".ssh", "containerPath": "/root/.ssh/"}"
+SSH_ENTRY = {"hostPath": ".ssh", "containerPath": "/root/.ssh/"}
+
+
+def copy_in(gateway, key, job, *args: str) -> None:
+    """scp (or sftp with ``-b``) into the job; fails the test when the client fails."""
+    program, *rest = args
+    port = ["-P", str(gateway)]
+    done = subprocess.run(
+        [program, "-F", "/dev/null", *SSH_OPTIONS[2:], "-i", str(key), *port, *rest],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_files_copied_in_take_the_folders_group_as_the_shells_do(gateway, people, keys, tmp_path):
+    """Issue 26 item 8: "files copied in with scp/sftp to /project get group root instead of
+    the project's group (shell-made files get it)". The gateway writes as the shell does: in
+    the job's setgid /project a new file takes the project's group, elsewhere the user's."""
+    key, pub = keys["alice"]
+    job = start_job(people, "alice", [pub], storage=[PROJECT_ENTRY])
+    gid = str(people["project"].gid)
+    made = ssh(gateway, key, job, "echo shell > /project/by-shell.txt; echo shell > /tmp/by-shell")
+    assert made.returncode == 0, made.stderr
+    upload = tmp_path / "up.txt"
+    upload.write_text("uploaded bytes\n")
+    target = f"{job.uuid}@127.0.0.1"
+    copy_in(gateway, key, job, "scp", str(upload), f"{target}:/project/by-scp.txt")
+    copy_in(gateway, key, job, "scp", "-O", str(upload), f"{target}:/project/by-scp-O.txt")
+    copy_in(gateway, key, job, "scp", str(upload), f"{target}:/tmp/by-scp")
+    batch = tmp_path / "batch"
+    batch.write_text(
+        f"put {upload} /project/by-sftp.txt\nmkdir /project/made\n"
+        f"put {upload} /project/made/nested.txt\n"
+    )
+    copy_in(gateway, key, job, "sftp", "-b", str(batch), target)
+    # A file that exists is rewritten in place: it keeps its group and takes the new bytes.
+    copy_in(gateway, key, job, "scp", str(upload), f"{target}:/project/by-shell.txt")
+    names = [
+        "/project/by-shell.txt",
+        "/project/by-scp.txt",
+        "/project/by-scp-O.txt",
+        "/project/by-sftp.txt",
+        "/project/made",
+        "/project/made/nested.txt",
+    ]
+    listed = ssh(gateway, key, job, "stat -c '%n %g' " + " ".join(names))
+    assert listed.stdout.splitlines() == [f"{name} {gid}" for name in names], listed.stderr
+    # Outside a setgid folder both get the user's own group (root's in this image).
+    listed = ssh(gateway, key, job, "stat -c '%n %u:%g' /tmp/by-shell /tmp/by-scp")
+    assert listed.stdout.splitlines() == ["/tmp/by-shell 0:0", "/tmp/by-scp 0:0"], listed.stderr
+    read = ssh(gateway, key, job, "cat /project/by-shell.txt /project/made/nested.txt")
+    assert read.stdout == "uploaded bytes\n" * 2
+    # Binary bytes, more than the gateway keeps in memory, arrive whole.
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(9 * 1024 * 1024 + 7))
+    copy_in(gateway, key, job, "scp", str(big), f"{target}:/project/big.bin")
+    summed = ssh(gateway, key, job, "md5sum < /project/big.bin")
+    assert summed.stdout.split()[0] == hashlib.md5(big.read_bytes()).hexdigest(), summed.stderr
+
+
+def test_keys_in_the_jobs_ssh_folder_let_their_holder_in(gateway, people, keys):
+    """Issue 26 item 8: "GPULab's .ssh storage entry mounts an empty folder and editing
+    authorized_keys there has no effect". A key added to it through the job's shell logs in."""
+    key, pub = keys["alice"]
+    fresh_key, fresh_pub = keys["alice2"]
+    job = start_job(people, "alice", [pub], storage=[SSH_ENTRY])
+    assert ssh(gateway, fresh_key, job, "true").returncode == 255
+    added = ssh(gateway, key, job, f"echo '{fresh_pub}' >> /root/.ssh/authorized_keys")
+    assert added.returncode == 0, added.stderr
+    done = ssh(gateway, fresh_key, job, "echo via-authorized-keys")
+    assert done.stdout == "via-authorized-keys\n", done.stderr
+    wait_event(job, "(the job's .ssh/authorized_keys)")
+    # The folder is the user's (like ~/.ssh): private to root in the container.
+    assert ssh(gateway, key, job, "stat -c %a /root/.ssh").stdout == "700\n"
+    end(job)
+    # The folder outlives the job: her next job that mounts it (GPULab's shorthand, a
+    # containerPath alone) lets the key in too; one without the entry does not, nor does Bob's
+    # job with his own .ssh folder.
+    again = start_job(people, "alice", [pub], storage=[{"containerPath": "/root/.ssh"}])
+    assert ssh(gateway, fresh_key, again, "echo again").stdout == "again\n"
+    end(again)
+    plain = start_job(people, "alice", [pub])
+    assert ssh(gateway, fresh_key, plain, "true").returncode == 255
+    end(plain)
+    bob_key, bob_pub = keys["bob"]
+    bobs = start_job(people, "bob", [bob_pub], storage=[SSH_ENTRY])
+    refused = ssh(gateway, fresh_key, bobs, "true")
+    assert refused.returncode == 255 and "Permission denied" in refused.stderr
+
+
+def test_authorized_keys_the_gateway_does_not_trust(gateway, people, keys):
+    """Never through a link, at most 64 KiB, no options it cannot enforce, and nothing group-
+    or world-writable (OpenSSH's StrictModes); the plain line after them gets in."""
+    key, pub = keys["alice"]
+    fresh_key, fresh_pub = keys["alice2"]
+    job = start_job(people, "alice", [pub], storage=[SSH_ENTRY])
+    keys_file = "/root/.ssh/authorized_keys"
+    padding = "#" + "x" * 1023
+    attempts = {
+        "a symlink": f"echo '{fresh_pub}' > /tmp/keys; ln -sf /tmp/keys {keys_file}",
+        "above 64 KiB": f"{{ echo '{fresh_pub}'; for i in $(seq 64); do echo '{padding}'; done; }}"
+        f" > {keys_file}",
+        "with options": f"echo 'from=\"10.1.2.3\" {fresh_pub}' > {keys_file}",
+        "a world-writable file": f"echo '{fresh_pub}' > {keys_file}; chmod 666 {keys_file}",
+        "a group-writable folder": f"echo '{fresh_pub}' > {keys_file}; chmod 770 /root/.ssh",
+    }
+    for what, command in attempts.items():
+        made = ssh(gateway, key, job, f"rm -f {keys_file}; chmod 700 /root/.ssh; {command}")
+        assert made.returncode == 0, (what, made.stderr)
+        assert ssh(gateway, fresh_key, job, "true").returncode == 255, what
+    made = ssh(gateway, key, job, f"chmod 700 /root/.ssh; echo '{fresh_pub}' > {keys_file}")
+    assert made.returncode == 0, made.stderr
+    assert ssh(gateway, fresh_key, job, "echo trusted").stdout == "trusted\n"
 
 
 def free_port() -> int:
