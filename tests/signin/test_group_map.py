@@ -145,3 +145,31 @@ def test_local_accounts_alone_by_default(client, make_user, settings):
     call_command("directory_sync", stdout=out)
     assert json.loads(out.getvalue()) == {}  # nothing configured, nothing asked
     assert not DirectoryChange.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_admin_pages(admin_client, make_user, settings):
+    settings.PORTAL_SIGNIN_GROUP_MAP = json.dumps({"cn=a": {"project": "nlp", "gid": 7101}})
+    directory_user_sign_in(person=person(groups=(DirectoryGroup("cn=a"),)))
+    for path in ("directoryidentity", "directorychange", "directorymembership"):
+        page = admin_client.get(f"/admin/accounts/{path}/")
+        assert page.status_code == 200, path
+    assert (
+        "membership added" in admin_client.get("/admin/accounts/directorychange/").content.decode()
+    )
+    assert admin_client.get("/admin/accounts/directorychange/add/").status_code == 403
+    # An admin links a local account to its directory entry.
+    local = make_user("grace")
+    response = admin_client.post(
+        "/admin/accounts/directoryidentity/add/",
+        {"user": local.pk, "source": "oidc", "subject": "sub-42"},
+    )
+    assert response.status_code == 302, response.content[:500]
+    assert DirectoryIdentity.objects.get(user=local).subject == "sub-42"
+    # With nothing configured, asking the directory changes nothing.
+    response = admin_client.post(
+        "/admin/accounts/directoryidentity/",
+        {"action": "check_now", "_selected_action": [local.directory_identity.pk]},
+        follow=True,
+    )
+    assert "1 unchecked" in response.content.decode()

@@ -159,3 +159,17 @@ def test_an_unreachable_directory_changes_nothing(client, lab, settings):
     assert directory_sync() == {"error": 1}
     assert get_user_model().objects.get(username="ada").is_active
     assert not DirectoryChange.objects.filter(action=Action.USER_DISABLED).exists()
+
+
+def test_an_admin_links_a_local_account_to_its_directory_entry(client, lab, make_user):
+    local = make_user("ada")
+    vision = Project.objects.get(name="vision")
+    Membership.objects.create(user=local, project=vision)  # added by hand
+    DirectoryIdentity.objects.create(user=local, source="ldap", subject="ada")
+    assert sign_in(client, "ada", "ada-pw")[0]
+    assert get_user_model().objects.filter(username="ada").count() == 1
+    local.refresh_from_db()
+    assert local.first_name == "Ada"
+    roles = {m.project.name: m.role for m in Membership.objects.filter(user=local)}
+    # vision-admins grants manager in vision, but the admin's own membership is theirs to change.
+    assert roles == {"vision": "member", "nlp": "member"}

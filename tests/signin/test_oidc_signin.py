@@ -22,6 +22,9 @@ from accounts.directory.oidc_provider import discovery_forget
 from accounts.directory.sync import directory_sync
 from accounts.models import DirectoryChange, DirectoryIdentity, Membership, Project
 from accounts.tokens import api_token_rotate
+from jobs.models import Job
+from ssh.access import ssh_login_check
+from tapis.tokens import tapis_token_check, tapis_token_issue
 from tests.signin.directory_servers import oidc_control, unique
 
 pytestmark = [pytest.mark.django_db, pytest.mark.oidc]
@@ -62,7 +65,7 @@ def provider_sign_in(client, username: str, password: str):
 
 
 @pytest.fixture
-def lab(oidc_portal, settings):
+def lab(oidc_portal, settings, project):
     """A person at the provider in two groups (names unique to the test)."""
     name, nlp, admins = unique("ada"), unique("nlp-"), unique("admins-")
     oidc_control(
@@ -75,7 +78,7 @@ def lab(oidc_portal, settings):
             admins: {"project": "vision", "role": "manager"},
         }
     )
-    Project.objects.create(name="vision", gid=6001)
+    assert project.name == "vision"  # tests/conftest.py's
     return {"name": name, "nlp": nlp, "admins": admins}
 
 
@@ -131,9 +134,17 @@ def test_a_local_account_with_the_claimed_name_is_refused(client, lab, make_user
     assert DirectoryChange.objects.get(action=Action.REFUSED).username == lab["name"]
 
 
-def test_the_provider_disabling_the_user_stops_every_way_in(client, lab, settings):
+def test_the_provider_disabling_the_user_stops_every_way_in(client, lab, submit, project, slave):
     provider_sign_in(client, lab["name"], "ada-pw")
     user = get_user_model().objects.get(username=lab["name"])
+    _, tapis_key = tapis_token_issue(user=user)
+    assert tapis_token_check(tapis_key) is not None
+    # A running job of the user's (a manager of vision through the admins group): the SSH
+    # gateway lets its owner in, or tells why not.
+    job = submit(user=user, project=project)
+    Job.objects.filter(pk=job.pk).update(status="RUNNING", slave=slave, container_id="c0ffee")
+    ssh = ssh_login_check(username=str(job.uuid), blob=b"", fingerprint="SHA256:none")
+    assert "disabled" not in ssh.reason
     _, key = api_token_rotate(user=user)
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
@@ -152,6 +163,9 @@ def test_the_provider_disabling_the_user_stops_every_way_in(client, lab, setting
     assert api.get("/api/portal/projects/").status_code == 401
     with pytest.raises(CertificateRejected):
         login_certificate_verify(certificate)
+    assert tapis_token_check(tapis_key) is None
+    ssh = ssh_login_check(username=str(job.uuid), blob=b"", fingerprint="SHA256:none")
+    assert not ssh.allowed and ssh.reason == "the job owner's account is disabled"
     assert client.get("/profile/").status_code == 302  # the session ends
     change = DirectoryChange.objects.get(action=Action.USER_DISABLED)
     assert change.trigger == "sync" and "refused the refresh grant" in change.detail
