@@ -355,16 +355,20 @@ def test_a_delivery_made_before_the_move_to_notifications_migrates_forward(tmp_p
     ids = json.loads(made.stdout.strip().splitlines()[-1])
     delivery_rows = rows(database, "jobs_jobdelivery")
     assert len(delivery_rows) == 1
+    with sqlite3.connect(database) as connection:
+        info = connection.execute('PRAGMA table_info("jobs_jobdelivery")')
+        columns = [column for _, column, *_ in info]
 
     done = manage(var_dir, "migrate", "--noinput")
     assert done.returncode == 0, done.stderr
     assert "notifications.0001_jobdelivery_from_jobs" in done.stdout
     assert "jobs.0023_jobdelivery_to_notifications" in done.stdout
-    # The same table and row: no copy, no table of the new app.
-    assert rows(database, "jobs_jobdelivery") == delivery_rows
+    # The same table and row (in the columns it had: later migrations add some), no copy of
+    # it under the new app's name.
+    assert rows(database, "jobs_jobdelivery", only=columns) == delivery_rows
     with sqlite3.connect(database) as connection:
         names = {n for (n,) in connection.execute("SELECT name FROM sqlite_master")}
-    assert "jobs_jobdelivery" in names and not any(n.startswith("notifications_") for n in names)
+    assert "jobs_jobdelivery" in names and "notifications_jobdelivery" not in names
 
     read = manage(var_dir, "shell", "-c", READ_DELIVERY)
     assert read.returncode == 0, read.stderr
