@@ -70,7 +70,8 @@ def directory_sync(*, deadline_s: float | None = None) -> dict[str, int]:
     ):
         if not configured():
             continue
-        for identity in _due(source).select_related("user").iterator():
+        # Read first, then ask: each check writes (and may take seconds) while no cursor is open.
+        for identity in list(_due(source).select_related("user")):
             if stop_at is not None and time.monotonic() > stop_at:
                 counts["not reached"] += 1
                 continue
