@@ -60,7 +60,7 @@ from bench.floor import create_floor_table
 from clusters.models import Cluster, Gpu, Slave
 from jobs.models import Job
 from jobs.spec import parse_job_document
-from jobs.submit.request_columns import columns_from_request
+from jobs.spec.v2 import columns_from_request
 from jobs.user_actions.services import spec_defaults
 
 API = "/api/gpulab/v4.0/"

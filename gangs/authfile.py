@@ -22,11 +22,10 @@ from django.conf import settings
 
 from clusters.runtime.spec import refused
 from gangs.openpai_config import PROJECT_STORAGE_ROOT, storage_path
-from jobs.execution.storage import StorageRefused, resolve_mount
+from jobs.execution.storage import StorageRefused, resolve_mount, slave_roots
 from jobs.execution.storage_prepare import storage_prepare
 from jobs.models import Job
 from jobs.spec.images import parse_image
-from jobs.submit.checks import slave_roots
 
 MAX_BYTES = 64 * 1024  # three short lines; a bigger file is not an authFile
 DOCKER_HUB = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io"})

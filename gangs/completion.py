@@ -15,8 +15,8 @@ from gangs.policy import GANG_ACTIVE, GANG_FINAL, Outcome, gang_outcome
 from gangs.ports import port_requeues, requeue_for_port_clash
 from jobs import task_names
 from jobs.models import Job, JobEvent, JobPullSecret
+from jobs.spec.v2 import columns_from_request
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, TERMINAL, JobStatus
-from jobs.submit.request_columns import columns_from_request
 from jobs.transitions import job_event_add, job_transition
 from jobs.wakeups import tick_request
 

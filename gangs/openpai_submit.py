@@ -30,8 +30,7 @@ from jobs.spec import FieldError, RequestLimits, SpecError, load_json, normalize
 from jobs.spec.checks import DEFAULT_LIMITS
 from jobs.spec.images import redact_image
 from jobs.states import JobStatus
-from jobs.submit.checks import slave_capabilities
-from jobs.submit.feasibility import gang_impossible_reasons_for_requests
+from jobs.submit.checks import gang_impossible_reasons_for_requests, slave_capabilities
 from jobs.user_actions.services import job_submit, job_submit_many, spec_defaults
 
 # Keys a GPULab client adds to every submission and the API already read (the project):

@@ -363,7 +363,7 @@ class JobShareAdmin(admin.ModelAdmin):
 
 @admin.register(StartEstimate)
 class StartEstimateAdmin(admin.ModelAdmin):
-    """Read-only: the scheduler's start-time estimates (jobs/scheduler_bridge/estimates.py)."""
+    """Read-only: the scheduler's start-time estimates (jobs/submit/estimates.py)."""
 
     list_display = ["job", "made_at", "first_start"]
     list_select_related = ["job"]

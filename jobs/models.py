@@ -268,7 +268,7 @@ class JobExplanation(models.Model):
 
 class StartEstimate(models.Model):
     """When the scheduler's forward simulation said a queued job would start
-    (``jobs.scheduler.estimate``; made on demand by ``jobs.scheduler_bridge.estimates``).
+    (``jobs.scheduler.estimate``; made on demand by ``jobs.submit.estimates``).
 
     The first estimate is kept as made, so that the accuracy of past estimates can be shown
     beside new ones (error = actual ``started_at`` - first estimate); the latest one, with its

@@ -50,13 +50,13 @@ from jobs.api.serializers import (
 from jobs.execution.logs import job_log_range
 from jobs.execution.metrics import cluster_utilisation_series, job_samples_series
 from jobs.models import Job
-from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_list_visible_to, job_sees_full, job_visible_to, sole_project_of
 from jobs.spec import parse_any_document
 from jobs.spec.document import GPULAB
 from jobs.spec.images import redact_image
 from jobs.spec.kinds import document_kind_named
 from jobs.submit import idempotency
+from jobs.submit.estimates import start_estimate_json
 from jobs.user_actions import services
 from jobs.user_actions.registry import ACTION_BY_API_STATUS, ACTIONS, whole_gang_info
 

@@ -20,11 +20,10 @@ from clusters.models import Slave
 from clusters.runtime.commands import split_command
 from clusters.runtime.spec import ContainerSpec, Mount, PortMapping, refused
 from jobs.execution.run_hooks import run_hooks
-from jobs.execution.storage import ResolvedMount, resolve_mounts
+from jobs.execution.storage import ResolvedMount, resolve_mounts, slave_roots
 from jobs.models import Job, JobPullSecret
 from jobs.spec.images import image_parse
 from jobs.spec.v2_docker import reserved_env_reason
-from jobs.submit.checks import slave_roots
 
 GIB = 1024**3
 LABEL_JOB = "gpuportal.job"

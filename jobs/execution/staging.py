@@ -48,9 +48,8 @@ from django.conf import settings
 from clusters.runtime.errors import HostPortBusy, RuntimeFailure, removed_on_failure
 from jobs.execution.container_spec import CONTAINER_INPUT_DIR
 from jobs.execution.run_hooks import run_hooks
-from jobs.execution.storage import StorageRefused, resolve_mount
+from jobs.execution.storage import StorageRefused, resolve_mount, slave_roots
 from jobs.models import Job
-from jobs.submit.checks import slave_roots
 from jobs.transitions import Stage, job_event_add, job_stage_record
 
 FETCH_TIMEOUT_S = 30

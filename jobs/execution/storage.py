@@ -5,12 +5,15 @@ templates with ``{project}`` and ``{user}`` placeholders; the site's storage ali
 them again (GPULab's ``/project_ghent`` for ``/project``). A job's ``hostPath`` must be one of those
 roots or a folder below one; ``PROJECT_SHARE_AUTO`` means ``/project``; ``.ssh`` is the user's SSH
 folder; ``tmpfs`` is memory. Everything else, ``..`` and the Docker socket are refused.
-Pure functions: the submit check and the launch both call them. Creating the folders on the
-slave, without ever following a link, is ``jobs.execution.storage_prepare``.
+Pure functions apart from ``slave_roots`` (which reads the site's settings): the submit check
+and the launch both call them. Creating the folders on the slave, without ever following a
+link, is ``jobs.execution.storage_prepare``.
 """
 
 import posixpath
 from dataclasses import dataclass
+
+from django.conf import settings
 
 PROJECT_SHARE_AUTO = "PROJECT_SHARE_AUTO"
 SSH_ALIAS = ".ssh"
@@ -51,6 +54,13 @@ def with_aliases(roots: dict[str, str], aliases: dict[str, str]) -> dict[str, st
     offers under the alias's own name wins over the alias."""
     extra = {a: roots[r] for a, r in aliases.items() if r in roots and a not in roots}
     return {**roots, **extra} if extra else roots
+
+
+def slave_roots(slave) -> dict[str, str]:
+    """The storage roots a slave offers (its own, else the site's default ones), with the
+    site's aliases of them (PORTAL_STORAGE_ALIASES)."""
+    roots = slave.storage_roots or default_roots(str(settings.PORTAL_STORAGE_BASE))
+    return with_aliases(roots, storage_aliases(settings.PORTAL_STORAGE_ALIASES))
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from core.errors import DOCUMENT_PATH
 from core.jsontext import check_storable
+from core.timefmt import parse_utc_z
 
 from .checks import (
     DEFAULT_LIMITS,
@@ -263,3 +264,33 @@ def duration_seconds(request: dict, key: str) -> int:
     if key not in ("minDuration", "maxDuration"):
         raise KeyError(key)
     return parse_duration(request["scheduling"][key])
+
+
+def columns_from_request(request: dict) -> dict:
+    """The indexed ``Job`` columns a canonical v2 request stands for (written beside it at
+    submit; the scheduler reads them, not the request)."""
+    resources = request["resources"]
+    scheduling = request["scheduling"]
+    bucket = scheduling.get("maxSimultaneousJobs") or {}
+    return {
+        "gpus": resources["gpus"],
+        "cpus": resources["cpus"],
+        "cpu_memory_gb": resources["cpuMemoryGb"],
+        "tmpfs_gb": tmpfs_gb(request),
+        "gpu_memory_gb": resources.get("gpuMemoryGb"),
+        "gpu_models": list(resources.get("gpuModel") or []),
+        "features": list(resources.get("features") or []),
+        "min_cuda_version": resources.get("minCudaVersion"),
+        "requested_cluster_id": resources.get("clusterId"),
+        "requested_slave_name": resources.get("slaveName") or "",
+        "interactive": scheduling["interactive"],
+        "restartable": scheduling["restartable"],
+        "allow_halt_without_signal": scheduling["allowHaltWithoutSignal"],
+        "min_duration_s": duration_seconds(request, "minDuration"),
+        "max_duration_s": duration_seconds(request, "maxDuration"),
+        "not_before": parse_utc_z(scheduling.get("notBefore")),
+        "not_after": parse_utc_z(scheduling.get("notAfter")),
+        "bucket_name": bucket.get("bucketName") or "",
+        "bucket_max": bucket.get("bucketMax"),
+        "reservation_ids": list(scheduling.get("reservationIds") or []),
+    }

@@ -9,6 +9,11 @@ last view it built under the capability stamp it read first (clusters/capabiliti
 rebuilds it when the stamp differs. Reading the stamp before the slaves makes a stale view
 impossible: a change commits its rows and a new stamp together, so a view built under a stamp
 holds data at least as new as that stamp.
+
+Feasibility (``impossible_reason_for_request``, at the end of this module): could any registered
+slave ever run this request? The same rules the scheduler explains a queued job with
+(``jobs.scheduler.explain``), applied to the request as if it were queued now, on the
+registered slaves as the bridge sees them; and the hard quotas (``quota_refusal_for_request``).
 """
 
 import json
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
 from clusters.capabilities import capability_stamp
 from clusters.models import Slave
@@ -26,19 +32,23 @@ from jobs.execution.storage import (
     StorageRefused,
     default_roots,
     resolve_mounts,
+    slave_roots,
     storage_aliases,
     with_aliases,
 )
-from jobs.scheduler_bridge.snapshot import slave_state
+from jobs.scheduler.explain import gang_impossible_reasons, impossible_reason
+from jobs.scheduler.quota_ledger import quota_impossible
+from jobs.scheduler_bridge.quota_usage import quota_limit
+from jobs.scheduler_bridge.snapshot import (
+    PORT_MAPPINGS,
+    QUEUED_FIELDS,
+    queued_job,
+    scheduler_config,
+    slave_state,
+)
 from jobs.spec import FieldError, SpecError
-from jobs.submit.feasibility import impossible_reason_for_request, quota_refusal_for_request
-
-
-def slave_roots(slave) -> dict[str, str]:
-    """The storage roots a slave offers (its own, else the site's default ones), with the
-    site's aliases of them (PORTAL_STORAGE_ALIASES)."""
-    roots = slave.storage_roots or default_roots(str(settings.PORTAL_STORAGE_BASE))
-    return with_aliases(roots, storage_aliases(settings.PORTAL_STORAGE_ALIASES))
+from jobs.spec.v2 import columns_from_request
+from quotas.selectors import month_end, quotas_in_force
 
 
 @dataclass(frozen=True)
@@ -208,3 +218,61 @@ def _verdict(*, project, request: dict, user: str, capabilities: Capabilities):
     if refusal := quota_refusal_for_request(request=request, project=project, user=user):
         return SpecError([FieldError("request.resources", f"over a quota: {refusal}")])
     return None
+
+
+# --- feasibility ------------------------------------------------------------------------------
+
+
+def impossible_reason_for_request(
+    *, request: dict, project, slaves: list[Slave] | None = None, states=None
+) -> str | None:
+    """Why no registered slave could ever run this request (None when some could).
+
+    Pass the slaves, or their ``slave_state``s (the submit check keeps those cached).
+    """
+    if states is None:
+        states = [slave_state(s) for s in slaves or ()]
+    if not states:
+        return None  # an empty portal accepts jobs: slaves may be registered later
+    job = _checked_job(request, project)
+    return impossible_reason(job, list(states), config=scheduler_config())
+
+
+def quota_refusal_for_request(*, request: dict, project, user: str) -> str | None:
+    """Why a hard limit of the project, the user or the user within the project could never
+    let this request run (more GPUs than it may hold at once, more hours than a month's
+    budget), or None. Usage does not matter here: the budget renews every month."""
+    limits = quotas_in_force(projects=[project.name], users=[user] if user else [])
+    if not limits:
+        return None
+    renews = month_end(timezone.now())
+    job = _checked_job(request, project, owner__username=user)
+    return quota_impossible(job, [quota_limit(q, None, renews) for q in limits])
+
+
+def _checked_job(request: dict, project, **extra):
+    """The scheduler's view of a job of ``request`` that is being submitted."""
+    columns = columns_from_request(request)
+    row = {
+        "uuid": "submit-check",
+        "owner__username": "",
+        "project__name": project.name,
+        "created": timezone.now(),
+        "queued_explanations": [],
+        **extra,
+        **{k: columns[k] for k in columns if k in QUEUED_FIELDS},
+    }
+    return queued_job(row)
+
+
+def gang_impossible_reasons_for_requests(
+    *, roles: list[tuple[dict, int]], project, states
+) -> list[tuple[int | None, str]]:
+    """Why the registered slaves could never hold every task of a gang at once
+    (``jobs.scheduler.explain.gang_impossible_reasons``). ``roles``: one canonical v2 request
+    of each role and its number of tasks; ``states``: the slaves' ``slave_state``s."""
+    jobs = []
+    for request, count in roles:
+        ports = {PORT_MAPPINGS: request["docker"].get("portMappings")}
+        jobs.append((_checked_job(request, project, **ports), count))
+    return gang_impossible_reasons(jobs, list(states), config=scheduler_config())

@@ -31,13 +31,9 @@ from jobs.spec import (
 )
 from jobs.spec.document import document_kind_of
 from jobs.spec.images import redact_image
+from jobs.spec.v2 import columns_from_request
 from jobs.states import FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
-from jobs.submit.checks import (
-    check_request_against_slaves,
-    check_time_window,
-    registered_slaves,
-)
-from jobs.submit.request_columns import columns_from_request
+from jobs.submit.checks import check_request_against_slaves, check_time_window, registered_slaves
 from jobs.system_actions import job_cancel_by_system, job_halt_by_system
 from jobs.transitions import job_event_add, job_transition
 from jobs.wakeups import tick_request

@@ -1,5 +1,5 @@
 """A queued job's start estimate, advice and the accuracy of past estimates, on the job page and
-in the portal API's explain endpoint (jobs/scheduler_bridge/estimates.py over jobs/scheduler/estimate.py)."""
+in the portal API's explain endpoint (jobs/submit/estimates.py over jobs/scheduler/estimate.py)."""
 
 import copy
 from datetime import timedelta
@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from core.timefmt import parse_utc_z
 from jobs.models import Job, StartEstimate
 from jobs.scheduler.estimate import Advice
-from jobs.scheduler_bridge.estimates import (
+from jobs.submit.estimates import (
     advice_accepted,
     advised_request,
     estimate_accuracy,

@@ -100,7 +100,7 @@ class Outcome:
 
 
 def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile (the one jobs/scheduler_bridge/estimates.py publishes)."""
+    """Nearest-rank percentile (the one jobs/submit/estimates.py publishes)."""
     rank = max(1, -(-len(ordered) * q // 1))
     return ordered[int(rank) - 1]
 

@@ -8,8 +8,8 @@ from django.utils import timezone
 from core.timefmt import utc_z
 from jobs.models import Job, JobEvent, JobExplanation
 from jobs.spec import normalize_job
+from jobs.spec.v2 import columns_from_request
 from jobs.states import HOLDS_RESOURCES, TERMINAL
-from jobs.submit.request_columns import columns_from_request
 from jobs.user_actions.services import spec_defaults
 
 BASE_DOCUMENT = {

@@ -15,9 +15,9 @@ from core.errors import ServiceError
 from core.timefmt import parse_utc_z
 from jobs.api.gpulab_json import job_to_gpulab
 from jobs.models import Job, JobEvent
-from jobs.scheduler_bridge.estimates import start_estimate_json
 from jobs.selectors import job_can_act, job_list_visible_to
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
+from jobs.submit.estimates import start_estimate_json
 from jobs.transitions import job_tapis_summary
 from jobs.user_actions.registry import ACTIONS, whole_gang_info
 from jobs.web.page_hooks import job_sections

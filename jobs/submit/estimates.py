@@ -12,7 +12,8 @@ error) over the latest ``ACCURACY_SAMPLE`` started jobs that had one.
 
 Advice is offered only when the portal would accept the changed request: the pure side drops
 what no registered slave could run; here each change also goes through the submit check
-against the registered slaves (``jobs.submit.checks``).
+against the registered slaves (``jobs.submit.checks``), as a resubmission would be: which is
+why this module lives in submit/, above the bridge whose snapshot it reads.
 """
 
 from __future__ import annotations
