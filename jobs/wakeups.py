@@ -7,7 +7,7 @@ module only writes the lease row's flags and fires the task by its name (jobs/ta
 
 Bursts coalesce twice over: while a tick task waits in the queue (``tick_pending``), further
 requests enqueue nothing (the waiting tick starts later and sees their commits); while a tick
-runs, the lease makes it run exactly one follow-up (see jobs.scheduler_bridge.lease).
+runs, the lease makes it run exactly one follow-up (see jobs.scheduler_bridge.tick).
 
 Time-driven ticks (a notBefore passing, a reservation opening, a maxDuration deadline) come from
 the wakeup timer at the end of this module.

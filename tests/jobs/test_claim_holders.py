@@ -20,7 +20,7 @@ from jobs.execution.heartbeat import holder_dead, holder_here, holder_name, proc
 from jobs.execution.reconcile import reconcile_all
 from jobs.execution.runs import _claim, runtime_work_stale
 from jobs.models import Job, SchedulerLease
-from jobs.scheduler_bridge.lease import lease_acquire_or_request_rerun, lease_holder
+from jobs.scheduler_bridge.tick import lease_acquire_or_request_rerun, lease_holder
 from tests.jobs.test_recovery import FakeEngine, place, tasks_named
 
 LAUNCH, HALT, TICK = "jobs.tasks.job_launch", "jobs.tasks.job_halt", "jobs.tasks.scheduler_tick"

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import SchedulerLease
-from jobs.scheduler_bridge.lease import lease_acquire_or_request_rerun, lease_release_or_continue
+from jobs.scheduler_bridge.tick import lease_acquire_or_request_rerun, lease_release_or_continue
 
 pytestmark = pytest.mark.django_db
 
