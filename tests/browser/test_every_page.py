@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from datetime import timedelta
 
 import pytest
@@ -395,6 +396,31 @@ def check_page(page, url, name: str, mode: str, record: dict, problems: list) ->
         record["warm_load_ms"] = page.evaluate(WARM_LOAD_MS)
 
 
+def write_gallery(results: dict) -> None:
+    """test-artifacts/screenshots/pages/index.html: every page in light, dark and at 390 px side
+    by side, so that a change can be looked at in the artifact CI keeps (.ci/run)."""
+    from html import escape
+
+    rows = []
+    for name, record in results.items():
+        cells = "".join(
+            f'<td><a href="{escape(name)}-{mode}.png"><img loading="lazy" alt="{escape(name)} '
+            f'{mode}" src="{escape(name)}-{mode}.png"></a></td>'
+            if (SHOTS / f"{name}-{mode}.png").exists()
+            else "<td>—</td>"
+            for mode in ("light", "dark", "phone")
+        )
+        path = re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<uuid>", record["path"])
+        rows.append(f"<tr><th>{escape(name)}<br><code>{escape(path)}</code></th>{cells}</tr>")
+    (SHOTS / "index.html").write_text(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Every page</title>'
+        "<style>img{width:320px;border:1px solid #999;vertical-align:top}"
+        "th{text-align:left;vertical-align:top;font:13px sans-serif}</style></head><body>"
+        "<h1>Every page: light, dark, 390 px</h1><table><tr><th>Page</th><th>Light</th>"
+        "<th>Dark</th><th>390 px</th></tr>" + "".join(rows) + "</table></body></html>\n"
+    )
+
+
 def bulk_action(changelist: str, action: str):
     """Opens the confirmation page of ``action`` on every row of an admin change list."""
 
@@ -447,6 +473,8 @@ def test_every_page_is_accessible_fits_a_phone_and_follows_dark_mode(site, page_
     }
     results: dict[str, dict] = {}
     problems: list[str] = []
+    if not os.environ.get("EVERY_PAGE_ONLY"):
+        shutil.rmtree(SHOTS, ignore_errors=True)  # no page's old screenshot outlives it
 
     # Signed out: the login page.
     for mode, page in contexts.items():
@@ -508,6 +536,15 @@ def test_every_page_is_accessible_fits_a_phone_and_follows_dark_mode(site, page_
     (ARTIFACTS / "pages.json").write_text(json.dumps(summary, indent=1) + "\n")
     details = {name: r.get("axe_details") for name, r in results.items() if r.get("axe_details")}
     (ARTIFACTS / "axe-details.json").write_text(json.dumps(details, indent=1) + "\n")
+    write_gallery(results)
+    if not os.environ.get("EVERY_PAGE_ONLY"):
+        unshot = [
+            f"{name}-{mode}"
+            for name in results
+            for mode in ("light", "dark", "phone")
+            if not (SHOTS / f"{name}-{mode}.png").exists()
+        ]
+        assert not unshot, f"pages without a screenshot: {unshot}"
     assert len(summary) >= 40
     assert not problems, "\n".join(problems)
 

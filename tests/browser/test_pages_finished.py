@@ -137,3 +137,16 @@ def test_a_user_without_a_project_is_told_what_to_ask_for(
     page.goto(recorded.at("/"))
     expect(page.locator("#no-project")).to_have_count(0)
     assert js_errors == []
+
+
+def test_a_revoked_certificate_is_announced_once(recorded, page, js_errors):
+    from accounts.certs.services import login_certificate_issue
+
+    login_certificate_issue(user=recorded.user)
+    login(page, recorded)
+    page.goto(recorded.at("/certificates/"))
+    expect(page).to_have_title("Login certificates · GPU Portal")
+    page.locator("form[action*='/revoke/'] button").click()
+    expect(page.get_by_text("revoked", exact=False).first).to_be_visible()
+    expect(page.locator(".alert", has_text="revoked")).to_have_count(1)
+    assert js_errors == []
