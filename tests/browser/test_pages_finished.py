@@ -150,3 +150,36 @@ def test_a_revoked_certificate_is_announced_once(recorded, page, js_errors):
     expect(page.get_by_text("revoked", exact=False).first).to_be_visible()
     expect(page.locator(".alert", has_text="revoked")).to_have_count(1)
     assert js_errors == []
+
+
+def test_a_job_names_its_reservations(recorded, page, js_errors):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from clusters.models import Cluster
+    from reservations.models import Reservation
+
+    now = timezone.now()
+    reservation = Reservation.objects.create(
+        name="paper-deadline",
+        cluster=Cluster.objects.get(id=1),
+        gpu_count=1,
+        start=now + timedelta(days=1),
+        end=now + timedelta(days=2),
+    )
+    gone = "00000000-0000-4000-8000-000000000000"
+    job = make_job(
+        owner=recorded.user,
+        project=recorded.project,
+        name="reserved",
+        reservation_ids=[str(reservation.uuid), gone],
+    )
+    login(page, recorded)
+    page.goto(recorded.at(f"/jobs/{job.uuid}/"))
+    named = page.locator("#job-reservations")
+    expect(named.get_by_role("link", name="paper-deadline")).to_have_attribute(
+        "href", f"/reservations/{reservation.uuid}/"
+    )
+    expect(named).to_contain_text(f"{gone} (no such reservation)")
+    assert js_errors == []
