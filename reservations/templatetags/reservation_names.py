@@ -14,7 +14,7 @@ register = template.Library()
 def reservations_named(ids) -> list[dict]:
     """[{"id", "name", "reservation"}] in the order given; an id no reservation has (deleted,
     or mistyped) keeps its id as its name and no link."""
-    parsed = []
+    parsed: list[uuid.UUID | None] = []
     for value in ids or []:
         try:
             parsed.append(uuid.UUID(str(value)))
