@@ -144,7 +144,14 @@ def gang_update(*, gang_id: int, now: datetime | None = None) -> str | None:
         tasks = list(
             Job.objects.filter(gang=gang, gang_attempt=gang.attempt).select_related("slave")
         )
-        outcome = gang_outcome(gang.config["taskRoles"], [(t.task_role, t.status) for t in tasks])
+        outcome = gang_outcome(
+            gang.config["taskRoles"],
+            [(t.task_role, t.status) for t in tasks],
+            # Started together (gangs.launch): a gang from before that rule ran its tasks
+            # one by one, started once any ran.
+            started=gang.started_attempt >= gang.attempt
+            or any(t.started_at is not None for t in tasks),
+        )
         # A task that could not start on a port the portal chose: the gang goes back to the
         # queue whole, whatever the policy says of one failed task (gangs.ports).
         requeue = requeue_for_port_clash(gang, tasks)

@@ -5,7 +5,8 @@
 - the whole-gang user actions (jobs/user_actions/registry.py): cancel, hold, release and delete of a
   task act on its gang, and the sentence that says so;
 - the run hooks (jobs/execution/run_hooks.py): shm size and read-only codeDir, authFile
-  credentials, isDebug containers kept, ports the portal chose for a gang;
+  credentials, isDebug containers kept, ports the portal chose for a gang, a gang's containers
+  created first and started together;
 - the page hooks (jobs/web/page_hooks.py): a gang's row in the jobs list, its section on the job
   page;
 - receivers of jobs' signals (jobs/signals.py): a task ended (completion and retry), tasks
@@ -167,6 +168,15 @@ def _job_halt_requested(sender, *, job: Job, halt_info: dict, now: datetime, **k
         whole.gang_halt(job=job, halt_info=halt_info, now=now)
 
 
+def _starts_together(job: Job) -> bool:
+    return launch.gang_starts_together(job)
+
+
+def _container_created(job: Job) -> None:
+    if job.gang_id:  # every container of the gang created: start them all at once
+        launch.gang_task_created(job)
+
+
 def _reconcile_finished(sender, *, now: datetime | None = None, **kwargs) -> None:
     # Multi-task jobs whose policy update was lost with a worker.
     completion.gang_recheck_all(now=now)
@@ -190,6 +200,8 @@ def gangs_connect() -> None:
         kept_container=kept_container,
         portal_chosen_ports=portal_chosen_ports,
         port_clash_reason=port_clash_reason,
+        starts_together=_starts_together,
+        container_created=_container_created,
     )
     job_rows_annotate_register("gangs", gang_rows_annotate)
     job_section_register(

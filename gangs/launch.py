@@ -1,6 +1,13 @@
-"""Launching a gang: ports allocated and peers' PAI_* variables written, then every task.
+"""Launching a gang: ports allocated and peers' PAI_* variables written, then every task; the
+tasks' containers are created one by one and started together.
 
-Runs inside the scheduler bridge's transaction that assigned the tasks (the slaves locked).
+``gang_tasks_assigned`` runs inside the scheduler bridge's transaction that assigned the tasks
+(the slaves locked) and fires each task's launch. A launch creates the task's container without
+starting it (``gang_starts_together``, asked by jobs.execution.runs through its run hooks) and
+says so (``gang_task_created``); the launch that creates the last container starts every one of
+them, back to back, in one step (``jobs_start_together``). So no task runs before its peers
+exist: a gang whose containers cannot all be created never starts (the attempt fails whole,
+gangs.policy), and no task ends before another has started.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from gangs.openpai_config import env_part, role_ports
 from gangs.policy import GANG_FINAL
 from gangs.ports import ports_to_avoid
 from jobs import task_names
+from jobs.execution.runs import jobs_start_together
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES, JobStatus
 from jobs.transitions import job_event_add, job_transition
@@ -200,3 +208,45 @@ def gang_tasks_assigned(*, job_pks: list[int], now: datetime) -> list[int]:
     for pk in launched:
         fire(LAUNCH_TASK, pk)
     return launched
+
+
+# --- start: every container created, then all started ---------------------------------------
+
+
+def gang_starts_together(job: Job) -> bool:
+    """Whether this task's container waits for its gang's: a task of the gang's current
+    attempt, which has not been started yet (a re-driven launch after the start starts its
+    own container, as any job's)."""
+    if job.gang_id is None or job.gang_attempt is None:
+        return False
+    return JobGang.objects.filter(
+        pk=job.gang_id, attempt=job.gang_attempt, started_attempt__lt=job.gang_attempt
+    ).exists()
+
+
+def gang_task_created(job: Job) -> list[int]:
+    """A task's container was created (not started; jobs.execution.runs): once every task of
+    the attempt has its container, start them all in one step (``jobs_start_together``), by
+    exactly one worker (compare-and-swap on ``started_attempt``). Returns the task pks it
+    started, [] while some are still being created."""
+    assert job.gang_id is not None and job.gang_attempt is not None  # a gang's task
+    tasks = list(
+        Job.objects.filter(gang_id=job.gang_id, gang_attempt=job.gang_attempt).order_by(
+            "task_role", "task_index"
+        )
+    )
+    if not tasks or any(t.status != JobStatus.STARTING or not t.container_id for t in tasks):
+        return []  # the others are still being created (or the attempt is over: nothing)
+    won = JobGang.objects.filter(
+        pk=job.gang_id, attempt=job.gang_attempt, started_attempt__lt=job.gang_attempt
+    ).update(started_attempt=job.gang_attempt)
+    if not won:
+        return []  # another worker starts them
+    job_event_add(
+        job=tasks[0],
+        message=f"gang attempt {job.gang_attempt}: all {len(tasks)} containers created, "
+        "starting them together",
+    )
+    pks = [t.pk for t in tasks]
+    jobs_start_together(job_ids=pks)
+    return pks

@@ -33,6 +33,9 @@ class JobGang(models.Model):
     # runs (a launch writes ports and peers into the running attempt's own copies).
     task_requests = models.JSONField(default=list)
     attempt = models.PositiveIntegerField(default=1)
+    # The last attempt whose tasks were started together (gangs.launch.gang_task_created): the
+    # compare-and-swap that lets exactly one worker start them, once every container exists.
+    started_attempt = models.PositiveIntegerField(default=0)
     retry_count = models.PositiveIntegerField(default=0)
     status = models.CharField(max_length=16, choices=JobStatus.choices)
     end_reason = models.CharField(max_length=1000, blank=True)

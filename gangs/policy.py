@@ -28,11 +28,15 @@ class Outcome:
     reason: str
 
 
-def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | None:
+def gang_outcome(
+    roles: list[dict], tasks: list[tuple[str, str]], *, started: bool = True
+) -> Outcome | None:
     """How the gang ends now, or None while it goes on.
 
     ``roles``: the config's taskRoles (name, taskNumber, minFailedTaskCount,
-    minSucceededTaskCount); ``tasks``: (role, status) of every task of the attempt.
+    minSucceededTaskCount); ``tasks``: (role, status) of every task of the attempt;
+    ``started``: the attempt's tasks were started together (before that, a task that ended
+    fails the attempt whatever the counts: the others cannot start without it).
     A cancelled task (maxDuration, an admin) cancels the gang and a halted one halts it; then
     failures are looked at before successes, so a tick that sees both fails the gang.
     """
@@ -74,10 +78,10 @@ def gang_outcome(roles: list[dict], tasks: list[tuple[str, str]]) -> Outcome | N
             "all tasks completed"
             + (f" ({bad} failed, no minFailedTaskCount reached)" if bad else ""),
         )
-    if any(status in TERMINAL for _, status in tasks) and any(
-        status in PENDING for _, status in tasks
+    if any(status in TERMINAL for _, status in tasks) and (
+        not started or any(status in PENDING for _, status in tasks)
     ):
-        # A task ended (notAfter passed, it failed to launch and was requeued...) while
-        # others never started: the gang can no longer start whole.
+        # A task ended (notAfter passed, its container could not be created...) while others
+        # never started: the gang can no longer start whole.
         return Outcome(JobStatus.FAILED, "a task ended before all tasks of the gang could start")
     return None

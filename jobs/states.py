@@ -45,7 +45,9 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     JobStatus.HALTING: frozenset(
         {JobStatus.HALTED, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLING}
     ),
-    JobStatus.CANCELLING: frozenset({JobStatus.CANCELLED, JobStatus.FAILED}),
+    # CANCELLING -> FINISHED: its container had exited 0 on its own before the cancel came (a
+    # gang's task stopped by the policy an instant after it ended).
+    JobStatus.CANCELLING: frozenset({JobStatus.CANCELLED, JobStatus.FAILED, JobStatus.FINISHED}),
     JobStatus.FINISHED: frozenset({JobStatus.DELETED}),
     JobStatus.FAILED: frozenset({JobStatus.DELETED}),
     JobStatus.CANCELLED: frozenset({JobStatus.DELETED}),

@@ -73,12 +73,16 @@ def exit_outcome(
     cpu_memory_gb: int,
     halt_grace_s: float,
     cancel_reason: str = "",
+    ended_before_cancel: bool = False,
 ) -> tuple[str, str]:
     """(the end status, its reason) for a container that stopped with ``exit_code`` while the
     job was in ``status`` and its halt had got to ``step``. ``SIGNAL_IN_FLIGHT`` counts as
     signalled: the caller waits for the answer first and passes it on only when the worker
-    died mid-send (the signal may have gone out)."""
+    died mid-send (the signal may have gone out). ``ended_before_cancel``: the container had
+    exited before the job was CANCELLING; exit code 0 then is the job's own success."""
     if status == JobStatus.CANCELLING:
+        if ended_before_cancel and exit_code == 0:
+            return JobStatus.FINISHED, "exited 0 before the cancel reached it"
         return JobStatus.CANCELLED, cancel_reason or "cancelled"
     if status == JobStatus.HALTING and step == HaltStep.STOPPED:
         return JobStatus.HALTED, "halted without a signal (allowHaltWithoutSignal)"

@@ -11,7 +11,10 @@ its app knows, asked here at the moment the runtime needs them:
   at its end and by the periodic reconcile that removes it later;
 - ``portal_chosen_ports`` / ``port_clash_reason``: which host ports of a gang task the portal
   chose, and the reason a task fails with when one is found taken (the gang then goes back to
-  the queue whole: jobs.execution.staging).
+  the queue whole: jobs.execution.staging);
+- ``starts_together`` / ``container_created``: a job whose container waits for its peers' (a
+  gang's task): the launch creates it without starting it and says so; the app starts them all
+  in one step once every one exists (``jobs.execution.runs.jobs_start_together``).
 
 The defaults answer "nothing to add", which is every GPULab job. jobs never imports the app.
 """
@@ -63,6 +66,14 @@ def _no_chosen_ports(job: Job) -> set[int]:
     return set()
 
 
+def _starts_alone(job: Job) -> bool:
+    return False
+
+
+def _nothing_to_do(job: Job) -> None:
+    return None
+
+
 def _port_clash_reason(ports: list[int], slave: str, cause: str) -> str:
     named = ", ".join(str(p) for p in sorted(ports))
     return f"host port(s) {named} chosen by the portal are taken on slave {slave} ({cause})"
@@ -76,6 +87,10 @@ class RunHooks:
     portal_chosen_ports: Callable[[Job], set[int]] = _no_chosen_ports
     # (ports, slave name, cause) -> the failed task's end reason.
     port_clash_reason: Callable[[list[int], str, str], str] = _port_clash_reason
+    # True: the launch creates the job's container and leaves it unstarted, then calls
+    # container_created; the app starts it with its peers (jobs_start_together).
+    starts_together: Callable[[Job], bool] = _starts_alone
+    container_created: Callable[[Job], object] = _nothing_to_do
 
 
 _registered = [RunHooks()]

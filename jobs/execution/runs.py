@@ -38,7 +38,11 @@ from jobs.execution.heartbeat import Heartbeat, holder_dead, holder_name
 from jobs.execution.logs import job_log_archive_frames, join_frames
 from jobs.execution.outputs import job_outputs_archive, job_stdout_archive
 from jobs.execution.run_hooks import run_hooks
-from jobs.execution.staging import job_container_start, job_inputs_restage
+from jobs.execution.staging import (
+    job_container_start,
+    job_inputs_restage,
+    start_despite_port_clashes,
+)
 from jobs.execution.storage import StorageRefused
 from jobs.execution.storage_prepare import storage_prepare
 from jobs.models import Job, JobEvent, JobPullSecret
@@ -177,6 +181,8 @@ def _adopt(engine, job: Job) -> str | None:
     container = existing[0]
     if not container.running and container.exit_code is None:
         job_inputs_restage(engine=engine, job=job, container_id=container.id)
+        if run_hooks().starts_together(job):
+            return container.id  # started with its peers (jobs_start_together)
         engine.start(container.id)  # created but never started before a crash
     return container.id
 
@@ -193,11 +199,15 @@ def _start_container(engine, job: Job) -> str:
         return adopted
     _ensure_image(engine, job)
     mounts = _prepare_storage(job)
+    spec = container_spec(job, _on_slave(job), mounts)
     try:
+        if run_hooks().starts_together(job):
+            # Created only: its peers' containers must all exist before any starts.
+            container_id = engine.create(spec)
+            job_inputs_restage(engine=engine, job=job, container_id=container_id)
+            return container_id
         # Inputs of a job from an app are staged between create and start (jobs/staging.py).
-        return job_container_start(
-            engine=engine, job=job, spec=container_spec(job, _on_slave(job), mounts)
-        )
+        return job_container_start(engine=engine, job=job, spec=spec)
     except RuntimeFailure as failure:
         adopted = _adopt(engine, job) if failure.status_code == 409 else None
         if adopted is None:
@@ -255,7 +265,64 @@ def job_launch_run(*, job_id: int) -> None:
         log.exception("launch of %s failed", job.uuid)
         _launch_failed(job, f"could not start: {type(exc).__name__}: {exc}", remove=True)
         return
+    if not state.running and state.exit_code is None:  # created, to start with its peers
+        _record_created(job, container_id)
+        return
     _record_running(job, container_id, state)
+
+
+def _record_created(job: Job, container_id: str) -> None:
+    """A container that starts with its peers' (``run_hooks().starts_together``) exists: keep
+    its id on the job, still STARTING, and tell its app, which starts every one at once when
+    the last exists. A job stopped meanwhile has its container removed: it never ran."""
+    if not Job.objects.filter(pk=job.pk, status=S.STARTING).update(container_id=container_id):
+        _remove_created(job, container_id)
+        return
+    job.container_id = container_id
+    job_event_add(job=job, message=f"container {container_id[:12]} created; starts with its peers")
+    run_hooks().container_created(job)
+
+
+def _remove_created(job: Job, container_id: str) -> None:
+    job.refresh_from_db()
+    if job.status == S.CANCELLING:
+        Job.objects.filter(pk=job.pk).update(container_id=container_id)
+        job_stop_run(job_id=job.pk)  # the stop ends it (removing what never started)
+        return
+    try:
+        with engine_for(_on_slave(job)) as engine:
+            engine.remove(container_id, force=True)
+    except RuntimeFailure:
+        log.warning("could not remove the unstarted container of %s", job.uuid, exc_info=True)
+
+
+def jobs_start_together(*, job_ids: list[int]) -> None:
+    """Start the created containers of jobs that start together (a gang's tasks, once every
+    one exists: gangs.launch), back to back, then record each RUNNING. A container that
+    cannot start (a host port found taken, ...) fails its job as a launch would; the app's
+    policy decides for the others."""
+    started: list[Job] = []
+    for job_id in job_ids:
+        job = _load(job_id)
+        if job is None or job.status != S.STARTING or not job.container_id:
+            continue
+        container_id = job.container_id
+        try:
+            with engine_for(_on_slave(job)) as engine:
+
+                def start(engine=engine, container_id=container_id) -> str:
+                    engine.start(container_id)
+                    return container_id
+
+                start_despite_port_clashes(engine=engine, job=job, start=start)
+        except RuntimeFailure as failure:
+            _launch_failed(job, f"could not start the container: {failure}", remove=True)
+            continue
+        started.append(job)
+    for job in started:
+        state = _inspect_or_none(job, job.container_id)
+        if state is not None:  # else its re-driven launch finds it running and records it
+            _record_running(job, job.container_id, state)
 
 
 def _launch_failed(job: Job, reason: str, *, remove: bool = False) -> None:
@@ -356,12 +423,20 @@ def ports_kept(job: Job, read: list[dict]) -> list[dict]:
 # --- finish --------------------------------------------------------------------------------
 
 
-def _outcome(job: Job, exit_code: int, oom: bool) -> tuple[str, str]:
+def _outcome(
+    job: Job, exit_code: int, oom: bool, finished_at: datetime | None = None
+) -> tuple[str, str]:
     """The end state and its reason for a container that exited with ``exit_code``
     (``jobs.execution.exit_outcome``: after SIGUSR1 only 123 is HALTED; before it, the job's
-    own exit code counts)."""
+    own exit code counts). A gang's task stopped because its gang ended (``Job.gang``: the
+    app's policy decided) whose container had exited 0 before that is FINISHED: it ran to
+    its end with its peers; a user's cancel of any other job that came after its exit but
+    before its end was recorded still cancels it."""
     step = _halt_step(job) if job.status == S.HALTING else HaltStep.NONE
     return exit_outcome(
+        ended_before_cancel=job.gang_id is not None
+        and finished_at is not None
+        and finished_at < job.status_updated,
         status=job.status,
         exit_code=exit_code,
         oom=oom,
@@ -475,7 +550,7 @@ def _end(job: Job, exit_code: int, oom: bool, finished_at: datetime | None) -> N
     it, never left unrecorded."""
     ended = finished_at or timezone.now()
     for _attempt in range(END_ATTEMPTS):
-        to, reason = _outcome(job, exit_code, oom)
+        to, reason = _outcome(job, exit_code, oom, finished_at)
         fields = {"exit_code": exit_code, "ended_at": ended}
         if reason:
             fields["end_reason"] = reason
@@ -589,6 +664,14 @@ def job_stop_run(*, job_id: int) -> None:
             if not job.container_id:
                 Job.objects.filter(pk=job.pk).update(container_id=container_id)
                 job.container_id = container_id
+            state = engine.inspect(container_id)
+            if not state.running and state.started_at is None:
+                # Created, never started (a gang's task whose peers never all existed): nothing
+                # ran, so nothing ended: no exit code, no log or outputs to keep.
+                engine.remove(container_id, force=True)
+                if job_transition(job=job, to=S.CANCELLED, message=job.end_reason or "cancelled"):
+                    tick_request()
+                return
             crash_point("during_stop")
             engine.stop(container_id, timeout_s=settings.PORTAL_STOP_GRACE_S)
     except ContainerNotFound:
