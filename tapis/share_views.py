@@ -10,7 +10,7 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from jobs.web.share_forms import share_add_from_form, share_revoke_from_form
+from jobs.web.forms import share_add_from_form, share_revoke_from_form
 from tapis.models import App, AppShare
 from tapis.selectors import app_get_visible
 from tapis.shares import app_share_create, app_share_revoke

@@ -108,6 +108,10 @@ class ExplanationSerializer(serializers.Serializer):
     )
 
 
+class ArraySubmittedSerializer(serializers.Serializer):
+    uuids = serializers.ListField(child=serializers.CharField(), help_text="in the items' order")
+
+
 class ConvertedJobSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField(allow_null=True)

@@ -4,7 +4,6 @@ the portal's job endpoints beside them."""
 from django.urls import re_path
 
 from core.api.urls import GPULAB, PORTAL
-from jobs.api.array import JobArrayView
 from jobs.api.clusters import ClusterListView, SlaveListView
 from jobs.api.outputs import (
     JobOutputDownloadView,
@@ -16,6 +15,7 @@ from jobs.api.quota_standing import QuotaStandingView
 from jobs.api.views import (
     ClusterUtilisationView,
     ConvertView,
+    JobArrayView,
     JobDebugView,
     JobDetailView,
     JobExplainView,

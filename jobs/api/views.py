@@ -1,5 +1,5 @@
 """GPULab v4.0 job endpoints, as the real ``gpulab-cli`` uses them (docs/gpulab-format.md,
-section 4), and the portal's own job endpoints (convert, explain).
+section 4), and the portal's own job endpoints (convert, explain, array submissions).
 
 Visibility comes from ``jobs.selectors``; permissions to act are checked by ``jobs.user_actions.services``
 (their errors become 403/409 in ``core.api_errors``); the JSON comes from ``jobs.api.gpulab_json``.
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+from django.conf import settings
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -33,10 +34,10 @@ from core.api.common import (
 from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.errors import NotAllowed
-from jobs.api.filters import job_filter_from_query, sort_order
+from jobs.api.filters import job_filter_from_query, paginate, sort_order
 from jobs.api.gpulab_json import gpulab_list_queryset, job_to_gpulab, listed_jobs
-from jobs.api.pagination import paginate
 from jobs.api.serializers import (
+    ArraySubmittedSerializer,
     ClusterUtilisationSerializer,
     ConvertedJobSerializer,
     DebugEventSerializer,
@@ -52,6 +53,7 @@ from jobs.execution.metrics import cluster_utilisation_series, job_samples_serie
 from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full, job_visible_to, sole_project_of
 from jobs.spec import parse_any_document
+from jobs.spec.array import expand_array
 from jobs.spec.document import GPULAB
 from jobs.spec.images import redact_image
 from jobs.spec.kinds import document_kind_named
@@ -514,3 +516,52 @@ class ClusterUtilisationView(PortalAPIView):
                 cluster_id=cluster_id, since=since, until=until, bucket_s=bucket_s
             )
         )
+
+
+# --- POST /api/portal/jobs/array: many jobs in one request ----------------------------------
+# (docs/api.md, "Array submissions"). The body is ``{"jobs": [doc, ...]}`` or ``{"template": doc, "variations": [patch, ...]}``, with an
+# optional ``project``; every job is checked as a single submission is, and either all are
+# written in one transaction or none (400 with one error per problem, naming the item's index).
+
+
+class JobArrayView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_jobs_array_submit",
+        tags=[PORTAL_TAG],
+        summary="Submit many jobs at once",
+        description=(
+            'Body: `{"jobs": [doc, ...]}` or `{"template": doc, "variations": [patch, ...]}` '
+            "(each variation merged into the template as a JSON merge patch, then `${index}` "
+            "in strings replaced by the variation's index), plus an optional `project` (name "
+            f"or URN). At most PORTAL_ARRAY_MAX_JOBS ({settings.PORTAL_ARRAY_MAX_JOBS}) jobs. "
+            "All or nothing: a 400 lists every problem as `jobs[3].request...: rule`."
+        ),
+        parameters=[OpenApiParameter("hold", OpenApiTypes.BOOL, description="submit ONHOLD")],
+        request={"application/json": OpenApiTypes.OBJECT},
+        examples=[
+            OpenApiExample(
+                "a sweep of three",
+                {
+                    "template": {**JOB_EXAMPLE, "name": "hello-${index}"},
+                    "variations": [{}, {"request": {"resources": {"cpus": 1}}}, {}],
+                },
+                request_only=True,
+            )
+        ],
+        responses={
+            201: ArraySubmittedSerializer,
+            400: refusal("invalid documents: every problem is named with its item's index"),
+            403: refusal("you may not submit in that project"),
+        },
+    )
+    def post(self, request):
+        hold = parse_bool(request.query_params.get("hold"), "hold")
+        body = read_json_object(request)
+        documents, name = expand_array(body, max_jobs=settings.PORTAL_ARRAY_MAX_JOBS)
+        project = project_named(request.user, body.get("project"), field="project")
+        jobs = services.job_submit_many(
+            user=request.user, project=project, documents=documents, hold=hold, name=name
+        )
+        return Response({"uuids": [str(job.uuid) for job in jobs]}, status=201)

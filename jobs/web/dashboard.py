@@ -1,14 +1,34 @@
-"""Dashboard (home) and usage pages: the user's jobs, the clusters' free GPUs, fair share."""
+"""Dashboard (home) and usage pages: the user's jobs, the clusters' free GPUs, fair share.
 
+Data of the Usage page: GPU-hours per day (the viewer's and their projects'), decayed
+fair-share usage against everyone else's (anonymised), and the heaviest jobs.
+
+The numbers agree with each other: the fair share is the scheduler's usage at this instant
+(running jobs included, like the chart), and every figure and bar is drawn from the numbers as
+printed (tests/web/test_usage_consistency.py).
+
+A fixed number of queries: the jobs that ran in the window are read once (one row each, few
+columns) and split into days in Python.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounts.models import Project
+from accounts.selectors import project_ids_of
 from jobs.api.cluster_json import cluster_infos
-from jobs.models import Job
-from jobs.states import ACTIVE, FINISHED, PENDING
-from jobs.web.usage import fair_share, usage_page_data
+from jobs.models import Job, UserUsage
+from jobs.scheduler_bridge.snapshot import scheduler_config
+from jobs.scheduler_bridge.usage import RUN_FIELDS, runs_ended_since_accrual, usage_pending
+from jobs.spec import format_duration
+from jobs.states import ACTIVE, FINISHED, HOLDS_RESOURCES, PENDING
 from jobs.web.views.common import present
 
 DASHBOARD_ACTIVE_LIMIT = 50
@@ -60,3 +80,204 @@ def home(request):
 def usage(request):
     data = usage_page_data(request.user, now=timezone.now())
     return render(request, "portal/usage.html", data)
+
+
+# --- the data of the Usage page ---------------------------------------------------------------
+
+DAYS = 30
+TOP_JOBS = 10
+TOP_USERS = 20
+# Chart geometry (SVG user units; the SVG scales to its container).
+CHART_W, CHART_H, CHART_PAD_TOP = 600, 150, 12
+
+
+@dataclass
+class Series:
+    label: str
+    per_day: list[float]
+    total: float = 0.0
+    bars: list[dict] = field(default_factory=list)
+    max_value: float = 0.0
+
+
+def _split(start: datetime, end: datetime, days: list[datetime], per_day: list[float], gpus: int):
+    """Add gpus x hours of [start, end) to the days it overlaps."""
+    for i, day in enumerate(days):
+        day_end = day + timedelta(days=1)
+        # Timestamps: two times of one zone would subtract as wall clocks (wrong on a DST day).
+        overlap = min(end, day_end).timestamp() - max(start, day).timestamp()
+        if overlap > 0:
+            per_day[i] += gpus * overlap / 3600
+
+
+def _chart(series: Series, days: list[datetime]) -> Series:
+    peak = max(series.per_day) if series.per_day else 0.0
+    series.max_value = peak
+    series.total = sum(series.per_day)
+    slot = CHART_W / len(days)
+    usable = CHART_H - CHART_PAD_TOP
+    bars = []
+    for i, (day, value) in enumerate(zip(days, series.per_day, strict=True)):
+        height = usable * value / peak if peak > 0 else 0
+        if value > 0:
+            height = max(height, 1.5)
+        bars.append(
+            {
+                "x": f"{i * slot + slot * 0.15:.1f}",
+                "y": f"{CHART_H - height:.1f}",
+                "w": f"{slot * 0.7:.1f}",
+                "h": f"{height:.1f}",
+                "day": day,
+                "value": value,
+                "label_x": f"{i * slot + (0 if i == 0 else slot if i == len(days) - 1 else slot / 2):.1f}",
+                "show_label": i % 5 == 0 or i == len(days) - 1,
+                "anchor": "start" if i == 0 else "end" if i == len(days) - 1 else "middle",
+            }
+        )
+    series.bars = bars
+    return series
+
+
+def usage_page_data(user, *, now: datetime) -> dict:
+    # Days begin at midnight in the viewer's zone (the one time rule), as on Reservations. The
+    # arithmetic is on wall-clock time, so a day with a DST change lasts 23 or 25 hours.
+    local_now = timezone.localtime(now)
+    today = local_now.replace(hour=0, minute=0, second=0, microsecond=0)
+    days = [(today - timedelta(days=DAYS - 1 - i)).replace(tzinfo=None) for i in range(DAYS)]
+    days = [timezone.make_aware(day, local_now.tzinfo) for day in days]
+    since = days[0]
+    project_ids = project_ids_of(user)
+    projects = list(Project.objects.filter(pk__in=project_ids).order_by("name"))
+
+    rows = (
+        Job.objects.filter(Q(owner=user) | Q(project_id__in=project_ids))
+        .filter(started_at__isnull=False, started_at__lt=now)
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
+        .values_list(
+            "uuid",
+            "name",
+            "owner_id",
+            "project_id",
+            "gpus",
+            "status",
+            "started_at",
+            "ended_at",
+            "status_updated",
+        )
+    )
+    mine = [0.0] * DAYS
+    per_project = {p.pk: [0.0] * DAYS for p in projects}
+    heaviest = []
+    for uuid, name, owner_id, project_id, gpus, status, started, ended, updated in rows:
+        end = min(
+            Job.run_end_of(status=status, ended_at=ended, status_updated=updated, now=now) or now,
+            now,
+        )
+        assert started is not None  # filtered: started_at__isnull=False
+        start = max(started, since)
+        if end <= start or not gpus:
+            continue
+        hours = gpus * (end - start).total_seconds() / 3600
+        if owner_id == user.pk:
+            _split(start, end, days, mine, gpus)
+        if project_id in per_project:
+            _split(start, end, days, per_project[project_id], gpus)
+        heaviest.append(
+            {
+                "uuid": uuid,
+                "name": name,
+                "mine": owner_id == user.pk,
+                "project_id": project_id,
+                "gpus": gpus,
+                "status": status,
+                "gpu_hours": hours,
+                "started": started,
+            }
+        )
+    heaviest.sort(key=lambda j: j["gpu_hours"], reverse=True)
+    names = {p.pk: p.name for p in projects}
+    for job in heaviest[:TOP_JOBS]:
+        job["project"] = names.get(job["project_id"], "")
+
+    series = [_chart(Series("Me", mine), days)] + [
+        _chart(Series(f"Project {p.name}", per_project[p.pk]), days) for p in projects
+    ]
+    return {
+        "days": days,
+        "series": series,
+        "top_jobs": heaviest[:TOP_JOBS],
+        "fair_share": fair_share(user, now=now),
+        "chart_w": CHART_W,
+        "chart_h": CHART_H,
+        "chart_pad_top": CHART_PAD_TOP,
+    }
+
+
+def usage_values(*, now: datetime, config) -> dict[int, float]:
+    """Every user's fair-share usage at ``now`` (user id -> weighted GPU-seconds), as the
+    scheduler would compute it in a tick now: the stored values decayed to ``now``, plus what
+    the running jobs, and the runs that ended since, added after their owner's row was last
+    brought up to date (``jobs.scheduler_bridge.usage.usage_pending``). Reads only.
+
+    Without that share the page showed the value of the last tick, behind the chart of
+    GPU-hours (which counts running jobs up to now and every run, however short). Three queries.
+    """
+    stored = UserUsage.objects.values_list("user_id", "value", "updated_at")
+    running = Job.objects.filter(status__in=HOLDS_RESOURCES, started_at__isnull=False).values(
+        *RUN_FIELDS
+    )
+    return usage_pending(
+        now=now,
+        config=config,
+        stored=stored,
+        runs=[*running, *runs_ended_since_accrual(now)],
+        key="owner_id",
+    )
+
+
+def _hours(value: float) -> float:
+    """Weighted GPU-seconds as the hours the page prints (2 decimals): bars are drawn from
+    these same numbers, so a "0.00 h" never gets a visible bar."""
+    return round(value / 3600, 2)
+
+
+def fair_share(user, *, now: datetime | None = None) -> dict:
+    """The viewer's decayed usage against everyone's: rank 1 is the least used (starts first).
+
+    Others are anonymised as "user N" by rank. Three queries.
+    """
+    now = now or timezone.now()
+    config = scheduler_config()
+    values = usage_values(now=now, config=config)
+    own = values.pop(user.pk, 0.0)
+    total = len(values) + 1
+    rank = sum(1 for v in values.values() if v < own) + 1
+    top = sorted(values.items(), key=lambda item: (-item[1], item[0]))[:TOP_USERS]
+    entries: list[dict[str, Any]] = [
+        {"label": None, "value": v, "me": False} for _user_id, v in top
+    ]
+    entries.append({"label": "you", "value": own, "me": True})
+    entries.sort(key=lambda e: (-e["value"], not e["me"]))
+    for entry in entries:
+        entry["gpu_hours"] = _hours(entry["value"])
+    peak = max(e["gpu_hours"] for e in entries)
+    number = 0
+    for entry in entries:
+        if not entry["me"]:
+            number += 1
+            entry["label"] = f"user {number}"
+        entry["percent"] = round(100 * entry["gpu_hours"] / peak, 1) if peak > 0 else 0.0
+    return {
+        "half_life": format_duration(settings.PORTAL_USAGE_HALF_LIFE_S),
+        "weights": {
+            "gpu": config.gpu_weight,
+            "cpu": config.cpu_weight,
+            "mem_gb": config.mem_gb_weight,
+        },
+        "value": own,
+        "gpu_hours": _hours(own),
+        "rank": rank,
+        "total": total,
+        "entries": entries,
+        "others_shown": len(top),
+    }

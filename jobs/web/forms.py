@@ -1,6 +1,8 @@
 """Forms of the job pages: the job list filter, Create Job's common fields, and the helpers that
 keep those fields and the JSON document in step (static/js/job-editor.js does the same in the
-browser).
+browser); and the share form of the job page and of the app page (tapis): read it, call the
+service, say how it went (the services, ``jobs.user_actions.shares`` and ``tapis.shares``, hold
+the rules).
 
 The JSON document is always what gets submitted: the fields are a convenience that edits it.
 """
@@ -13,10 +15,13 @@ import re
 from typing import Any, cast
 
 from django import forms
+from django.contrib import messages
 
+from core.errors import ServiceError
 from jobs.selectors import EVERY_STATE_BUT_DELETED, SORTS, JobFilter
 from jobs.spec import SpecError, convert_v1, detect_version, load_json
 from jobs.states import ACTIVE, GROUPS
+from jobs.user_actions.shares import share_grantee_from_form
 
 # --- job list filter ------------------------------------------------------------------------
 
@@ -202,7 +207,7 @@ class JobFieldsForm(forms.Form):
         ]
         for name in FIELD_TO_PATH:
             self.fields[name].widget.attrs["data-doc-field"] = name
-        # Suggestions: the images the slaves already have (jobs/web/examples.py, the page's datalist).
+        # Suggestions: the images the slaves already have (site_images in jobs/web/views/create.py).
         self.fields["image"].widget.attrs["list"] = "slave-images"
         self.fields["document"].widget.attrs.update(
             {"class": "font-monospace job-json", "aria-describedby": "job-json-errors"}
@@ -395,3 +400,29 @@ def document_warnings(doc) -> list[str]:
     if not isinstance(doc, dict):
         return []
     return command_warnings(_get(doc, "request.docker.command"))
+
+
+# --- the share form ---------------------------------------------------------------------------
+
+
+def share_add_from_form(request, *, create, what: str) -> None:
+    """``create(grantee_user=..., grantee_project=...)`` for the grantee the form names."""
+    try:
+        grantee_user, grantee_project, label = share_grantee_from_form(request.POST)
+        create(grantee_user=grantee_user, grantee_project=grantee_project)
+    except ServiceError as error:
+        messages.error(request, f"Share failed: {error}")
+    else:
+        messages.success(request, f"{what} shared read-only with {label}.")
+
+
+def share_revoke_from_form(request, share, *, revoke) -> None:
+    """``revoke(share=share)``; ``share`` None (not a share of this page's object) is refused."""
+    try:
+        if share is None:
+            raise ServiceError("no such share")
+        revoke(share=share)
+    except ServiceError as error:
+        messages.error(request, f"Revoke failed: {error}")
+    else:
+        messages.success(request, "Share revoked.")

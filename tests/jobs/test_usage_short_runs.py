@@ -17,7 +17,7 @@ from jobs.scheduler.model import QueuedJob
 from jobs.scheduler.ordering import order_queue
 from jobs.scheduler_bridge.snapshot import build_snapshot, running_rows, scheduler_config
 from jobs.scheduler_bridge.usage import usage_accrue
-from jobs.web.usage import fair_share
+from jobs.web.dashboard import fair_share
 from tests.web.factories import make_job
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import pytest
 
 from clusters.models import Slave
 from clusters.services import engine_for, slave_probe
-from jobs.web.examples import PLACEHOLDER_IMAGE, site_examples, site_images
+from jobs.web.views.create import PLACEHOLDER_IMAGE, site_examples, site_images
 from tests.support.runtime import TEST_IMAGE, add_slave
 
 pytestmark = pytest.mark.django_db

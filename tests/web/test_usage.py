@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from jobs.models import UserUsage
-from jobs.web.usage import usage_page_data
+from jobs.web.dashboard import usage_page_data
 from tests.web.factories import make_job
 
 

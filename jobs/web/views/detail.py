@@ -1,29 +1,42 @@
 """The job page: request, state and timeline, placement, queue explanations, halts, restart
-chain, live log, and the actions the state allows."""
+chain, live log, and the actions the state allows; and its outputs table and share form
+(templates/jobs/_job_outputs.html, _job_shares.html), with their download and share/revoke
+routes. Rules live in ``jobs.execution.outputs`` and ``jobs.user_actions.shares``; these views
+only call them. (The job's subscriptions and deliveries are the notifications app's section of
+the page.)"""
 
 import json
+from functools import partial
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from clusters.models import Gpu
-from core.errors import ServiceError
+from core.errors import NotAllowed, ServiceError
 from core.timefmt import parse_utc_z
 from jobs.api.gpulab_json import job_to_gpulab
-from jobs.models import Job, JobEvent
-from jobs.selectors import job_can_act, job_list_visible_to
+from jobs.execution.outputs import job_output_response, job_outputs_list
+from jobs.models import Job, JobEvent, JobShare
+from jobs.selectors import job_can_act, job_list_visible_to, job_sees_full
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.submit.estimates import start_estimate_json
 from jobs.transitions import job_tapis_summary
 from jobs.user_actions.registry import ACTIONS, whole_gang_info
+from jobs.user_actions.shares import (
+    job_share_create,
+    job_share_revoke,
+    job_shares_list,
+)
+from jobs.web.forms import share_add_from_form, share_revoke_from_form
 from jobs.web.page_hooks import job_sections
 from jobs.web.views.common import action_buttons, present, visible_job
 from jobs.web.views.log import STARTS_SOON, initial_log
-from jobs.web.views.outputs import outputs_context
 
 TIMELINE_LIMIT = 200
 CHAIN_LIMIT = 50
@@ -211,3 +224,65 @@ def job_action(request, uuid, action):
             "next": back,
         },
     )
+
+
+# --- the outputs table and the share form -----------------------------------------------------
+
+OUTPUT_ROWS = 200
+
+
+def outputs_context(request, job: Job) -> dict:
+    """What the two include templates show: the output files (readers only) and the shares
+    (the job's project and admins; the owner gets the form)."""
+    user = request.user
+    context: dict[str, Any] = {
+        "outputs": None,
+        "outputs_note": "",
+        "shares": None,
+        "may_share": False,
+    }
+    if job_sees_full(user, job):
+        try:
+            rows = job_outputs_list(job=job, user=user, recursive=True)
+            context["outputs"] = [r for r in rows if r["type"] != "dir"][:OUTPUT_ROWS]
+        except ServiceError as error:
+            context["outputs_note"] = str(error)
+    try:
+        context["shares"] = job_shares_list(job=job, user=user)
+        context["may_share"] = user.pk == job.owner_id
+    except NotAllowed:
+        pass
+    return context
+
+
+@login_required
+def job_output_download(request, uuid):
+    job = visible_job(request.user, uuid, related=("owner", "project"))
+    try:
+        return job_output_response(
+            job=job,
+            user=request.user,
+            path=request.GET.get("path", ""),
+            as_zip=request.GET.get("zip") in ("1", "true"),
+        )
+    except ServiceError as error:
+        return HttpResponse(str(error), status=error.status_code, content_type="text/plain")
+
+
+@login_required
+@require_POST
+def job_share_add(request, uuid):
+    job = visible_job(request.user, uuid, related=("owner", "project"))
+    share_add_from_form(
+        request, what="Job", create=partial(job_share_create, job=job, user=request.user)
+    )
+    return redirect("jobs:detail", uuid=job.uuid)
+
+
+@login_required
+@require_POST
+def job_share_remove(request, uuid, share_id):
+    job = visible_job(request.user, uuid, related=("owner", "project"))
+    share = JobShare.objects.filter(job=job, pk=share_id).select_related("job").first()
+    share_revoke_from_form(request, share, revoke=partial(job_share_revoke, user=request.user))
+    return redirect("jobs:detail", uuid=job.uuid)
