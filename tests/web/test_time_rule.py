@@ -101,3 +101,16 @@ def test_reservation_form_defaults_and_parses_in_the_users_zone(admin_user, clie
     with timezone.override(ZoneInfo(BRUSSELS)):
         form = ReservationForm(instance=r)
         assert form["start"].value().strftime("%H:%M") == "09:00"
+
+
+def test_usertime_seconds_style_shows_a_utc_z_string_in_the_viewer_zone():
+    """Gang attempts, outputs and Tapis stages hold UTC strings ("…Z"): shown zoned, to the second."""
+    from django.template import Context, Template
+    from django.utils import timezone as django_timezone
+
+    with django_timezone.override("Asia/Kolkata"):
+        html = Template('{% load portal_ui %}{% usertime t "seconds" %}').render(
+            Context({"t": "2026-11-25T20:48:19.846Z"})
+        )
+    assert ">2026-11-26 02:18:19 IST</time>" in html, html
+    assert 'datetime="2026-11-25T20:48:19Z"' in html
