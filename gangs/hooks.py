@@ -1,6 +1,6 @@
 """Everything gangs adds to jobs, connected from ``GangsConfig.ready`` (jobs never imports gangs).
 
-- the "openpai" document kind (jobs/spec/kinds.py): how jobs' submit, convert and Create Job
+- the "openpai" document kind (jobs/spec/document.py): how jobs' submit, convert and Create Job
   page recognise, validate, submit and show an OpenPAI config;
 - the whole-gang user actions (jobs/user_actions/registry.py): cancel, hold, release and delete of a
   task act on its gang, and the sentence that says so;

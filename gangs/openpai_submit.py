@@ -6,7 +6,7 @@ submit). Any other config is a gang: one JobGang and each task an ordinary job n
 ``<jobName>-<role>-<index>``, all submitted with the checks of an array submission.
 
 ``jobs.user_actions.services.job_submit`` hands an OpenPAI document to ``openpai_submit`` (the
-"openpai" document kind gangs registers, jobs/spec/kinds.py), which submits the v2 job(s) it
+"openpai" document kind gangs registers, jobs/spec/document.py), which submits the v2 job(s) it
 becomes through jobs' own services; the REST submit endpoint and the Create Job page both go
 through it.
 """

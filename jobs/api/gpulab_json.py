@@ -29,8 +29,7 @@ from core.timefmt import utc_z
 from jobs.models import Job
 from jobs.selectors import job_sees_full
 from jobs.spec.images import HIDDEN_IMAGE, gpulab_image
-from jobs.spec.v2 import EXTRA_FIELDS
-from jobs.spec.v2_resources import RESOURCE_FIELDS
+from jobs.spec.v2 import EXTRA_FIELDS, RESOURCE_FIELDS
 from jobs.spec.v2_scheduling import SCHEDULING_FIELDS
 from jobs.states import JobStatus
 

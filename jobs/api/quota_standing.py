@@ -17,7 +17,7 @@ from core.api.openapi import refusal
 from core.api_errors import BadRequest
 from core.timefmt import utc_z
 from jobs.scheduler_bridge.quota_usage import quota_standing
-from jobs.spec.durations import parse_duration
+from jobs.spec.v2_scheduling import parse_duration
 
 # A request's own bounds (GPULab's validation bounds them at submit the same way).
 MAX_COUNT = 10_000

@@ -54,9 +54,8 @@ from jobs.models import Job
 from jobs.selectors import job_list_visible_to, job_sees_full, job_visible_to, sole_project_of
 from jobs.spec import parse_any_document
 from jobs.spec.array import expand_array
-from jobs.spec.document import GPULAB
+from jobs.spec.document import GPULAB, document_kind_named
 from jobs.spec.images import redact_image
-from jobs.spec.kinds import document_kind_named
 from jobs.submit import idempotency
 from jobs.submit.estimates import start_estimate_json
 from jobs.user_actions import services

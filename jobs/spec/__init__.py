@@ -1,5 +1,5 @@
 """GPULab job documents: parsing, v2 validation and normalisation, v1 conversion, durations and
-image references; the registry of other document kinds (kinds.py: gangs registers OpenPAI job
+image references; the registry of other document kinds (document.py: gangs registers OpenPAI job
 configs there).
 
 Pure Python (standard library only, no Django; the rule on text no database can store comes
@@ -13,17 +13,18 @@ from core.jsontext import load_json
 
 from .checks import RequestLimits, SpecError
 from .document import (
+    DocumentKind,
     ParsedDocument,
     detect_version,
     document_kind_of,
+    document_kind_register,
     parse_any_document,
     parse_job_document,
 )
-from .durations import format_duration, parse_duration
 from .images import ImageRef, parse_image, redact_image
-from .kinds import DocumentKind, document_kind_register
 from .v1 import convert_v1, v1_error_path
 from .v2 import SpecDefaults, duration_seconds, normalize_job, tmpfs_gb
+from .v2_scheduling import format_duration, parse_duration
 
 __all__ = [
     "DocumentKind",

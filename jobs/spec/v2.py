@@ -15,7 +15,9 @@ stored in an indexed column); booleans are strict (true/false only); numbers mus
 numbers (2 and 2.0 are 2; "2" is refused, which GPULab's own client never sends) and integers
 are capped at 2^31-1; ``extra.sshPubKeys`` items must parse as OpenSSH public keys (any type the
 ``cryptography`` package reads, certificates included); counts and sizes are bounded by the
-site (``RequestLimits`` in checks.py: ports, command, e-mail recipients); see also v2_docker and v2_scheduling.
+site (``RequestLimits`` in checks.py: ports, command, e-mail recipients); ``request.resources``
+(what a job needs from a slave) is checked here too; see v2_docker, v2_notifications and
+v2_scheduling for the other sections.
 """
 
 from __future__ import annotations
@@ -44,15 +46,14 @@ from .checks import (
     describe,
     index,
     join,
+    read_int,
     read_list,
     read_object,
     read_str,
 )
-from .durations import parse_duration
 from .v2_docker import normalize_docker
 from .v2_notifications import normalize_notifications
-from .v2_resources import normalize_resources
-from .v2_scheduling import normalize_scheduling
+from .v2_scheduling import normalize_scheduling, parse_duration
 
 JOB_FIELDS = ("name", "description", "request")
 SERVER_SET_FIELDS = ("uuid", "owner", "state", "restartInfo", "deploymentEnvironment")
@@ -150,6 +151,52 @@ def _request(value: object, path: str, errs: Errors, defaults: SpecDefaults) -> 
     _check_recipients(sections, f, errs, limit)
     return sections
 
+
+# --- request.resources: what a job needs from a slave (docs/gpulab-format.md, section 1) -----
+
+RESOURCE_FIELDS = (
+    "cpus",
+    "gpus",
+    "cpuMemoryGb",
+    "gpuMemoryGb",
+    "gpuModel",
+    "features",
+    "minCudaVersion",
+    "clusterId",
+    "slaveName",
+    "slaveInstanceId",
+)
+
+# Long enough for any GPU model or feature name; keeps stored filters bounded.
+MAX_FILTER_LENGTH = 200
+
+
+def _filter_item(item: object, path: str, errs: Errors) -> str | None:
+    # gpuModel and features items are substrings to match: one letter would match nearly anything.
+    return check_str(item, path, errs, min_length=2, max_length=MAX_FILTER_LENGTH)
+
+
+def normalize_resources(value: object, path: str, errs: Errors) -> dict | None:
+    """Validate request.resources and return it with every key present (absent ones null/[])."""
+    f = read_object(value, path, errs, fields=RESOURCE_FIELDS)
+    if f is None:
+        return None
+    return {
+        "cpus": read_int(f, "cpus", errs, required=True, above=0),
+        "gpus": read_int(f, "gpus", errs, required=True, minimum=0),
+        # GB here are GiB (1024^3 bytes), as in GPULab.
+        "cpuMemoryGb": read_int(f, "cpuMemoryGb", errs, required=True, above=0),
+        "gpuMemoryGb": read_int(f, "gpuMemoryGb", errs, above=1),
+        "gpuModel": read_list(f, "gpuModel", errs, _filter_item, bare_ok=True),
+        "features": read_list(f, "features", errs, _filter_item, bare_ok=True),
+        "minCudaVersion": read_int(f, "minCudaVersion", errs, minimum=0),
+        "clusterId": read_int(f, "clusterId", errs, minimum=0),
+        "slaveName": read_str(f, "slaveName", errs, min_length=1, max_length=255),
+        "slaveInstanceId": read_str(f, "slaveInstanceId", errs, min_length=1, max_length=255),
+    }
+
+
+# --- extra ------------------------------------------------------------------------------------
 
 SSH_KEY_HINT = (
     "must be an OpenSSH public key: type, base64 key and an optional comment, "

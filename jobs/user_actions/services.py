@@ -143,7 +143,7 @@ def job_submit(
     extra: dict | None = None,
 ) -> Job:
     """Validate a v1 or v2 job document and store it as a QUEUED (or ONHOLD) job; a document
-    of a kind an app registered (jobs/spec/kinds.py: an OpenPAI config, gangs/) is submitted by
+    of a kind an app registered (jobs/spec/document.py: an OpenPAI config, gangs/) is submitted by
     that app, which answers its first job.
 
     ``extra``: Job columns the caller sets beside the document (a Tapis app's origin, staged

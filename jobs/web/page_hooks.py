@@ -10,7 +10,7 @@ and the page renders it through the registry.
   ``current`` too, the job's uuid (gangs: the gang's roles x tasks and attempts).
 
 The Create Job page shows a document of a registered kind through that kind
-(jobs/spec/kinds.py: its ``summary`` and ``create_template``).
+(jobs/spec/document.py: its ``summary`` and ``create_template``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 FILE (or '-' for stdin) holds an array body (``{"jobs": [...]}`` or ``{"template": {...},
 "variations": [...]}``), a JSON list of job documents, or one job document; a document may be
-an OpenPAI job config (any kind registered in jobs/spec/kinds.py), submitted as ``POST jobs``
+an OpenPAI job config (any kind registered in jobs/spec/document.py), submitted as ``POST jobs``
 submits it (its first task's uuid printed). Prints the new uuids, one per line; on bad input
 prints one error per line (``jobs[3].request...: rule``), writes nothing and exits with
 status 1.
@@ -40,7 +40,7 @@ def read_array_body(text: str) -> dict:
 
 def _submit_each(user, project, documents: list, *, hold: bool, name: str) -> list:
     """Documents among which one is of a kind an app registered (an OpenPAI config,
-    jobs/spec/kinds.py): each submitted on its own, as ``POST jobs`` does, all or none; each
+    jobs/spec/document.py): each submitted on its own, as ``POST jobs`` does, all or none; each
     answers its (first) job. Errors name the document (``jobs[1].taskRoles[0]...``) when there
     are several."""
     jobs = []

@@ -29,8 +29,8 @@ from clusters.models import Cluster, Gpu, Slave
 from core.errors import NotAllowed, ServiceError
 from jobs.selectors import job_list_visible_to, job_sees_full
 from jobs.spec import DocumentKind, SpecError, detect_version, normalize_job
+from jobs.spec.document import document_kind_named, document_kinds
 from jobs.spec.images import PASSWORD_MASK, parse_image
-from jobs.spec.kinds import document_kind_named, document_kinds
 from jobs.user_actions import services
 from jobs.web.forms import (
     JOB_TEMPLATES,
@@ -211,7 +211,7 @@ UPLOAD_MAX_BYTES = 1024 * 1024  # a job file is a few kB; the API's own body lim
 
 
 def _kind_of(doc) -> DocumentKind | None:
-    """The registered kind of a parsed document (jobs/spec/kinds.py), None for GPULab's."""
+    """The registered kind of a parsed document (jobs/spec/document.py), None for GPULab's."""
     try:
         return document_kind_named(detect_version(doc)) if isinstance(doc, dict) else None
     except SpecError:

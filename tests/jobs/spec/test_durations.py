@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.spec import format_duration, parse_duration
-from jobs.spec.durations import MAX_SECONDS, is_duration
+from jobs.spec.v2_scheduling import MAX_SECONDS, is_duration
 
 HOUR, DAY, WEEK = 3600, 86400, 604800
 
