@@ -287,7 +287,7 @@ PORTAL_MAX_EMAIL_RECIPIENTS = env_count("PORTAL_MAX_EMAIL_RECIPIENTS", 20)
 # --- Scheduler -------------------------------------------------------------------------------
 PORTAL_USAGE_HALF_LIFE_S = env_int("PORTAL_USAGE_HALF_LIFE_S", 7 * 86400)
 PORTAL_USAGE_WEIGHTS = {"gpu": 1.0, "cpu": 0.05, "mem_gb": 0.01}
-# Placement score plugins (jobs/scheduler/scorers.py) and their weights, added up in this order.
+# Placement score plugins (jobs/scheduler/placement.py) and their weights, added up in this order.
 PORTAL_SCHEDULER_SCORER_WEIGHTS = {
     "packing": 1.0,
     "private_preference": 2.0,

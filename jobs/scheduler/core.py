@@ -24,8 +24,7 @@ from . import reservations as res_rules
 from .explain import shape_reasons
 from .filters import Env
 from .gang import GangScheduler
-from .halts import HaltPlanner, RoomPlan, halt_info
-from .interactive import InteractiveRoom
+from .halts import HaltPlanner, InteractiveRoom, RoomPlan, halt_info
 from .model import (
     CycleResult,
     Decision,
@@ -224,7 +223,7 @@ class _Cycle:
             return
         if job.interactive:
             # Start now or fail, unless halting jobs makes room: it then waits for them, a
-            # bounded time (interactive.py).
+            # bounded time (InteractiveRoom in halts.py).
             self._settle(job)
             found = self.interactive.find(job, shape)
             if isinstance(found, RoomPlan):

@@ -3,7 +3,7 @@
 A queued job may halt running jobs only when all of these hold:
 
 * it found no room anywhere (it never halts when it could start elsewhere now);
-* it is not interactive (interactive jobs make room by their own rules: ``interactive.py``);
+* it is not interactive (interactive jobs make room by their own rules: ``halts.InteractiveRoom``);
 * fairness halts are enabled, the cycle's budget of them is not spent, and it has been queued for
   at least ``fairness_halt_min_queued_s``;
 * each victim is past its minDuration and belongs to a user whose decayed usage is "much

@@ -130,7 +130,7 @@ def next_wakeup(
         if waiting:
             consider(min_end(running))
     # An interactive job waiting behind jobs halted for it fails at its deadline: on time, not
-    # at the next periodic tick (scheduler/interactive.py).
+    # at the next periodic tick (InteractiveRoom in scheduler/halts.py).
     wait_limit = timedelta(seconds=snapshot.config.interactive_halt_wait_s)
     for job in snapshot.queued:
         if job.interactive and job.halt_wait_since is not None:

@@ -16,8 +16,8 @@ from clusters.models import Cluster, Gpu, Slave
 from core.timefmt import parse_utc_z
 from jobs.models import ENDED_RUNS, Job
 from jobs.scheduler import model as sm
+from jobs.scheduler.placement import check_weights
 from jobs.scheduler.runtimes import history_from_runs, history_keys
-from jobs.scheduler.scorers import check_weights
 from jobs.scheduler_bridge.bulk_writes import keys_in
 from jobs.scheduler_bridge.quota_usage import quota_limits
 from jobs.scheduler_bridge.usage import usage_now

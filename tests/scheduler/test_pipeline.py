@@ -30,8 +30,7 @@ from jobs.scheduler.filters import (
     Stage,
 )
 from jobs.scheduler.pipeline import DEFAULT_PIPELINE, PIPELINE, Pipeline
-from jobs.scheduler.placement import Placer
-from jobs.scheduler.scorers import SCORERS, Scoring, check_weights
+from jobs.scheduler.placement import SCORERS, Placer, Scoring, check_weights
 from jobs.scheduler.shape import ShapeFactory
 from jobs.scheduler.state import build_context
 
