@@ -3,7 +3,7 @@
 
 The file holds three lines, OpenPAI's format: the registry (``docker.io`` for Docker Hub), the
 user name and the password. It is read on the slave's storage right before the pull, never
-following a link (the walk of ``jobs.execution.storage_prepare`` checks the folders; the file
+following a link (the walk of ``jobs.execution.storage`` checks the folders; the file
 itself is opened with O_NOFOLLOW below the verified folder), and only used for a pull from the
 registry it names. The password lives in memory for the pull only: it is never stored on the
 job, shown, put in an event or logged; refusals name the path and the rule, never the content.
@@ -22,8 +22,7 @@ from django.conf import settings
 
 from clusters.runtime.spec import refused
 from gangs.openpai_config import PROJECT_STORAGE_ROOT, storage_path
-from jobs.execution.storage import StorageRefused, resolve_mount, slave_roots
-from jobs.execution.storage_prepare import storage_prepare
+from jobs.execution.storage import StorageRefused, resolve_mount, slave_roots, storage_prepare
 from jobs.models import Job
 from jobs.spec.images import parse_image
 

@@ -4,7 +4,7 @@ GPULab's job request page: "If you need access to the ~/.ssh dir used by the SSH
 gives you access to the container (for example, to manually change the authorized_hosts file),
 you need to mount it like this: {"hostPath": ".ssh", "containerPath": "/root/.ssh/"}". Here that
 SSH server is the gateway, and the folder is the job owner's own (``<storage>/home/<user>/.ssh``
-on the slave, kept private by ``jobs.execution.storage_prepare``): a job that mounts it lets in the
+on the slave, kept private by ``jobs.execution.storage``): a job that mounts it lets in the
 keys listed in its ``authorized_keys`` as well.
 
 The file is read at each login through the job's engine (Docker's archive API, which resolves

@@ -43,8 +43,7 @@ from jobs.execution.staging import (
     job_inputs_restage,
     start_despite_port_clashes,
 )
-from jobs.execution.storage import StorageRefused
-from jobs.execution.storage_prepare import storage_prepare
+from jobs.execution.storage import StorageRefused, storage_prepare
 from jobs.models import Job, JobEvent, JobPullSecret
 from jobs.signals import job_restarted, signal_send_after_commit
 from jobs.spec import format_duration
@@ -148,7 +147,7 @@ def _fail(job: Job, reason: str, **fields) -> bool:
 
 def _prepare_storage(job: Job) -> list:
     """Resolve mounts on this slave and create their folders with the project's group, never
-    following a link (``jobs.execution.storage_prepare``); runs right before ``engine.run``."""
+    following a link (``jobs.execution.storage``); runs right before ``engine.run``."""
     mounts = job_mounts(job, _on_slave(job))
     if not _on_slave(job).docker_url.startswith("unix://"):
         return mounts  # a remote slave's folders live on that machine (documented)

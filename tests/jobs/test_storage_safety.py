@@ -14,9 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from jobs.execution import storage_prepare as prepare_module
-from jobs.execution.storage import StorageRefused, default_roots, resolve_mount
-from jobs.execution.storage_prepare import storage_prepare
+from jobs.execution import storage as prepare_module
+from jobs.execution.storage import StorageRefused, default_roots, resolve_mount, storage_prepare
 
 GID = 6001
 
