@@ -36,7 +36,7 @@ urlpatterns = [
     ),
     re_path(GPULAB + rf"jobs/{ID}/log/?$", JobLogView.as_view(), name="gpulab-job-log"),
     re_path(GPULAB + rf"jobs/{ID}/debug/?$", JobDebugView.as_view(), name="gpulab-job-debug"),
-    # Clusters and slaves with what their jobs use (jobs/api/cluster_json.py).
+    # Clusters and slaves with what their jobs use (jobs/api/clusters.py).
     re_path(GPULAB + r"clusters/?$", ClusterListView.as_view(), name="gpulab-clusters"),
     re_path(GPULAB + r"slaves/?$", SlaveListView.as_view(), name="gpulab-slaves"),
     # Portal endpoints (never inside GPULab's objects).

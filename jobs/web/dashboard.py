@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from accounts.models import Project
 from accounts.selectors import project_ids_of
-from jobs.api.cluster_json import cluster_infos
+from jobs.api.clusters import cluster_infos
 from jobs.models import Job, UserUsage
 from jobs.scheduler_bridge.snapshot import scheduler_config
 from jobs.scheduler_bridge.usage import RUN_FIELDS, runs_ended_since_accrual, usage_pending

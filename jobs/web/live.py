@@ -13,7 +13,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from accounts.permissions import may_view_engine_errors
 from clusters.models import Cluster, Slave
-from jobs.api.cluster_json import cluster_infos
+from jobs.api.clusters import cluster_infos
 from jobs.models import Job
 from jobs.states import HOLDS_RESOURCES
 from jobs.web.views.common import present

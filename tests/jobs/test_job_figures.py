@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db.models import Sum
 
-from jobs.api.cluster_json import _usage_by_slave
+from jobs.api.clusters import _usage_by_slave
 from jobs.execution.container_spec import GIB, container_spec
 from jobs.models import Job
 from tests.web.factories import make_job
