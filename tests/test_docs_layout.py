@@ -1,9 +1,10 @@
 """docs/architecture.md and the README's map tell the floors the import contract enforces.
 
 The contract (``[tool.importlinter]`` in pyproject.toml, run by ``lint-imports``) is the source:
-its layers name the app packages and their order. These tests fail when a package is added,
-renamed or moved in the contract and the two documents still tell the old house, and when a
-document names a package or a path that does not exist. No Django, no database.
+its layers name the app packages and their order, and jobs' rooms contract the rooms of jobs.
+These tests fail when a package or a room is added, renamed or moved in the contract and the
+documents still tell the old house, and when a document names a package or a path that does not
+exist. No Django, no database.
 """
 
 import re
@@ -18,12 +19,21 @@ README = ROOT / "README.md"
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def _contract(kind: str) -> dict:
-    (contract,) = [c for c in CONFIG["tool"]["importlinter"]["contracts"] if c["type"] == kind]
+def _contract(kind: str, container: str | None = None) -> dict:
+    """The one contract of ``kind``: the apps' (no ``containers``), or ``container``'s own."""
+    wanted = [container] if container else None
+    (contract,) = [
+        c
+        for c in CONFIG["tool"]["importlinter"]["contracts"]
+        if c["type"] == kind and c.get("containers") == wanted
+    ]
     return contract
 
 
 LAYERS = _contract("layers")["layers"]  # top floor (portal) first
+# jobs' rooms, top room first; a layer may hold sibling rooms ("selectors | spec").
+ROOM_LAYERS = _contract("layers", "jobs")["layers"]
+ROOM_GROUPS = [[name.strip() for name in layer.split("|")] for layer in ROOM_LAYERS]
 # A layer may hold sibling apps ("tapis | ssh": independent, neither imports the other).
 GROUPS = [[name.strip() for name in layer.split("|")] for layer in LAYERS]  # top floor first
 FLOORS = [name for group in reversed(GROUPS) for name in group]  # bottom floor (core) first
@@ -57,7 +67,7 @@ def test_the_contract_names_every_package_once():
     assert set(FLOORS) == packages, "every top-level package is a floor of the contract"
     installed = {p.rstrip("*") for p in CONFIG["tool"]["setuptools"]["packages"]["find"]["include"]}
     assert installed == set(FLOORS)
-    assert set(_contract("acyclic_siblings")["ancestors"]) == set(FLOORS) - {"jobs"}
+    assert set(_contract("acyclic_siblings")["ancestors"]) == set(FLOORS)
     assert set(CONFIG["tool"]["mypy"]["files"]) == set(FLOORS)
 
 
@@ -100,6 +110,36 @@ def test_architecture_contract_list_is_the_contract():
     assert set(re.findall(r"`([a-z_]+)`", cycles)) == set(
         _contract("acyclic_siblings")["ancestors"]
     )
+
+
+def test_jobs_rooms_contract_names_every_room_once():
+    """Every module and package directly in jobs/ is a room of the contract (its migrations
+    excepted: Django loads them by itself), and no room is named twice or missing."""
+    rooms = [name for group in ROOM_GROUPS for name in group]
+    assert sorted(rooms) == sorted(set(rooms)), "a room named twice"
+    jobs = ROOT / "jobs"
+    present = {p.stem for p in jobs.glob("*.py") if p.stem != "__init__"}
+    present |= {p.parent.name for p in jobs.glob("*/__init__.py")} - {"migrations"}
+    assert set(rooms) == present
+
+
+def test_architecture_rooms_diagram_is_the_jobs_contract():
+    """docs/architecture.md's rooms of jobs: top room first, one arrow between layers, the sibling
+    rooms of a layer on one line apart by "|", each line's description after two spaces."""
+    block = _code_block_after(ARCHITECTURE.read_text(), "## Inside jobs")
+    shown: list[list[str]] = [[]]
+    for line in block.splitlines():
+        if line.strip() == "↓":
+            shown.append([])
+        elif line[:1].strip():
+            names = re.split(r"\s{2,}", line.strip())[0]
+            shown[-1].extend(name.strip() for name in names.split("|"))
+    assert shown == ROOM_GROUPS
+
+
+def test_architecture_contract_list_names_the_rooms_contract():
+    text = ARCHITECTURE.read_text()
+    assert "**jobs' rooms**" in text and '`containers = ["jobs"]`' in text
 
 
 def test_readme_map_lists_the_floors_bottom_first():

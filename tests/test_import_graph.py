@@ -2,6 +2,9 @@
 
 - No import cycle between modules: a cycle hidden by an import inside a function counts too
   (grimp reads every import statement, wherever it is).
+- No two rooms of jobs import each other (a package-level loop), and the rooms import each
+  other only downwards in the order of jobs' rooms contract: the same rule as ``lint-imports``,
+  counted here from grimp's graph so that the two cannot both be wrong the same way.
 - No import of a project module inside a function in jobs/ (the way cycles used to be hidden),
   except where a comment in ALLOWED says why.
 """
@@ -94,11 +97,61 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles(graph) == [["p.a", "p.b", "p.c"]]
 
 
-def test_the_scheduler_bridge_never_imports_the_user_services(graph):
+def test_the_scheduler_bridge_never_imports_the_user_actions(graph):
     chain = graph.find_shortest_chain(
         importer="jobs.scheduler_bridge.apply", imported="jobs.user_actions.services"
     )
     assert chain is None, chain
+
+
+def _room_imports(graph, package: str) -> set[tuple[str, str]]:
+    """(importer's room, imported's room) for every import between two rooms of ``package``."""
+
+    def room(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if parts[0] == package and len(parts) > 1 else None
+
+    pairs = set()
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            a, b = room(module), room(imported)
+            if a and b and a != b:
+                pairs.add((a, b))
+    return pairs
+
+
+def _jobs_room_levels() -> dict[str, int]:
+    """Each room's layer in jobs' rooms contract, 0 for the top one."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in contracts["contracts"] if c.get("containers") == ["jobs"]]
+    return {name.strip(): level for level, layer in enumerate(layers) for name in layer.split("|")}
+
+
+def test_no_two_rooms_of_jobs_import_each_other(graph):
+    pairs = _room_imports(graph, "jobs")
+    assert ("execution", "models") in pairs  # the graph holds the rooms' imports
+    loops = sorted((a, b) for a, b in pairs if (b, a) in pairs and a < b)
+    assert loops == []
+
+
+def test_jobs_rooms_import_only_rooms_below_them(graph):
+    level = _jobs_room_levels()
+    rooms = {room for pair in _room_imports(graph, "jobs") for room in pair} - {"migrations"}
+    assert rooms <= set(level), f"rooms the contract does not place: {rooms - set(level)}"
+    upward = sorted(
+        (a, b)
+        for a, b in _room_imports(graph, "jobs")
+        if a in level and b in level and level[b] <= level[a]
+    )
+    assert upward == []
+
+
+def test_the_room_loop_finder_finds_a_loop():
+    graph = grimp.ImportGraph()
+    for a, b in [("p.a.x", "p.b.y"), ("p.b.z", "p.a.w"), ("p.c", "p.a.x")]:
+        graph.add_import(importer=a, imported=b)
+    pairs = _room_imports(graph, "p")
+    assert sorted((a, b) for a, b in pairs if (b, a) in pairs and a < b) == [("a", "b")]
 
 
 def _function_imports(path: Path) -> list[str]:
