@@ -297,6 +297,7 @@ def test_webhook_retries_arrive_at_their_delays_in_queue_mode(tmp_path):
                 ".order_by('attempt')"
                 ".values_list('attempt', 'ok', 'retry_in_s'))",
             )
+            assert rows == [[1, False, 2], [2, False, 4], [3, True, None]]
             # The first ran by its old path; the notifications app fired the retries by its own.
             ran = _query(
                 env,
@@ -304,7 +305,6 @@ def test_webhook_retries_arrive_at_their_delays_in_queue_mode(tmp_path):
                 ".filter(func__endswith='.job_deliver').values_list('func', flat=True))",
             )
             assert ran == ["jobs.tasks.job_deliver", *["notifications.tasks.job_deliver"] * 2]
-            assert rows == [[1, False, 2], [2, False, 4], [3, True, None]]
             # Nothing was stored as a django-q2 schedule for it (those wait for a 30 s pass).
             assert (
                 _query(
