@@ -25,7 +25,11 @@ def aliased():
 
 
 def test_every_moved_task_points_at_a_task_of_its_new_app():
-    assert set(moved_tasks.MOVED_TASKS.values()) == set(notifications_task_names.ALL)
+    # Every old path lands on one of the app's tasks (it has new ones of its own too).
+    assert set(moved_tasks.MOVED_TASKS.values()) <= set(notifications_task_names.ALL)
+    assert set(moved_tasks.MOVED_TASKS.values()) == {
+        "notifications.tasks.job_deliver", "notifications.tasks.job_notify"
+    }  # fmt: skip
     for old in moved_tasks.MOVED_TASKS:
         assert pydoc.locate(old) is None, f"{old} is defined again: drop its alias"
 

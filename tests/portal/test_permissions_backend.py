@@ -72,4 +72,11 @@ def test_one_query_then_the_cache(people):
 def test_the_site_uses_it(people):
     from django.contrib.auth import get_backends
 
-    assert [type(b) for b in get_backends()] == [PortalModelBackend]
+    from accounts.directory.ldap_backend import PortalLDAPBackend
+    from accounts.directory.oidc_backend import PortalOIDCBackend
+
+    # The portal's own backend first; the directory sign-ins (docs/sign-in.md) after it, which
+    # authenticate only when configured and leave permissions to the portal's backend.
+    assert [type(b) for b in get_backends()] == [
+        PortalModelBackend, PortalLDAPBackend, PortalOIDCBackend
+    ]  # fmt: skip
