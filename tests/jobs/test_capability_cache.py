@@ -43,7 +43,10 @@ def test_a_second_check_reads_no_slave_rows(project, slave):
         assert _refused(project, gpus=4) is None
         assert _refused(project, gpus=3) is None
     assert _slave_queries(ctx) == 0
-    assert len(ctx.captured_queries) == 2  # the stamp, once per check
+    # Per check: the stamp, and the quota limits in force for the project and user (issue 29).
+    assert len(ctx.captured_queries) == 4
+    assert sum("clusters_capabilitystamp" in q["sql"] for q in ctx.captured_queries) == 2
+    assert sum('"quotas_quota"' in q["sql"] for q in ctx.captured_queries) == 2
 
 
 @pytest.mark.parametrize(
