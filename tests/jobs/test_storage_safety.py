@@ -10,10 +10,10 @@ import contextlib
 import os
 import stat
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from clusters.runtime.engine import ContainerState
 from jobs.execution import storage as prepare_module
 from jobs.execution.storage import StorageRefused, default_roots, resolve_mount, storage_prepare
 
@@ -315,7 +315,11 @@ class RecordingEngine:
         return "c0ffee" * 10
 
     def inspect(self, _container_id):
-        return SimpleNamespace(started_at=None, host_ports=[], running=True)
+        # The engine's own answer type: the launch reads what a real inspect gives.
+        return ContainerState(
+            id=_container_id, name="job", status="running", running=True, exit_code=None,
+            oom_killed=False, started_at=None, finished_at=None, pid=4242,
+        )  # fmt: skip
 
 
 @pytest.fixture
