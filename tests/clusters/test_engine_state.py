@@ -61,8 +61,10 @@ def test_dual_stack_bindings_give_one_mapping_per_published_port():
 
 
 def test_a_running_dual_stack_container_reads_back_one_mapping_per_port():
-    state = _state(_inspect("running", {"8888/tcp": DUAL_STACK["8080/tcp"]}))
-    assert state.host_ports == [{"containerPort": 8888, "hostPort": 32768, "hostIp": "0.0.0.0"}]
+    # The job asked for host port 20080 (HostConfig above): Docker publishes it once per family.
+    both = [{"HostIp": "0.0.0.0", "HostPort": "20080"}, {"HostIp": "::", "HostPort": "20080"}]
+    state = _state(_inspect("running", {"8888/tcp": both}))
+    assert state.host_ports == [{"containerPort": 8888, "hostPort": 20080, "hostIp": "0.0.0.0"}]
 
 
 def test_no_published_ports():
