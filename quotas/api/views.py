@@ -42,40 +42,32 @@ class IsAdminForWrites(BasePermission):
         return verb is not None and may_manage_quotas(request.user, verb)
 
 
+def _count_level() -> serializers.IntegerField:
+    """A hard or soft level of a count (GPUs, jobs at once): absent or null means no limit."""
+    return serializers.IntegerField(
+        min_value=0, max_value=1_000_000, required=False, allow_null=True
+    )
+
+
+def _hours_level() -> serializers.FloatField:
+    """A hard or soft level of a monthly budget in hours: absent or null means no limit."""
+    return serializers.FloatField(min_value=0, max_value=1e9, required=False, allow_null=True)
+
+
 class QuotaSerializer(serializers.Serializer):
     project = serializers.CharField(max_length=32, required=False, allow_null=True)
     user = serializers.CharField(max_length=150, required=False, allow_null=True)
     comment = serializers.CharField(max_length=300, required=False, allow_blank=True)
-    gpus_hard = serializers.IntegerField(
-        min_value=0, max_value=1_000_000, required=False, allow_null=True
-    )
-    gpus_soft = serializers.IntegerField(
-        min_value=0, max_value=1_000_000, required=False, allow_null=True
-    )
-    jobs_hard = serializers.IntegerField(
-        min_value=0, max_value=1_000_000, required=False, allow_null=True
-    )
-    jobs_soft = serializers.IntegerField(
-        min_value=0, max_value=1_000_000, required=False, allow_null=True
-    )
-    gpu_hours_hard = serializers.FloatField(
-        min_value=0, max_value=1e9, required=False, allow_null=True
-    )
-    gpu_hours_soft = serializers.FloatField(
-        min_value=0, max_value=1e9, required=False, allow_null=True
-    )
-    cpu_hours_hard = serializers.FloatField(
-        min_value=0, max_value=1e9, required=False, allow_null=True
-    )
-    cpu_hours_soft = serializers.FloatField(
-        min_value=0, max_value=1e9, required=False, allow_null=True
-    )
-    mem_gb_hours_hard = serializers.FloatField(
-        min_value=0, max_value=1e9, required=False, allow_null=True
-    )
-    mem_gb_hours_soft = serializers.FloatField(
-        min_value=0, max_value=1e9, required=False, allow_null=True
-    )
+    gpus_hard = _count_level()
+    gpus_soft = _count_level()
+    jobs_hard = _count_level()
+    jobs_soft = _count_level()
+    gpu_hours_hard = _hours_level()
+    gpu_hours_soft = _hours_level()
+    cpu_hours_hard = _hours_level()
+    cpu_hours_soft = _hours_level()
+    mem_gb_hours_hard = _hours_level()
+    mem_gb_hours_soft = _hours_level()
 
 
 class QuotaOutSerializer(QuotaSerializer):
