@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "gangs",
     "tapis",
     "ssh",
+    "interactive",
     "notifications",
 ]
 
