@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "tapis",
     "ssh",
     "interactive",
+    "reports",
     "notifications",
 ]
 
