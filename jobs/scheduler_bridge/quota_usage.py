@@ -26,6 +26,7 @@ from jobs.scheduler.quota_ledger import (
     quota_impossible,
     scope_keys,
 )
+from jobs.scheduler_bridge.run_intervals import held_seconds as held_seconds
 from jobs.states import HOLDS_RESOURCES
 from quotas.selectors import LimitsInForce, month_end, month_start, quotas_in_force
 
@@ -44,21 +45,6 @@ def runs_overlapping(start: datetime, end: datetime, *, scope: Q | None = None) 
     if scope is not None:
         runs = runs.filter(scope)
     return list(runs.order_by().values(*PERIOD_FIELDS))
-
-
-def held_seconds(run: dict, *, start: datetime, end: datetime, now: datetime) -> float:
-    """How many seconds of ``[start, min(end, now))`` the run held its resources."""
-    if run["started_at"] is None:
-        return 0.0
-    run_end = Job.run_end_of(
-        status=run["status"],
-        ended_at=run["ended_at"],
-        status_updated=run["status_updated"],
-        now=now,
-    )
-    begin = max(start, run["started_at"])
-    stop = min(end, now, run_end)
-    return max(0.0, (stop - begin).total_seconds())
 
 
 def run_amounts(run: dict, seconds: float) -> tuple[float, float, float]:

@@ -23,6 +23,7 @@ from jobs.models import ENDED_RUNS, Job, UserUsage
 from jobs.scheduler import model as sm
 from jobs.scheduler.usage import accrue, decayed, usage_rate
 from jobs.scheduler_bridge.bulk_writes import rows_update
+from jobs.scheduler_bridge.run_intervals import held_interval
 from jobs.states import HOLDS_RESOURCES
 
 # Ended runs are looked for among the jobs whose status changed this long ago at most (a
@@ -53,19 +54,10 @@ def run_usage(run: dict, *, since: datetime | None, now: datetime, config) -> fl
     """What one run added to its owner's usage after ``since`` (None: ever), decayed to ``now``.
 
     ``run``: a row with RUN_FIELDS (``running_rows`` carries them but ``ended_at``)."""
-    started = run["started_at"]
-    if started is None:
-        return 0.0  # ASSIGNED: holds room but runs nothing yet
-    end = Job.run_end_of(
-        status=run["status"],
-        ended_at=run.get("ended_at"),
-        status_updated=run["status_updated"],
-        now=now,
-    )
-    end = min(end, now)
-    begin = started if since is None else max(since, started)
-    if end <= begin:
+    interval = held_interval(run, start=since, end=now, now=now)
+    if interval is None:
         return 0.0
+    begin, end = interval
     half_life = config.usage_half_life_s
     rate = usage_rate(
         gpus=run["gpus"],
