@@ -444,6 +444,17 @@ PORTAL_SSH_HOST_KEY = Path(os.environ.get("PORTAL_SSH_HOST_KEY", VAR_DIR / "ssh"
 # How often open sessions re-check that their job still runs (seconds).
 PORTAL_SSH_POLL_S = float(os.environ.get("PORTAL_SSH_POLL_S", "2"))
 
+# --- Interactive sessions' lifecycle (docs/sessions.md "Policy and lifecycle") ---------------
+# Culled after this long without activity through the proxy (and no GPU use where sampled);
+# warned this long before a cull or the time box's end; "Extend" adds EXTEND seconds at most
+# MAX_EXTENDS times and never past MAX_SECONDS in all (GPULab's JupyterHub: 72 h, 2 GPUs).
+PORTAL_SESSION_IDLE_SECONDS = env_count("PORTAL_SESSION_IDLE_SECONDS", 3600)
+PORTAL_SESSION_WARN_SECONDS = env_int("PORTAL_SESSION_WARN_SECONDS", 600)
+PORTAL_SESSION_EXTEND_SECONDS = env_count("PORTAL_SESSION_EXTEND_SECONDS", 7200)
+PORTAL_SESSION_MAX_EXTENDS = env_int("PORTAL_SESSION_MAX_EXTENDS", 3)
+PORTAL_SESSION_MAX_SECONDS = env_count("PORTAL_SESSION_MAX_SECONDS", 259200)
+PORTAL_SESSION_MAX_GPUS = env_int("PORTAL_SESSION_MAX_GPUS", 2)
+
 # --- E-mail (job notifications: request.extra.emailOn*) ---------------------------------
 EMAIL_BACKEND = os.environ.get(
     "PORTAL_EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
