@@ -146,6 +146,10 @@ class Job(models.Model):
     resubmitted_from = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resubmissions"
     )
+    # One id shared by the jobs of one array submission (a sweep or a {"jobs": [...]} list):
+    # the jobs list shows them as one group and acts on them as a whole. Null for a job
+    # submitted alone. Never changes, so the index costs nothing when the tick moves a job.
+    array_id = models.UUIDField(null=True, blank=True, db_index=True, editable=False)
 
     # What a page shows of the job to its viewer, set on the instances it renders, never
     # stored (jobs.web.views.common.present and the list, live and gang pages).

@@ -7,6 +7,7 @@ through ``job_transition`` and fires background work on commit.
 from copy import deepcopy
 from dataclasses import dataclass
 from datetime import datetime
+from uuid import uuid4
 
 from django.conf import settings
 from django.db import transaction
@@ -198,7 +199,10 @@ def job_submit_many(
             errors.extend(_item_error(name, index, error) for error in exc.errors)
     if errors:
         raise SpecError(errors)
-    return _jobs_create(user=user, project=project, items=items, hold=hold, now=now)
+    # One id for the whole array: the jobs list groups its jobs and acts on them together.
+    return _jobs_create(
+        user=user, project=project, items=items, hold=hold, now=now, extra={"array_id": uuid4()}
+    )
 
 
 def _jobs_create(
