@@ -110,6 +110,9 @@ class Job(models.Model):
     # Scheduling information shown to the user (the explanations: JobExplanation).
     halt_events = models.JSONField(default=list, blank=True)
     ignoring_reservation_ids = models.JSONField(default=list, blank=True)
+    # Started above a soft quota level, on GPUs no in-limit job could use then: halted first
+    # when an in-limit job needs the room (docs/quotas.md). Kept for the run it started.
+    borrowed = models.BooleanField(default=False)
     tally_increment = models.FloatField(null=True, blank=True)
 
     # Restart chain.
