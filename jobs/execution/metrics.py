@@ -17,12 +17,14 @@ is stopped automatically.
 """
 
 import logging
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import connections
+from django.db.models import Q
 from django.utils import timezone
 
 from clusters.models import Slave
@@ -31,7 +33,7 @@ from clusters.runtime.probe import gpu_utilisation
 from clusters.services import engine_for
 from core.timefmt import utc_z
 from jobs.models import Job, JobEvent, JobSample
-from jobs.states import JobStatus
+from jobs.states import HOLDS_RESOURCES, JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -180,47 +182,114 @@ def job_samples_series(job: Job) -> dict:
 def cluster_utilisation_series(
     *, cluster_id: int, since: datetime, until: datetime, bucket_s: int = 600
 ) -> dict:
-    """What a cluster's running jobs used over time, per bucket: each job's mean over the
-    bucket, summed over jobs: CPU cores busy, memory in GB, GPUs held and GPUs busy (the sum
-    of utilisation / 100: two GPUs at 50 % count as one busy GPU)."""
+    """What a cluster's jobs used over time, per bucket: CPU cores busy, memory in GB, GPUs
+    held and GPUs busy (the sum of utilisation / 100: two GPUs at 50 % count as one busy GPU).
+
+    Every figure is a mean over the bucket's time, weighted by how long each job ran in it: a
+    job's samples give its mean use while it ran, times the share of the bucket it ran. GPUs
+    held come from the runs themselves (start to end, ``held_gpus_per_bucket``), not from the
+    samples: counting each job with a sample in a bucket once added up jobs that ran one after
+    the other (nine short jobs on a 2-GPU cluster read as 9 GPUs held).
+    """
+    runs = _cluster_runs(cluster_id=cluster_id, since=since, until=until)
     rows = JobSample.objects.filter(
         job__slave__cluster_id=cluster_id, time__gte=since, time__lt=until
-    ).values_list("job_id", "time", "cpu_percent", "memory_mb", "gpus", "job__gpu_ids")
+    ).values_list("job_id", "time", "cpu_percent", "memory_mb", "gpus")
     per_bucket: dict[int, dict[int, list]] = {}
-    for job_id, at, cpu, memory, gpus, held in rows.iterator():
+    for job_id, at, cpu, memory, gpus in rows.iterator():
         bucket = int((at - since).total_seconds() // bucket_s)
-        per_bucket.setdefault(bucket, {}).setdefault(job_id, []).append(
-            (cpu, memory, gpus, len(held or []))
-        )
+        per_bucket.setdefault(bucket, {}).setdefault(job_id, []).append((cpu, memory, gpus))
+    held = held_gpus_per_bucket(
+        [(start, end, gpus) for start, end, gpus in runs.values()],
+        since=since,
+        until=until,
+        bucket_s=bucket_s,
+    )
     series: dict[str, list[Any]] = {
         "time": [],
         "cpuCores": [],
         "memoryGb": [],
-        "gpusHeld": [],
+        "gpusHeld": held,
         "gpusBusy": [],
     }
-    for bucket in range(int((until - since).total_seconds() // bucket_s) + 1):
+    for bucket in range(len(held)):
         jobs = per_bucket.get(bucket, {})
         start = since + timedelta(seconds=bucket * bucket_s)
+        end = min(start + timedelta(seconds=bucket_s), until)
+        # A job without a recorded run (none should be) counts over the whole bucket.
+        share = {
+            job_id: _overlap_share(runs[job_id], start, end) if job_id in runs else 1.0
+            for job_id in jobs
+        }
         series["time"].append(utc_z(start))
         series["cpuCores"].append(
-            round(sum(_mean(s[0] for s in v) for v in jobs.values()) / 100, 2)
+            round(sum(share[j] * _mean(s[0] for s in v) for j, v in jobs.items()) / 100, 2)
         )
         series["memoryGb"].append(
-            round(sum(_mean(s[1] for s in v) for v in jobs.values()) / 1024, 2)
+            round(sum(share[j] * _mean(s[1] for s in v) for j, v in jobs.items()) / 1024, 2)
         )
-        series["gpusHeld"].append(round(sum(v[0][3] for v in jobs.values()), 2))
         series["gpusBusy"].append(
             round(
                 sum(
-                    _mean(sum((g.get("percent") or 0) for g in s[2]) for s in v)
-                    for v in jobs.values()
+                    share[j] * _mean(sum((g.get("percent") or 0) for g in s[2]) for s in v)
+                    for j, v in jobs.items()
                 )
                 / 100,
                 2,
             )
         )
     return series
+
+
+def _cluster_runs(
+    *, cluster_id: int, since: datetime, until: datetime
+) -> dict[int, tuple[datetime, datetime, int]]:
+    """job id -> (start, end, GPUs) of the cluster's runs that overlap [since, until); a run
+    still holding its GPUs ends at ``until``. One query."""
+    rows = (
+        Job.objects.filter(slave__cluster_id=cluster_id, started_at__isnull=False)
+        .filter(started_at__lt=until)
+        .filter(
+            Q(ended_at__gt=since)
+            | Q(ended_at__isnull=True, status__in=HOLDS_RESOURCES)
+            | Q(ended_at__isnull=True, status_updated__gt=since)
+        )
+        .order_by()
+        .values_list("pk", "started_at", "ended_at", "status", "status_updated", "gpus")
+    )
+    runs = {}
+    for pk, started, ended, status, updated, gpus in rows:
+        end = Job.run_end_of(status=status, ended_at=ended, status_updated=updated, now=until)
+        runs[pk] = (started, min(end, until), gpus)
+    return runs
+
+
+def _overlap_share(run: tuple[datetime, datetime, int], start: datetime, end: datetime) -> float:
+    length = (end - start).total_seconds()
+    if length <= 0:  # the bucket that begins at ``until``: the run as of that instant
+        return 1.0 if run[0] <= start <= run[1] else 0.0
+    overlap = (min(run[1], end) - max(run[0], start)).total_seconds()
+    return max(0.0, overlap) / length
+
+
+def held_gpus_per_bucket(
+    runs: Iterable[tuple[datetime, datetime, int]],
+    *,
+    since: datetime,
+    until: datetime,
+    bucket_s: int,
+) -> list[float]:
+    """GPUs held per bucket of [since, until): the time-weighted mean of the GPUs the runs
+    (start, end, GPUs) held, so never more than the most held at once. The last bucket is
+    cut at ``until``; one that begins at ``until`` counts the runs holding GPUs at that
+    instant (end included: a run still going ends at ``until``). Pure: no query."""
+    runs = list(runs)
+    held = []
+    for bucket in range(int((until - since).total_seconds() // bucket_s) + 1):
+        start = since + timedelta(seconds=bucket * bucket_s)
+        end = min(start + timedelta(seconds=bucket_s), until)
+        held.append(round(sum(run[2] * _overlap_share(run, start, end) for run in runs), 2))
+    return held
 
 
 def _mean(values) -> float:

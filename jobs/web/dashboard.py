@@ -24,15 +24,20 @@ from django.utils import timezone
 from accounts.models import Project
 from accounts.selectors import project_ids_of
 from jobs.api.clusters import cluster_infos
-from jobs.models import Job, UserUsage
+from jobs.models import Job, StartEstimate, UserUsage
 from jobs.scheduler_bridge.snapshot import scheduler_config
 from jobs.scheduler_bridge.usage import RUN_FIELDS, runs_ended_since_accrual, usage_pending
 from jobs.spec import format_duration
-from jobs.states import ACTIVE, FINISHED, HOLDS_RESOURCES, PENDING
+from jobs.states import ACTIVE, FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
+from jobs.submit.estimates import start_estimate_current
+from jobs.web.live import reserved_gpus_by_cluster, with_reserved
 from jobs.web.views.common import present
 
 DASHBOARD_ACTIVE_LIMIT = 50
 DASHBOARD_RECENT = 5
+# Start estimates simulated per dashboard render (the page is polled every 5 s): the others
+# show their stored estimate until their turn comes, so a long queue costs one simulation.
+DASHBOARD_ESTIMATES_MADE = 1
 
 
 @login_required
@@ -55,7 +60,9 @@ def home(request):
     counts = active_qs.order_by().aggregate(
         total=Count("id"), waiting=Count("id", filter=Q(status__in=PENDING))
     )
-    clusters = cluster_infos(viewer=user)
+    queued = [j for j in active if j.status in PENDING]
+    _attach_estimates(queued, now=now)
+    clusters = with_reserved(cluster_infos(viewer=user), reserved_gpus_by_cluster(user, now=now))
     return render(
         request,
         "portal/home.html",
@@ -65,15 +72,35 @@ def home(request):
             "waiting_total": counts["waiting"],
             "on_slave_total": counts["total"] - counts["waiting"],
             "running": [j for j in active if j.status not in PENDING],
-            "queued": [j for j in active if j.status in PENDING],
+            "queued": queued,
             "recent": recent,
             "clusters": clusters,
-            "free_gpus": sum(c["gpu"]["available"] for c in clusters),
+            "free_gpus": sum(c["ui_free"] for c in clusters),
+            "reserved_gpus": sum(c["ui_reserved"] for c in clusters),
             "total_gpus": sum(c["gpu"]["acquired"] for c in clusters),
             "fair": fair_share(user),
             "any_active": bool(active),
         },
     )
+
+
+def _attach_estimates(queued: list[Job], *, now: datetime) -> None:
+    """``ui_estimate`` (the StartEstimate row or None) and ``ui_estimate_in_s`` on each QUEUED
+    job: the stored rows in one query; a missing or stale one is made anew, at most
+    ``DASHBOARD_ESTIMATES_MADE`` per render (jobs.submit.estimates, as the job page does)."""
+    waiting = [j for j in queued if j.status == JobStatus.QUEUED]
+    rows = {e.job_id: e for e in StartEstimate.objects.filter(job__in=[j.pk for j in waiting])}
+    made = 0
+    for job in waiting:
+        row = rows.get(job.pk)
+        stale = row is None or (now - row.made_at).total_seconds() >= settings.PORTAL_ESTIMATE_TTL_S
+        if stale and made < DASHBOARD_ESTIMATES_MADE:
+            made += 1
+            row = start_estimate_current(job=job, now=now) or row
+        job.ui_estimate = row
+        job.ui_estimate_in_s = (
+            max(0, int((row.start - now).total_seconds())) if row and row.start else None
+        )
 
 
 @login_required

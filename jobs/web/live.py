@@ -32,11 +32,90 @@ def _active_reservations(now, *, cluster_ids=None):
     return list(qs.order_by("start", "id"))
 
 
+def _covering(reservations: list[Reservation], slave: Slave) -> list[Reservation]:
+    """The (slaves-prefetched) reservations that cover the slave: its cluster's, on all its
+    slaves or on this one."""
+    return [
+        r
+        for r in reservations
+        if r.cluster_id == slave.cluster_id
+        and (not r.slaves.all() or any(s.pk == slave.pk for s in r.slaves.all()))
+    ]
+
+
+def _gpu_states(slave, gpus, by_gpu: Mapping[int, Any], covering, reserved_left: dict):
+    """(gpu, state, holder, reservation) per GPU of the slave: offline, used, unavailable,
+    reserved or free. A free GPU is reserved while a covering reservation has GPUs left to
+    claim (``reserved_left``, shared by the slaves of one page, counts them down), so Live ›
+    Slaves, Live › Clusters and the dashboard count the same reserved GPUs."""
+    for gpu in gpus:
+        holder = by_gpu.get(gpu.index)
+        reservation = None
+        if not slave.online:
+            state = "offline"
+        elif holder is not None:
+            state = "used"
+        elif not gpu.acquired:
+            state = "unavailable"
+        else:
+            state = "free"
+            for r in covering:
+                if r.gpu_count is None or reserved_left[r.pk] > 0:
+                    if r.gpu_count is not None:
+                        reserved_left[r.pk] -= 1
+                    state, reservation = "reserved", r
+                    break
+        yield gpu, state, holder, reservation
+
+
+def reserved_gpus_by_cluster(user, *, now) -> dict[int, dict[str, int]]:
+    """Per cluster id: how many free GPUs active reservations keep (``reserved``) and how many
+    of those the viewer may use (``yours``); the same cells as Live › Slaves. Four queries."""
+    slaves = list(Slave.objects.prefetch_related("gpus").order_by("cluster_id", "name"))
+    by_slave: dict[int, dict[int, bool]] = {}
+    for slave_id, gpu_ids in Job.objects.filter(
+        status__in=HOLDS_RESOURCES, slave__isnull=False
+    ).values_list("slave_id", "gpu_ids"):
+        for index in gpu_ids or []:
+            by_slave.setdefault(slave_id, {})[index] = True
+    reservations = _active_reservations(now)
+    mine = entitled_ids(user, reservations) if reservations else set()
+    reserved_left = {r.pk: r.gpu_count for r in reservations}
+    result: dict[int, dict[str, int]] = {}
+    for slave in slaves:
+        counts = result.setdefault(slave.cluster_id, {"reserved": 0, "yours": 0})
+        covering = _covering(reservations, slave)
+        if not covering:
+            continue
+        states = _gpu_states(
+            slave, slave.gpus.all(), by_slave.get(slave.pk, {}), covering, reserved_left
+        )
+        for _gpu, state, _holder, reservation in states:
+            if state == "reserved":
+                counts["reserved"] += 1
+                counts["yours"] += reservation.pk in mine
+    return result
+
+
+def with_reserved(infos: list[dict], reserved: Mapping[int, Mapping[str, int]]) -> list[dict]:
+    """The clusters' JSON (``cluster_infos``, fresh dicts) with what the pages print beside
+    it, for the viewer: ``ui_reserved`` (free GPUs a reservation keeps for others),
+    ``ui_reserved_yours`` (free GPUs reserved for the viewer, who may use them) and
+    ``ui_free`` (what the viewer's job could get now: unreserved or reserved for them)."""
+    for info in infos:
+        counts = reserved.get(info["clusterId"], {"reserved": 0, "yours": 0})
+        others = counts["reserved"] - counts["yours"]
+        info["ui_reserved"] = others
+        info["ui_reserved_yours"] = counts["yours"]
+        info["ui_free"] = max(0, info["gpu"]["available"] - others)
+    return infos
+
+
 @login_required
 def cluster_list(request):
     user = request.user
     now = timezone.now()
-    infos = cluster_infos(viewer=user)
+    infos = with_reserved(cluster_infos(viewer=user), reserved_gpus_by_cluster(user, now=now))
     clusters = {c.pk: c for c in Cluster.objects.prefetch_related("owner_projects")}
     slaves_by_cluster: dict[int, list[Mapping[str, Any]]] = {}
     for row in Slave.objects.order_by("cluster_id", "name").values(
@@ -111,33 +190,13 @@ def slave_rows(user, slaves: list[Slave], *, now) -> list[dict]:
         for holder in slave_jobs:
             for index in holder.gpu_ids or []:
                 by_gpu[index] = holder
-        covering = [
-            r
-            for r in reservations
-            if r.cluster_id == slave.cluster_id
-            and (not r.slaves.all() or any(s.pk == slave.pk for s in r.slaves.all()))
+        covering = _covering(reservations, slave)
+        cells = [
+            {"gpu": gpu, "job": holder, "reservation": reservation, "state": state}
+            for gpu, state, holder, reservation in _gpu_states(
+                slave, gpus, by_gpu, covering, reserved_left
+            )
         ]
-        cells = []
-        for gpu in gpus:
-            user_of = by_gpu.get(gpu.index)
-            cell: dict[str, Any] = {"gpu": gpu, "job": user_of, "reservation": None}
-            if not slave.online:
-                cell["state"] = "offline"
-            elif user_of is not None:
-                cell["state"] = "used"
-            elif not gpu.acquired:
-                cell["state"] = "unavailable"
-            else:
-                cell["state"] = "free"
-                for r in covering:
-                    if r.gpu_count is None:
-                        cell["state"], cell["reservation"] = "reserved", r
-                        break
-                    if reserved_left[r.pk] > 0:
-                        reserved_left[r.pk] -= 1
-                        cell["state"], cell["reservation"] = "reserved", r
-                        break
-            cells.append(cell)
         cpus_used = sum(j.cpus for j in slave_jobs)
         memory_used_mb = sum(j.held_memory_gb * 1024 for j in slave_jobs)
         rows.append(
