@@ -15,7 +15,12 @@ something frees or blocks room:
 * what a cycle starts runs as long as its own history says; what it halts or cancels is gone
   the halt grace period and a tick later, and so are the jobs already halting; an interactive
   job that waits for jobs halted for it counts its wait from the first halt (as the tick does);
-  usage does not move.
+  fair-share usage does not move;
+* quotas (``quota_ledger.py``) are counted as the time goes by: what the simulated runs hold
+  adds to each scope's usage this month, and hour budgets renew at their ``renews_at`` (an
+  event of its own), so a job that a budget keeps waiting starts when the budget allows it, not
+  when a slave frees up. A target that a quota holds back now carries the quota's line
+  (``Estimate.quota``) whatever its start.
 
 Events are the ends of running jobs, reservation starts and ends, and queued jobs' notBefore;
 those within a tenth of the time simulated so far are taken together (``COALESCE``), at most
@@ -23,8 +28,9 @@ those within a tenth of the time simulated so far are taken together (``COALESCE
 bounded whatever the queue. A job that starts in the first cycle gets ``now``.
 
 :func:`advise` proposes concrete changes (fewer GPUs, another cluster or GPU model, a
-maxDuration short enough to finish before a reservation) and keeps those that the same
-simulation says start sooner. It offers only what the portal would accept: no variant that no
+maxDuration short enough to finish before a reservation or to fit the hour budget of the quota
+that holds the job back) and keeps those that the same simulation says start sooner; a change
+that brings a quota-held job within its limits says so ("within the limits of project nlp"). It offers only what the portal would accept: no variant that no
 registered slave could run (the submit check, ``explain.impossible_reason``), never a
 maxDuration below the minDuration of the advised request (both are lowered together, and the
 change says so), and only reservations on slaves the job may use.
@@ -40,9 +46,10 @@ from typing import Any
 from .core import run_cycle
 from .explain import impossible_reason
 from .filters import Env
-from .model import Halt, QueuedJob, RunningJob, Snapshot, Start
+from .model import HOUR, Halt, QueuedJob, QuotaLimit, RunningJob, Snapshot, Start
 from .ordering import order_queue
 from .pipeline import DEFAULT_PIPELINE
+from .quota_ledger import BUDGETS, QuotaLedger, scope_name
 from .runtimes import RunTimes
 from .shape import ShapeFactory
 from .state import build_context
@@ -78,7 +85,10 @@ class Estimate:
 
     ``earliest``/``latest``: the range of :func:`estimate_range` (the starts with shorter and
     longer runs of the jobs ahead; ``latest`` None: not within the horizon); both equal
-    ``start`` when there is no history to vary."""
+    ``start`` when there is no history to vary.
+
+    ``quota``: the line of the quota that holds the job back now (the scheduler's own words),
+    None when no limit does: then the wait is the slaves'."""
 
     job_id: str
     start: datetime | None
@@ -86,6 +96,7 @@ class Estimate:
     reason: str | None = None
     earliest: datetime | None = None
     latest: datetime | None = None
+    quota: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +163,11 @@ def simulate(
     running = list(snapshot.running)
     # When each running job is expected to end (a halting one: once the grace period is over).
     ends = {job.id: _expected_end(job, now, runtimes, leave) for job in running}
+    held = quota_lines(snapshot, left)
+    # What each run holds from ``now`` on (the quotas' usage grows with it): (owner, rates, since).
+    spans: dict[str, tuple[str, str, tuple[float, float, float], datetime]] = {
+        job.id: (job.user, job.project, _held_rates(job), now) for job in running
+    }
     t = now
     cycles = 0
     reason: str | None = None
@@ -162,7 +178,12 @@ def simulate(
         running = [job for job in running if ends[job.id] > t]
         # Bucket counts come from the simulated running jobs (the snapshot's are of now).
         state = replace(
-            snapshot, now=t, running=tuple(running), queued=tuple(queued), bucket_counts={}
+            snapshot,
+            now=t,
+            running=tuple(running),
+            queued=tuple(queued),
+            bucket_counts={},
+            quotas=_quotas_at(snapshot, t, spans, ends),
         )
         result = run_cycle(state, explain=False)
         cycles += 1
@@ -175,15 +196,20 @@ def simulate(
                 running.append(_as_running(job, decision, t))
                 limit = max(0, job.max_duration_s)
                 ends[job.id] = t + timedelta(seconds=runtimes.seconds(job.id, limit_s=limit))
+                spans[job.id] = (job.user, job.project, (job.gpus, job.cpus, job.memory_gb), t)
                 done.add(job.id)
                 if job.id in left:
-                    found[job.id] = Estimate(job.id, t, cycles)
+                    found[job.id] = Estimate(job.id, t, cycles, quota=held.get(job.id))
                     left.discard(job.id)
             elif decision.job_id in by_id:  # failed (notAfter, interactive)
                 done.add(decision.job_id)
                 if decision.job_id in left:
                     found[decision.job_id] = Estimate(
-                        decision.job_id, None, cycles, decision.reason
+                        decision.job_id,
+                        None,
+                        cycles,
+                        decision.reason,
+                        quota=held.get(decision.job_id),
                     )
                     left.discard(decision.job_id)
             else:  # halted or cancelled running job: its room comes back soon
@@ -211,8 +237,72 @@ def simulate(
             break
         t = nxt
     for job_id in left:
-        found[job_id] = Estimate(job_id, None, cycles, reason)
+        found[job_id] = Estimate(job_id, None, cycles, reason, quota=held.get(job_id))
     return found
+
+
+def quota_lines(snapshot: Snapshot, targets: Iterable[str]) -> dict[str, str]:
+    """The line of the quota that holds each of these queued jobs back now (none: not held)."""
+    if not snapshot.quotas:
+        return {}
+    wanted = set(targets)
+    ledger = QuotaLedger.of(snapshot)
+    found = {}
+    for job in snapshot.queued:
+        if job.id in wanted:
+            line = ledger.blocked(job)
+            if line is not None:
+                found[job.id] = line
+    return found
+
+
+def _held_rates(job: RunningJob) -> tuple[float, float, float]:
+    """What one second of a running job counts against the GPU, CPU and memory budgets."""
+    return (float(len(job.gpu_ids)), float(len(job.cpu_ids)), job.memory_gb)
+
+
+def _quotas_at(
+    snapshot: Snapshot,
+    t: datetime,
+    spans: dict[str, tuple[str, str, tuple[float, float, float], datetime]],
+    ends: dict[str, datetime],
+) -> tuple[QuotaLimit, ...]:
+    """The snapshot's limits as they stand at ``t``: what the runs held since ``now`` (or since
+    the budget renewed, when it did before ``t``) added to each scope's usage. Only the first
+    renewal is seen (the horizon is about a month); the count limits need nothing here, the
+    ledger counts the simulated running jobs."""
+    quotas = snapshot.quotas
+    if not quotas or t <= snapshot.now:
+        return quotas
+    now = snapshot.now
+    totals: dict[tuple[datetime, tuple[str, ...]], list[float]] = {}
+    bases = {q.renews_at if q.renews_at is not None and q.renews_at <= t else now for q in quotas}
+    for job_id, (user, project, rates, since) in spans.items():
+        end = min(ends.get(job_id, t), t)
+        for base in bases:
+            seconds = (end - max(since, base)).total_seconds()
+            if seconds <= 0:
+                continue
+            for key in (("project", project), ("user", user), ("member", user, project)):
+                row = totals.setdefault((base, key), [0.0, 0.0, 0.0])
+                for i, rate in enumerate(rates):
+                    row[i] += rate * seconds
+    found = []
+    for q in quotas:
+        renewed = q.renews_at is not None and q.renews_at <= t
+        base = q.renews_at if renewed and q.renews_at is not None else now
+        extra = totals.get((base, q.key), (0.0, 0.0, 0.0))
+        start = (0.0, 0.0, 0.0) if renewed else (q.used_gpu_s, q.used_cpu_s, q.used_mem_gb_s)
+        found.append(
+            replace(
+                q,
+                used_gpu_s=start[0] + extra[0],
+                used_cpu_s=start[1] + extra[1],
+                used_mem_gb_s=start[2] + extra[2],
+                renews_at=None if renewed else q.renews_at,
+            )
+        )
+    return tuple(found)
 
 
 def estimate(snapshot: Snapshot, job_id: str, **kw: Any) -> Estimate:
@@ -278,6 +368,8 @@ def _next_event(
     for window in snapshot.reservations:
         moments += [window.start, window.end]
     moments += [job.not_before for job in queued if job.not_before is not None]
+    # A renewed hour budget may let a job start.
+    moments += [q.renews_at for q in snapshot.quotas if q.renews_at is not None]
     later = [m for m in moments if m > t]
     return min(later) if later else None
 
@@ -311,6 +403,7 @@ def advise(
     if baseline.start is None and baseline.cycles == 0:
         return []  # not simulated at all (too far back in the queue)
     variants = list(_variants(snapshot, job, usable_clusters))[:max_variants]
+    holder = holding_quota(snapshot, job) if baseline.quota is not None else None
     found: dict[str, Advice] = {}  # best per kind
     budget = max_cycles
     for kind, change, value, variant in variants:
@@ -330,10 +423,58 @@ def advise(
         budget -= result.cycles
         if result.start is None or not _sooner(result.start, baseline.start):
             continue
+        if (
+            baseline.quota is not None
+            and result.quota is None
+            and holder is not None
+            and scope_name(holder) not in change
+        ):
+            # The limit that held it back lets this shape through: the change says so.
+            change = f"{change} (within the limits of {scope_name(holder)})"
         best = found.get(kind)
         if best is None or result.start < best.start:
             found[kind] = Advice(kind, change, result.start, value)
     return sorted(found.values(), key=lambda a: (a.start, a.kind))
+
+
+def holding_quota(snapshot: Snapshot, job: QueuedJob) -> QuotaLimit | None:
+    """The limit that keeps this queued job waiting now (the narrowest that does), or None."""
+    if not snapshot.quotas:
+        return None
+    ledger = QuotaLedger.of(snapshot)
+    line = ledger.blocked(job)
+    if line is None:
+        return None
+    # The ledger's line begins with the scope's name, and the narrowest scope is asked first.
+    for limit in ledger.applying(job):
+        if line.startswith(scope_name(limit) + " "):
+            return limit
+    return None
+
+
+def budget_fit_s(snapshot: Snapshot, job: QueuedJob) -> tuple[int, QuotaLimit, str] | None:
+    """The longest maxDuration (seconds) that fits every hour budget of the job's scopes now,
+    with the budget that bounds it (limit, unit); None when no budget bounds the job below its
+    maxDuration. Only whole hours are offered from an hour up, whole 10 minutes below."""
+    if not snapshot.quotas:
+        return None
+    ledger = QuotaLedger.of(snapshot)
+    rates = (job.gpus, job.cpus, job.memory_gb)
+    best: tuple[float, QuotaLimit, str] | None = None
+    for count in ledger.of_owner(job.user, job.project):
+        for index, cap, used in count.budgets:
+            rate = rates[index]
+            if not rate:
+                continue
+            room = (cap - used - count.committed[index]) / rate
+            if best is None or room < best[0]:
+                best = (room, count.limit, BUDGETS[index][2])
+    if best is None or best[0] >= job.max_duration_s:
+        return None
+    room, limit, unit = best
+    step = HOUR if room >= HOUR else MIN_ADVISED_DURATION_S
+    fits = int(max(0.0, room)) // step * step
+    return fits, limit, unit
 
 
 def _sooner(start: datetime, baseline: datetime | None) -> bool:
@@ -374,6 +515,16 @@ def _candidate_variants(
             f"{plural(gpus, 'GPU')} instead of {job.gpus}",
             gpus,
             replace(job, gpus=gpus),
+        )
+    # A maxDuration that fits the hour budget that holds the job back (GPUs x maxDuration).
+    fit = budget_fit_s(snapshot, job)
+    if fit is not None and MIN_ADVISED_DURATION_S <= fit[0] < job.max_duration_s:
+        fits, limit, unit = fit
+        yield (
+            "max_duration",
+            _duration_change(job, fits) + f" (fits the {unit} budget of {scope_name(limit)})",
+            fits,
+            replace(job, max_duration_s=fits, min_duration_s=min(job.min_duration_s, fits)),
         )
     slaves = snapshot.slaves
     if usable_clusters is None:
@@ -425,23 +576,25 @@ def _candidate_variants(
         fits = int((window.start - now).total_seconds()) // 60 * 60
         if not MIN_ADVISED_DURATION_S <= fits < job.max_duration_s:
             continue
-        change = (
-            f"maxDuration {format_duration(fits)} instead of {format_duration(job.max_duration_s)}"
-        )
-        if job.min_duration_s > fits:
-            # A maxDuration below the minDuration is refused at submit: lower both. (A job
-            # whose minDuration already fits starts before the window as a guest anyway.)
-            change += (
-                f" and minDuration {format_duration(fits)} instead of "
-                f"{format_duration(job.min_duration_s)}"
-            )
         yield (
             "max_duration",
-            f"{change} (ends before reservation {window.name} starts at "
+            f"{_duration_change(job, fits)} (ends before reservation {window.name} starts at "
             f"{format_clock(window.start, now)})",
             fits,
             replace(job, max_duration_s=fits, min_duration_s=min(job.min_duration_s, fits)),
         )
+
+
+def _duration_change(job: QueuedJob, fits: int) -> str:
+    change = f"maxDuration {format_duration(fits)} instead of {format_duration(job.max_duration_s)}"
+    if job.min_duration_s > fits:
+        # A maxDuration below the minDuration is refused at submit: lower both. (A job
+        # whose minDuration already fits starts before a window as a guest anyway.)
+        change += (
+            f" and minDuration {format_duration(fits)} instead of "
+            f"{format_duration(job.min_duration_s)}"
+        )
+    return change
 
 
 __all__ = [
@@ -449,8 +602,11 @@ __all__ = [
     "Advice",
     "Estimate",
     "advise",
+    "budget_fit_s",
     "estimate",
     "estimate_range",
     "head_of_queue",
+    "holding_quota",
+    "quota_lines",
     "simulate",
 ]

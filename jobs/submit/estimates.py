@@ -51,7 +51,8 @@ def start_estimate_refresh(*, job: Job, now: datetime | None = None) -> StartEst
         "start": found.start,
         "earliest": found.earliest,
         "latest": found.latest,
-        "note": (found.reason or "")[:300],
+        # A job that a quota holds back: the quota's line, whatever the start (its renewal).
+        "note": (found.quota or found.reason or "")[:300],
         "advice": [
             {"kind": a.kind, "change": a.change, "start": utc_z(a.start), "value": a.value}
             for a in advice
