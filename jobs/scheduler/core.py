@@ -7,9 +7,11 @@ The pipeline, in order:
 3. queued jobs whose notAfter passed fail;
 4. the rest, interactive jobs first, then in fair-share order (``ordering.py``), each either
    waits (notBefore, bucket, user limits), starts on the best slave (filters, then scorers),
-   holds room behind halted jobs (interactive jobs, private cluster owners, then much lighter
-   users), fails (interactive jobs that cannot start now nor make room), or waits for room;
-5. every job left waiting gets its explanations, computed once per request shape.
+   holds room behind halted jobs (borrowed jobs first, then for interactive jobs, private
+   cluster owners, then much lighter users), fails (interactive jobs that cannot start now nor
+   make room), or waits for room; jobs above a soft quota level are put aside;
+5. those borrowers, in the same order, start on what is left or wait (``quota_borrowing.py``);
+6. every job left waiting gets its explanations, computed once per request shape.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .model import (
 )
 from .ordering import order_queue
 from .placement import FailureMemo, Placer
+from .quota_borrowing import Borrowing
 from .room_later import RoomLater
 from .shape import Shape, ShapeFactory
 from .state import Context, Limits, build_context
@@ -93,13 +96,15 @@ class _Cycle:
         for job in live:
             if job.gang is None:
                 self._schedule(job)
-            else:
+            elif not self.borrowing.defers_gang(job, gangs.members[job.gang]):
                 gangs.schedule(job)  # the first task of a gang places all of it, or none
+        self.borrowing.run(gangs)  # jobs above a soft level, on what the others left
         if not self.explain:
             self._explain_waiting(batch=False)  # interactive jobs that wait still fail
             return CycleResult(tuple(self.decisions), {}, None)
         self._explain_waiting()
         gangs.explain()
+        self.borrowing.annotate(self.explanations, max(1, self.ctx.config.max_explanations))
         wakeup = next_wakeup(
             self.snapshot,
             leaving=self.halted | self.cancelled,
@@ -173,12 +178,14 @@ class _Cycle:
         self.shapes = {job.id: factory.shape(job) for job in live}
         self.position = {job.id: i for i, job in enumerate(live)}
         self.placer = Placer(ctx, self.env)
+        self.borrowing = Borrowing(self)
+        # Borrowers wait for room after every owner job: they are no owner demand.
         self.demand = fairness.count_owner_demand(
             ctx,
             live,
             self.shapes,
             self.placer.candidates,
-            lambda job: self._held(job) is not None,
+            lambda job: self._held(job) is not None or self.borrowing.above_soft(job) is not None,
         )
         self.planner = HaltPlanner(ctx)
         self.interactive = InteractiveRoom(ctx, self.planner, self.placer)
@@ -215,6 +222,8 @@ class _Cycle:
             self._settle(job)
             self._wait_or_fail(job, (reason,))
             return
+        if self.borrowing.defers(job):
+            return  # above a soft level: tried after every in-limit job
         slave = self.placer.place(shape)
         if slave is not None:
             self.decisions.append(self.placer.commit(job, shape, slave))
@@ -247,8 +256,12 @@ class _Cycle:
         self.planner.claim(plan)
 
     def _find_room(self, job: QueuedJob, shape: Shape) -> tuple[RoomPlan, HaltReason] | None:
-        """Room behind running jobs: private cluster owners first, then fair share."""
+        """Room behind running jobs: borrowed ones first, then for private cluster owners,
+        then by fair share."""
         ctx, planner = self.ctx, self.planner
+        lent = planner.plan_borrowed(shape, self.placer.open_classes(shape))
+        if lent is not None:
+            return lent, HaltReason.SCORE
         if shape.owner_of:
             owned = fairness.owner_classes(shape, self.placer.open_classes(shape))
             plan = planner.plan(shape, owned, fairness.guest_victim, max_new=len(ctx.running))
@@ -292,12 +305,16 @@ class _Cycle:
         cap = max(1, self.ctx.config.max_explanations)
         waiting = [(job, shape) for shape, jobs in self.waiting.items() if batch for job in jobs]
         waiting.sort(key=lambda item: self.position[item[0].id])
+        borrowing = self.borrowing
         for job, shape in waiting:
             lines = reasons_for(shape)
-            opens = later.line(job, shape)
+            # A borrower halts nothing: no room opens for it behind running jobs.
+            opens = later.line(job, shape) if borrowing.line(job.id) is None else None
             self.explanations[job.id] = lines if opens is None else (opens, *lines)[:cap]
         for job, shape in self.interactive_waiting:
-            self._wait_or_fail(job, reasons_for(shape))
+            soft = borrowing.line(job.id)
+            reasons = reasons_for(shape)
+            self._wait_or_fail(job, reasons if soft is None else (soft, *reasons))
 
     def _hold(self, job: QueuedJob, plan: RoomPlan, kind: HaltReason) -> None:
         """Halt the plan's victims for this job; the job waits for the room they free."""

@@ -354,6 +354,7 @@ def _as_running(job: QueuedJob, start: Start, t: datetime) -> RunningJob:
         reservation_ids=job.reservation_ids,
         bucket=job.bucket[0] if job.bucket else None,
         ignoring_reservation_ids=start.ignoring_reservation_ids,
+        borrowed=start.borrowed,
     )
 
 

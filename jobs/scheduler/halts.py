@@ -10,7 +10,11 @@ Rules shared by every kind of halt:
   room at no cost: a queued job waits for them before it halts anything new, and each leaving
   job's room is claimed by one queued job only;
 * the chosen set is minimal (no member can be left out) and prefers leaving jobs, then
-  restartable jobs, then the heaviest users, then the most recently started (least work lost);
+  borrowed jobs (started above a soft quota level), then restartable jobs, then the heaviest
+  users, then the most recently started (least work lost);
+* a job within its quotas that finds no room first halts borrowed jobs alone
+  (:meth:`HaltPlanner.plan_borrowed`), before any other kind of halt is considered; the slaves
+  it then holds room on are closed to the cycle's borrowers (``held_slaves``);
 * across slaves the plan with the fewest new halts wins, then the one freeing the fewest GPUs,
   then the slave name;
 * a slave where a fixed host port the job asks for is in use is never chosen (halts free
@@ -69,6 +73,10 @@ class HaltPlanner:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.claimed: set[str] = set()
+        # Slaves where a queued job of the cycle holds room behind halted or leaving jobs.
+        self.held_slaves: set[str] = set()
+        # Shapes no set of borrowed jobs made room for (room only shrinks within a cycle).
+        self.borrowed_failed = FailureMemo()
         # Per slave: the jobs that are leaving or may be halted (past minDuration).
         self.pool: dict[str, list[RunningJob]] = {}
         for name, jobs in ctx.running_by_slave.items():
@@ -81,8 +89,14 @@ class HaltPlanner:
         # (lets a plan skip slaves that cannot help without looking at their jobs).
         self._free_leaving: dict[str, int] = {}
         self._heaviest: dict[str, float] = {}
+        # Per slave: borrowed jobs nobody claimed yet (slaves without any are skipped at once).
+        self._borrowed: dict[str, int] = {}
+        self._borrowed_ids: set[str] = set()
         for name, jobs in self.pool.items():
             self._free_leaving[name] = sum(1 for j in jobs if j.id in ctx.leaving)
+            lent = [j.id for j in jobs if j.borrowed and j.id not in ctx.leaving]
+            self._borrowed[name] = len(lent)
+            self._borrowed_ids.update(lent)
             self._heaviest[name] = max(
                 (ctx.usage_of(j.user) for j in jobs if j.id not in ctx.leaving), default=-1.0
             )
@@ -109,6 +123,22 @@ class HaltPlanner:
             default=0.0,
         )
 
+    def plan_borrowed(self, shape: Shape, classes: Iterable[SlaveClass]) -> RoomPlan | None:
+        """Room for a job within its quotas behind borrowed jobs (past their minDuration, as
+        every halt) and leaving ones, with as many halts as it takes; None when none makes
+        room. Jobs the shape may never halt (``fairness.protected``) stay."""
+        if not self._borrowed_ids or self.borrowed_failed.known(shape):
+            return None
+        ctx = self.ctx
+
+        def eligible(victim: RunningJob, cls: SlaveClass) -> bool:
+            return victim.borrowed and not protected(victim, cls, shape, ctx)
+
+        plan = self.plan(shape, classes, eligible, len(ctx.running), borrowed_only=True)
+        if plan is None:
+            self.borrowed_failed.add(shape)
+        return plan
+
     def _slaves(self, cls: SlaveClass) -> list[SlaveRuntime]:
         if cls.single:
             return [s for s in cls.slaves if s.name in self.pool]
@@ -121,11 +151,13 @@ class HaltPlanner:
         eligible: Eligible | None,
         max_new: int,
         victim_usage_above: float | None = None,
+        borrowed_only: bool = False,
     ) -> RoomPlan | None:
         """Best room for the shape behind leaving jobs and (when ``eligible``) new halts.
 
         ``victim_usage_above``: a necessary condition of ``eligible`` (the victim's user has more
-        usage than this), used to skip slaves without looking at their jobs.
+        usage than this), used to skip slaves without looking at their jobs. ``borrowed_only``:
+        ``eligible`` takes borrowed jobs only, so slaves without one are skipped.
         """
         best: RoomPlan | None = None
         best_key: tuple[int, int, int] | None = None
@@ -133,6 +165,8 @@ class HaltPlanner:
         for cls in classes:
             for slave in self._slaves(cls):
                 name = slave.name
+                if borrowed_only and not self._borrowed[name]:
+                    continue
                 if not self._free_leaving[name] and (
                     not may_halt
                     or (
@@ -204,6 +238,7 @@ class HaltPlanner:
         candidates.sort(
             key=lambda item: (
                 item[0],
+                not item[1].borrowed,
                 not item[1].restartable,
                 -usage_of(item[1].user),
                 -item[1].started_at.timestamp(),
@@ -222,7 +257,11 @@ class HaltPlanner:
 
     def claim(self, plan: RoomPlan) -> None:
         totals = self._totals[plan.slave.name]
+        self.held_slaves.add(plan.slave.name)
         for job in plan.new_halts + plan.waiting_on:
+            if job.id in self._borrowed_ids:
+                self._borrowed_ids.discard(job.id)
+                self._borrowed[plan.slave.name] -= 1
             self.claimed.add(job.id)
             self.ctx.leaving.add(job.id)
             totals[0] -= len(job.gpu_ids)
@@ -334,6 +373,10 @@ class InteractiveRoom:
                 f"{FAIL_PREFIX}the jobs halted for it did not free room within "
                 f"{format_duration(self.limit.total_seconds())}"
             )
+        classes = self.placer.open_classes(shape)
+        lent = self.planner.plan_borrowed(shape, classes)
+        if lent is not None:
+            return lent  # borrowed jobs first, outside the budget below (as for batch jobs)
         if self.failed.known(shape):
             return None
 
@@ -341,7 +384,7 @@ class InteractiveRoom:
             return not protected(victim, cls, shape, ctx)
 
         budget = ctx.config.max_interactive_halts_per_cycle - self.halts
-        plan = self.planner.plan(shape, self.placer.open_classes(shape), eligible, budget)
+        plan = self.planner.plan(shape, classes, eligible, budget)
         if plan is None:
             self.failed.add(shape)
             return None

@@ -130,6 +130,8 @@ class RunningJob:
     ignoring_reservation_ids: frozenset[str] = frozenset()
     # MUSTHALT/HALTING: still holds its resources, will free them soon, never halted again.
     halting: bool = False
+    # Started above a soft quota level (``Start.borrowed``): the first halted for in-limit jobs.
+    borrowed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +231,9 @@ class QuotaLimit:
     ``scope`` is ``project`` (``project`` set), ``user`` (``user`` set) or ``member`` (a user
     within a project: both set). None: no limit at that level. Hour budgets are per calendar
     month; ``used_*_s`` is what the scope's runs held since the month began, up to ``now``
-    (running jobs included), and ``renews_at`` the next month's first moment. Soft levels are
-    carried for the standing and the reports; the filter enforces the hard ones.
+    (running jobs included), and ``renews_at`` the next month's first moment. The filter
+    enforces the hard levels; a job within every hard level but above a soft one starts only
+    by borrowing (``quota_borrowing.py``).
     """
 
     scope: str
@@ -343,6 +346,8 @@ class Start:
     gpu_ids: tuple[int, ...]
     cpu_ids: tuple[int, ...]
     ignoring_reservation_ids: frozenset[str] = frozenset()
+    # Above a soft quota level: started on room no in-limit job of the cycle could use.
+    borrowed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

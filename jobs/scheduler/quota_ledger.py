@@ -15,6 +15,9 @@ The counters (:class:`QuotaLedger`) start from the snapshot's running jobs and g
 start of the cycle (``Limits.record_start``), so two jobs that each fit alone never both start
 over a limit. The filter (``quota_filter.QUOTA``) is the ``JOB`` stage of ``pipeline.PIPELINE``:
 asked once per job, before any slave is looked at (a limit is the same on every slave).
+
+Soft levels (:meth:`QuotaLedger.above_soft`) count the same way: a job within every hard level
+that would pass a soft one starts only by borrowing (``quota_borrowing.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from datetime import datetime
 
 from .model import HOUR, QueuedJob, QuotaLimit, RunningJob, Snapshot
 from .text import plural
+
+# How every soft-level line ends: what such a job may still do.
+BORROWS = "may borrow idle GPUs"
 
 MONTHS = (
     "January", "February", "March", "April", "May", "June", "July", "August", "September",
@@ -80,7 +86,7 @@ class ScopeCount:
     order) the seconds its running jobs may still use; ``budgets`` holds (index, cap in
     seconds, used seconds) of the budgets it has, so a check touches only those."""
 
-    __slots__ = ("limit", "gpus", "jobs", "committed", "budgets")
+    __slots__ = ("limit", "gpus", "jobs", "committed", "budgets", "soft")
 
     def __init__(self, limit: QuotaLimit) -> None:
         self.limit = limit
@@ -92,6 +98,15 @@ class ScopeCount:
             for index, (budget, used, _) in enumerate(BUDGETS)
             if getattr(limit, budget) is not None
         )
+        # The soft levels, None when the scope has none (most have none: skipped at once):
+        # (GPUs, jobs, the budgets as ``budgets`` holds them).
+        soft_budgets = tuple(
+            (index, float(getattr(limit, f"{budget}_soft")) * HOUR, float(getattr(limit, used)))
+            for index, (budget, used, _) in enumerate(BUDGETS)
+            if getattr(limit, f"{budget}_soft") is not None
+        )
+        has_soft = limit.gpus_soft is not None or limit.jobs_soft is not None or soft_budgets
+        self.soft = (limit.gpus_soft, limit.jobs_soft, soft_budgets) if has_soft else None
 
     def add(self, gpus: int, cpus: int, memory_gb: float, seconds: float) -> None:
         self.gpus += gpus
@@ -105,7 +120,7 @@ class ScopeCount:
 class QuotaLedger:
     """The counters of every limited scope, for one cycle (or one standing)."""
 
-    __slots__ = ("now", "scopes", "_of")
+    __slots__ = ("now", "scopes", "_of", "any_soft")
 
     def __init__(
         self, now: datetime, limits: Iterable[QuotaLimit], running: Sequence[RunningJob]
@@ -114,6 +129,7 @@ class QuotaLedger:
         self.scopes: dict[tuple[str, ...], ScopeCount] = {q.key: ScopeCount(q) for q in limits}
         # (user, project) -> its scopes' counters, the narrowest first (asked once per job).
         self._of: dict[tuple[str, str], tuple[ScopeCount, ...]] = {}
+        self.any_soft = any(count.soft is not None for count in self.scopes.values())
         if not self.scopes:
             return
         for job in running:
@@ -194,6 +210,45 @@ class QuotaLedger:
                         job,
                         budget,
                     )
+        return None
+
+    def above_soft(self, job: QueuedJob) -> str | None:
+        """Why this job may start only by borrowing: the first soft level of its scopes
+        (narrowest first) that it would pass, counted as the hard ones are; None when within
+        every soft level. Asked of jobs within every hard level."""
+        if not self.any_soft:
+            return None
+        for count in self.of_owner(job.user, job.project):
+            if count.soft is not None:
+                reason = self._over_soft(count, job)
+                if reason is not None:
+                    return reason
+        return None
+
+    @staticmethod
+    def _over_soft(count: ScopeCount, job: QueuedJob) -> str | None:
+        assert count.soft is not None
+        gpus, jobs, budgets = count.soft
+        who = scope_name(count.limit)
+        if gpus is not None and job.gpus and count.gpus + job.gpus > gpus:
+            line = (
+                f"it holds {count.gpus} GPUs at once, soft level {gpus}, this job needs {job.gpus}"
+            )
+            return f"above the soft level of {who}: {line}; {BORROWS}"
+        if jobs is not None and count.jobs >= jobs:
+            line = f"it runs {count.jobs} jobs at once, soft level {jobs}"
+            return f"above the soft level of {who}: {line}; {BORROWS}"
+        rates = (job.gpus, job.cpus, job.memory_gb)
+        for index, cap, used in budgets:
+            rate = rates[index]
+            need = rate * job.max_duration_s
+            if rate and used + count.committed[index] + need > cap + 1e-6:
+                unit = BUDGETS[index][2]
+                line = f"{hours(used)} {unit} used this month"
+                if count.committed[index] > 0:
+                    line += f" (its running jobs may use {hours(count.committed[index])} more)"
+                line += f", soft level {cap / HOUR:g}, this job may use {hours(need)}"
+                return f"above the soft level of {who}: {line}; {BORROWS}"
         return None
 
     def record_start(self, job: QueuedJob) -> None:
