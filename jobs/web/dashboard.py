@@ -31,6 +31,7 @@ from jobs.spec import format_duration
 from jobs.states import ACTIVE, FINISHED, HOLDS_RESOURCES, PENDING, JobStatus
 from jobs.submit.estimates import start_estimate_current
 from jobs.web.live import reserved_gpus_by_cluster, with_reserved
+from jobs.web.quota_standing import limits_card
 from jobs.web.views.common import present
 
 DASHBOARD_ACTIVE_LIMIT = 50
@@ -79,6 +80,7 @@ def home(request):
             "reserved_gpus": sum(c["ui_reserved"] for c in clusters),
             "total_gpus": sum(c["gpu"]["acquired"] for c in clusters),
             "fair": fair_share(user),
+            "limits": limits_card(user, now=now),
             "any_active": bool(active),
         },
     )
