@@ -6,13 +6,16 @@ Made (or updated) after every ``migrate`` (portal/apps.py), so a deployment that
 
 import ast
 import logging
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
+from django.utils import timezone
 
 from accounts import task_names as accounts_task_names
 from core.tasks import task_timeout
 from jobs import task_names
+from reports import task_names as reports_task_names
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,18 @@ PERIODIC = {
     # nothing to do unless OIDC or LDAP sign-in is configured).
     "sync directory users": (accounts_task_names.DIRECTORY_SYNC, 15),
 }
+
+# name: (task path, hour of the 1st of each month, UTC)
+MONTHLY = {
+    # Each project's usage report of the month before, to its managers (reports/mail.py).
+    "monthly usage reports": (reports_task_names.REPORTS_MAIL_MONTHLY, 6),
+}
+
+
+def first_of_next_month(now: datetime, hour: int) -> datetime:
+    """The first run of a monthly schedule: ``hour`` UTC on the 1st of the month after ``now``."""
+    following = (now.astimezone(UTC).replace(day=28) + timedelta(days=4)).replace(day=1)
+    return following.replace(hour=hour, minute=0, second=0, microsecond=0)
 
 
 def schedules_ensure(*, using: str = "default") -> None:
@@ -49,6 +64,18 @@ def schedules_ensure(*, using: str = "default") -> None:
         defaults["kwargs"] = repr({"q_options": {"timeout": timeout}}) if timeout else None
         Schedule.objects.using(using).update_or_create(
             name=name, defaults={**defaults, "repeats": -1}
+        )
+    for name, (func, hour) in MONTHLY.items():
+        # django-q2 moves next_run on by a month after each run: set only when made.
+        Schedule.objects.using(using).update_or_create(
+            name=name,
+            defaults={"func": func, "schedule_type": Schedule.MONTHLY, "repeats": -1},
+            create_defaults={
+                "func": func,
+                "schedule_type": Schedule.MONTHLY,
+                "repeats": -1,
+                "next_run": first_of_next_month(timezone.now(), hour),
+            },
         )
 
 

@@ -19,6 +19,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("", include("tapis.api.urls")),
     # A job's subscriptions, webhook secret and deliveries (notifications/).
     path("", include("notifications.api.urls")),
+    # Usage reports per user, project and cluster (docs/reports.md).
+    path("", include("reports.api.urls")),
     # OpenAPI schema and Swagger UI (served from drf-spectacular-sidecar, no CDN). No Redoc:
     # drf-spectacular's Redoc page loads Google fonts.
     re_path(r"^schema/?$", SpectacularAPIView.as_view(), name="api-schema"),
@@ -38,6 +40,8 @@ urlpatterns = [
     path("", include("accounts.urls")),
     # Tapis apps: list, editor, submit form.
     path("apps/", include("tapis.urls")),
+    # Usage reports and their downloads (docs/reports.md).
+    path("", include("reports.urls")),
 ]
 
 # JSON under /api/, styled pages elsewhere; never a debug page (DEBUG is off by default).
