@@ -444,6 +444,15 @@ PORTAL_SSH_HOST_KEY = Path(os.environ.get("PORTAL_SSH_HOST_KEY", VAR_DIR / "ssh"
 # How often open sessions re-check that their job still runs (seconds).
 PORTAL_SSH_POLL_S = float(os.environ.get("PORTAL_SSH_POLL_S", "2"))
 
+# --- The session proxy (docs/sessions.md "The proxy") -----------------------------------------
+# Sessions are served on their own origin, never the portal's (`manage.py check` refuses the
+# portal's): an app's JavaScript cannot read portal pages or post to the portal as its viewer.
+# PORTAL_SESSION_PROXY_URL is the public base browsers are sent to; the proxy listens on BIND.
+PORTAL_SESSION_PROXY_URL = os.environ.get(
+    "PORTAL_SESSION_PROXY_URL", "http://127.0.0.1:8001"
+).rstrip("/")
+PORTAL_SESSION_PROXY_BIND = os.environ.get("PORTAL_SESSION_PROXY_BIND", "127.0.0.1:8001")
+
 # --- Interactive sessions' lifecycle (docs/sessions.md "Policy and lifecycle") ---------------
 # Culled after this long without activity through the proxy (and no GPU use where sampled);
 # warned this long before a cull or the time box's end; "Extend" adds EXTEND seconds at most
