@@ -18,9 +18,9 @@ from interactive.models import InteractiveSession
 from jobs.selectors import job_shared_with
 from jobs.states import JobStatus
 
-# The states in which the app may still answer: MUSTHALT is the halt procedure's grace, when a
-# notebook saves its work and its user may still be looking.
-SERVING = frozenset({JobStatus.RUNNING, JobStatus.MUSTHALT})
+# The states in which the app may still answer: MUSTHALT and HALTING are the halt procedure's
+# grace, when a notebook saves its work and its user may still be looking.
+SERVING = frozenset({JobStatus.RUNNING, JobStatus.MUSTHALT, JobStatus.HALTING})
 
 # One write per half minute of activity at most: the proxy calls on every request.
 ACTIVITY_GRANULARITY = timedelta(seconds=30)

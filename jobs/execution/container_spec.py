@@ -159,14 +159,15 @@ def container_spec(job: Job, slave: Slave, mounts: list[ResolvedMount]) -> Conta
         if item.get("hostPath") == "tmpfs"
     }
     target = pull_target(job)
-    # What the job's app adds (an OpenPAI task: its role's shmMB, codeDir read-only).
+    # What the job's app adds (an OpenPAI task: its role's shmMB, codeDir read-only; a session:
+    # its app token, kept out of the request).
     extras = run_hooks().container_extras(job)
     read_only = extras.read_only_paths
     words = split_command(docker.get("command"))
     return ContainerSpec(
         image=target.reference,
         command=tuple(words) if words is not None else None,
-        environment=job_environment(job, slave),
+        environment=job_environment(job, slave) | dict(extras.env),
         labels=job_labels(job, slave),
         cpuset_cpus=",".join(str(c) for c in job.cpu_ids) or None,
         # tmpfs pages are charged to the container's memory: the limit includes them.

@@ -4,7 +4,9 @@ jobs runs every job's container the same way. An OpenPAI job (gangs/) needs a fe
 its app knows, asked here at the moment the runtime needs them:
 
 - ``container_extras``: the container's shm size and the folders mounted read-only (a task
-  role's ``shmMB``, ``codeDir``), when its spec is built;
+  role's ``shmMB``, ``codeDir``), and environment the app adds that must stay out of the job's
+  request, which pages and the API show (an interactive session's app token), when its spec is
+  built;
 - ``pull_credentials``: registry credentials read on the slave right before the pull (an
   ``authFile``); raising a permanent ``RuntimeFailure`` fails the job with its reason;
 - ``kept_container``: until when an ended job's container is kept for inspection (``isDebug``),
@@ -21,7 +23,7 @@ The defaults answer "nothing to add", which is every GPULab job. jobs never impo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -34,6 +36,8 @@ if TYPE_CHECKING:  # the hooks take jobs; this module stays a leaf that anything
 class ContainerExtras:
     shm_size_bytes: int | None = None  # None: Docker's default
     read_only_paths: frozenset[str] = frozenset()  # container paths, no trailing slash
+    # Variables set in the container beside the request's (which they override); never shown.
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
