@@ -16,7 +16,8 @@
     min_duration: "request.scheduling.minDuration",
     max_duration: "request.scheduling.maxDuration",
     interactive: "request.scheduling.interactive",
-    restartable: "request.scheduling.restartable"
+    restartable: "request.scheduling.restartable",
+    reservations: "request.scheduling.reservationIds"
   };
   var INTEGER_FIELDS = { gpus: 1, cpus: 1, cpu_memory_gb: 1 };
   var SHELL_OPERATORS = ["&&", "||", "$(", "|", ">", "<", ";", "`"];
@@ -130,10 +131,22 @@
   }
 
   /* one field -> the document */
+  /* A name of one's own makes a new job: an example's description ("Hello world!") is not its
+     (jobs.web.forms.apply_fields drops it the same way without JavaScript). */
+  function dropExampleDescription(doc) {
+    var examples = Object.keys(templates).map(function (key) { return templates[key].description; });
+    if (typeof doc.description === "string" && examples.indexOf(doc.description) >= 0) delete doc.description;
+  }
+
   function writeField(doc, name) {
     var el = field(name);
     var path = FIELD_PATHS[name];
+    if (name === "name" && el.value !== doc.name) dropExampleDescription(doc);
     if (el.type === "checkbox") return setPath(doc, path, el.checked);
+    if (el.multiple) {  /* reservations: chosen by name, written as their ids */
+      var chosen = Array.prototype.map.call(el.selectedOptions, function (o) { return o.value; });
+      return chosen.length ? setPath(doc, path, chosen) : setPath(doc, path, null, true);
+    }
     var raw = el.value;
     if (name === "command") return setPath(doc, path, commandValue(raw));
     if (name === "gpu_model") {
@@ -158,6 +171,11 @@
       if (!el || el === document.activeElement) return;
       var value = getPath(doc, FIELD_PATHS[name]);
       if (el.type === "checkbox") { el.checked = value === true; return; }
+      if (el.multiple) {
+        var ids = (Array.isArray(value) ? value : []).map(function (v) { return String(v).toLowerCase(); });
+        Array.prototype.forEach.call(el.options, function (o) { o.selected = ids.indexOf(o.value) >= 0; });
+        return;
+      }
       if (name === "command") value = Array.isArray(value) ? (value.length ? JSON.stringify(value) : "") : value;
       else if (name === "gpu_model") value = Array.isArray(value) ? value.join(", ") : value;
       if (value === undefined || value === null) value = "";
@@ -332,6 +350,23 @@
       (doc.taskRoles !== undefined || doc.jobName !== undefined);
   }
 
+  /* A sweep or array body pasted whole ({"template", "variations"} or {"jobs"}): submitted as
+     one array; the common fields do not apply (jobs/spec/array.py, is_array_body). */
+  function isSweepDocument(doc) {
+    return doc !== null && doc.request === undefined && doc.jobDefinition === undefined &&
+      (doc.template !== undefined || doc.variations !== undefined || doc.jobs !== undefined);
+  }
+
+  function inspectSweep(text) {
+    if (text === lastConverted) return;
+    lastConverted = text;
+    ask(text).then(function (answer) {
+      if (editor.value !== text) return;
+      showErrors(answer.errors || []);
+      say(answer.ok ? answer.notice : "The sweep has errors.", answer.ok ? "success" : "danger");
+    }).catch(function (error) { say("Could not check: " + error.message, "danger"); });
+  }
+
   var rolesBox = document.getElementById("openpai-roles");
 
   function showRoles(roles, runnable) {
@@ -390,6 +425,11 @@
       inspectOpenPai(editor.value);
       return;
     }
+    if (isSweepDocument(doc)) {
+      if (rolesBox) rolesBox.hidden = true;
+      inspectSweep(editor.value);
+      return;
+    }
     if (rolesBox) rolesBox.hidden = true;
     if (doc.jobDefinition !== undefined && doc.request === undefined) {
       convert(editor.value);
@@ -416,6 +456,10 @@
       say("This is an OpenPAI job config: the common fields apply to GPULab documents only.", "warning");
       return;
     }
+    if (isSweepDocument(doc)) {
+      say("This is a sweep document: edit its template in the document itself.", "warning");
+      return;
+    }
     writeField(doc, name);
     setText(JSON.stringify(doc, null, 2));
     updateWarning(doc);
@@ -436,6 +480,10 @@
       }
       warningBox.hidden = !(answer.warnings || []).length;
       if ((answer.warnings || []).length) warningBox.querySelector("span").textContent = answer.warnings.join(" ");
+      if (answer.kind === "array") {
+        say(answer.ok ? answer.notice : "The sweep has errors.", answer.ok ? "success" : "danger");
+        return;
+      }
       if (answer.kind === "openpai") {
         showRoles(answer.taskRoles, answer.runnable);
         say(answer.ok ? answer.notice : "The OpenPAI config has errors.", answer.ok ? "success" : "danger");

@@ -17,18 +17,35 @@ import copy
 from collections import Counter
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from accounts.models import Project
+from accounts.models import Project, project_urn
 from accounts.permissions import may_submit_to_any_project
 from clusters.models import Cluster, Gpu, Slave
 from core.errors import NotAllowed, ServiceError
+from core.jsontext import load_json
 from jobs.selectors import job_list_visible_to, job_sees_full
-from jobs.spec import DocumentKind, SpecError, detect_version, normalize_job
+from jobs.spec import (
+    DocumentKind,
+    SpecError,
+    detect_version,
+    normalize_job,
+)
+from jobs.spec.array import (
+    MODE_FIELD,
+    array_problems,
+    differing_values,
+    expand_array,
+    is_array_body,
+    shown_value,
+    sweep_body,
+)
 from jobs.spec.document import document_kind_named, document_kinds
 from jobs.spec.images import PASSWORD_MASK, parse_image
 from jobs.user_actions import services
@@ -94,6 +111,8 @@ def job_create(request):
         "document_kind_templates": [
             k.create_template for k in document_kinds() if k.create_template
         ],
+        "sweep": {"mode": "", "grid": "", "list": ""},
+        "array_max_jobs": settings.PORTAL_ARRAY_MAX_JOBS,
     }
 
     if request.method != "POST":
@@ -121,11 +140,11 @@ def job_create(request):
         initial = {**fields_from_document(doc), "document": pretty(doc)}
         if initial_project is not None:
             initial["project"] = str(initial_project)
-        form = JobFieldsForm(initial=initial, projects=projects, clusters=clusters)
+        form = JobFieldsForm(initial=initial, projects=projects, clusters=clusters, user=user)
         context["form"] = form
         return render(request, "jobs/create.html", context)
 
-    form = JobFieldsForm(request.POST, projects=projects, clusters=clusters)
+    form = JobFieldsForm(request.POST, projects=projects, clusters=clusters, user=user)
     context["form"] = form
     form.is_valid()  # only "project" is required; the document decides the rest
     text = request.POST.get("document", "")
@@ -142,11 +161,16 @@ def job_create(request):
             return render(request, "jobs/create.html", context, status=400)
         data = request.POST.copy()
         data["document"] = text
-        form = JobFieldsForm(data, projects=projects, clusters=clusters)
+        form = JobFieldsForm(data, projects=projects, clusters=clusters, user=user)
         form.is_valid()
         context["form"] = form
         context["notices"].append(f"Read the uploaded file {upload.name}.")
     _kind_context(context, text)
+    context["sweep"] = sweep = {
+        key: request.POST.get(f"sweep_{key}", "") for key in ("mode", "grid", "list")
+    }
+    if "sweep_preview" in request.POST:
+        return _sweep_preview(request, context, text, sweep)
 
     if "apply_fields" in request.POST:
         # No JavaScript: write the fields into the document and show it again.
@@ -179,8 +203,15 @@ def job_create(request):
         form.add_error("project", "Choose one of your projects.")
         return render(request, "jobs/create.html", context, status=400)
 
-    doc, converted, _error = convert_text(text)
+    doc, converted, error = _read_text(text)
     hold = request.POST.get("hold") == "1"
+    try:
+        body = None if error else _sweep_of(doc, sweep)
+    except SpecError as failed:
+        _show_errors(form, context, failed)
+        return render(request, "jobs/create.html", context, status=400)
+    if body is not None:
+        return _sweep_submit(request, form, context, body=body, project=project, hold=hold)
     try:
         job = services.job_submit(user=user, project=project, document=text, hold=hold)
     except SpecError as error:
@@ -238,13 +269,16 @@ def _rerender(request, form, context, doc, projects, clusters):
         "document": pretty(doc),
         "project": request.POST.get("project", ""),
     }
-    context["form"] = JobFieldsForm(initial=data, projects=projects, clusters=clusters)
+    context["form"] = JobFieldsForm(
+        initial=data, projects=projects, clusters=clusters, user=request.user
+    )
     return render(request, "jobs/create.html", context)
 
 
 def _show_errors(form, context, error: SpecError) -> None:
     items = error_items(error)
     context["errors"] = items
+    context["sweep_errors"] = [i for i in items if i["path"].startswith("sweep_")]
     # Not a job document at all: the fields cannot show its values (they would be stale).
     context["document_invalid"] = any(i["path"] in ("(json)", "(document)") for i in items)
     for item in items:
@@ -265,12 +299,14 @@ def job_convert(request):
     one job, and a ``notice``).
     """
     text = request.POST.get("document", "")
-    doc, converted, error = convert_text(text)
+    doc, converted, error = _read_text(text)
     if error is not None:
         return JsonResponse(
             {"ok": False, "converted": False, "errors": error_items(error), "warnings": []}
         )
     assert doc is not None  # a document whenever there is no error
+    if is_array_body(doc):
+        return JsonResponse(_array_answer(doc))
     kind = _kind_of(doc)
     if kind is not None:
         return JsonResponse(_kind_answer(kind, doc))
@@ -298,6 +334,107 @@ def _kind_answer(kind: DocumentKind, doc: dict) -> dict:
         "document": pretty(canonical),
         "errors": [],
     }
+
+
+# --- sweeps: many jobs from one template, submitted as one array -----------------------------
+
+PREVIEW_ROWS = 100  # the preview's table; its count is of every job
+PREVIEW_ERRORS = 20
+
+
+def _read_text(text: str) -> tuple[dict | None, bool, SpecError | None]:
+    """``convert_text``, but a pasted array body (jobs/spec/array.py) is read as it is."""
+    try:
+        doc = load_json(text)
+    except SpecError as error:
+        return None, False, error
+    return (doc, False, None) if is_array_body(doc) else convert_text(text)
+
+
+def _sweep_of(doc, sweep: dict) -> dict | None:
+    return sweep_body(
+        doc,
+        mode=sweep["mode"],
+        grid=sweep["grid"],
+        listed=sweep["list"],
+        max_jobs=settings.PORTAL_ARRAY_MAX_JOBS,
+    )
+
+
+def _documents_errors(documents: list, name: str) -> list[dict]:
+    problems = array_problems(documents, name, defaults=services.spec_defaults())
+    return error_items(SpecError(problems)) if problems else []
+
+
+def _sweep_preview(request, context, text: str, sweep: dict):
+    """The jobs a sweep would create, with each one's values where they differ, before
+    anything is submitted: a fragment for the page's script, else the whole page."""
+    preview: dict = {"count": 0, "paths": [], "rows": [], "errors": []}
+    doc, _converted, error = _read_text(text)
+    try:
+        if error is not None:
+            raise error
+        body = _sweep_of(doc, sweep)
+        if body is None:
+            raise SpecError.single(MODE_FIELD, "choose Parameter grid or List to make a sweep")
+        documents, name = expand_array(body, max_jobs=settings.PORTAL_ARRAY_MAX_JOBS)
+    except SpecError as failed:
+        preview["errors"] = error_items(failed)
+    else:
+        paths, rows = differing_values(documents)
+        errors = _documents_errors(documents, name)
+        preview.update(
+            count=len(documents),
+            paths=paths,
+            rows=[(index, [shown_value(v) for v in row]) for index, row in enumerate(rows)][
+                :PREVIEW_ROWS
+            ],
+            errors=errors[:PREVIEW_ERRORS],
+            more_errors=max(0, len(errors) - PREVIEW_ERRORS),
+        )
+    preview["more_rows"] = max(0, preview["count"] - PREVIEW_ROWS)
+    context["preview"] = preview
+    fragment = request.headers.get("X-Requested-With") == "fetch"
+    return render(request, "jobs/_sweep_preview.html" if fragment else "jobs/create.html", context)
+
+
+def _sweep_submit(request, form, context, *, body: dict, project, hold: bool):
+    """One array through the REST endpoint's service: all jobs or none; then the jobs list
+    narrowed to the sweep."""
+    named = body.get("project")
+    if named is not None and named not in (project.name, project_urn(project.name)):
+        form.add_error("project", f"the document names project {named!r}: choose it here")
+        return render(request, "jobs/create.html", context, status=400)
+    try:
+        documents, name = expand_array(body, max_jobs=settings.PORTAL_ARRAY_MAX_JOBS)
+        jobs = services.job_submit_many(
+            user=request.user, project=project, documents=documents, hold=hold, name=name
+        )
+    except SpecError as error:
+        _show_errors(form, context, error)
+        return render(request, "jobs/create.html", context, status=400)
+    except NotAllowed as error:
+        form.add_error("project", str(error))
+        return render(request, "jobs/create.html", context, status=403)
+    except ServiceError as error:
+        messages.error(request, str(error))
+        return render(request, "jobs/create.html", context, status=400)
+    how = "on hold" if hold else "queued"
+    messages.success(request, f"Sweep of {len(jobs)} jobs submitted as one array: {how}.")
+    return redirect(f"{reverse('jobs:list')}?sweep={jobs[0].array_id}")
+
+
+def _array_answer(body: dict) -> dict:
+    """job_convert's answer for a pasted array body: how many jobs, every problem."""
+    answer = {"kind": "array", "converted": False, "warnings": [], "count": 0}
+    try:
+        documents, name = expand_array(body, max_jobs=settings.PORTAL_ARRAY_MAX_JOBS)
+    except SpecError as failed:
+        return {**answer, "ok": False, "errors": error_items(failed)}
+    errors = _documents_errors(documents, name)
+    count = len(documents)
+    notice = f"A sweep of {count} job{'s' if count != 1 else ''}: submitted as one array."
+    return {**answer, "ok": not errors, "count": len(documents), "errors": errors, "notice": notice}
 
 
 # --- Create Job's examples --------------------------------------------------------------------
