@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts import task_names as accounts_task_names
 from core.tasks import task_timeout
+from interactive import task_names as interactive_task_names
 from jobs import task_names
 from reports import task_names as reports_task_names
 
@@ -29,6 +30,8 @@ PERIODIC = {
     # Directory users the directory no longer vouches for are disabled (accounts/directory/sync.py;
     # nothing to do unless OIDC or LDAP sign-in is configured).
     "sync directory users": (accounts_task_names.DIRECTORY_SYNC, 15),
+    # Interactive sessions' warnings, idle culls and time boxes (interactive/lifecycle.py).
+    "police interactive sessions": (interactive_task_names.SESSIONS_SWEEP, 1),
 }
 
 # name: (task path, hour of the 1st of each month, UTC)
