@@ -47,6 +47,8 @@ from jobs.transitions import job_event_add
 
 log = logging.getLogger(__name__)
 
+WARNING_MAIL_TASK = task_names.SESSION_WARNING_MAIL
+
 # The sweep runs every minute: halting this long before the deadline lands before it.
 END_MARGIN = timedelta(seconds=90)
 
@@ -197,7 +199,7 @@ def _warn(session: InteractiveSession, action: Action, field: str, now: datetime
             return False
         job_event_add(job=session.job, message=f"session warning: {action.message}", now=now)
         if session.job.owner.email:
-            fire(task_names.SESSION_WARNING_MAIL, session.pk, action.message)
+            fire(WARNING_MAIL_TASK, session.pk, action.message)
     return True
 
 

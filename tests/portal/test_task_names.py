@@ -4,12 +4,18 @@ import pytest
 
 from accounts import task_names as accounts_task_names
 from core import tasks
+from interactive import task_names as interactive_task_names
 from jobs import task_names
 from notifications import task_names as notifications_task_names
 from portal import schedules
 
 # Each app's task names, and how many it has.
-TASK_NAMES = [(task_names, 9), (notifications_task_names, 3), (accounts_task_names, 1)]
+TASK_NAMES = [
+    (task_names, 9),
+    (notifications_task_names, 3),
+    (accounts_task_names, 1),
+    (interactive_task_names, 2),
+]
 
 
 @pytest.mark.parametrize("names, count", TASK_NAMES, ids=lambda v: getattr(v, "__name__", v))
@@ -30,6 +36,7 @@ def test_modules_that_fire_tasks_use_the_constants():
     from importlib import import_module
 
     from gangs import launch as gang_launch
+    from interactive import lifecycle
     from jobs import system_actions, transitions, wakeups
     from jobs.execution import reconcile, watcher
     from notifications import job_emails, notices, subscriptions
@@ -51,6 +58,7 @@ def test_modules_that_fire_tasks_use_the_constants():
         notices.NOTICE_DELIVER_TASK,
         transitions.GANG_UPDATE_TASK,
         gang_launch.LAUNCH_TASK,
+        lifecycle.WARNING_MAIL_TASK,
         *(path for path, _ in schedules.PERIODIC.values()),
     }
     assert used == {path for names, _ in TASK_NAMES for path in names.ALL}
