@@ -62,6 +62,9 @@ class _Job(serializers.Serializer):
     fits_ever = serializers.BooleanField()
     fits_now = serializers.BooleanField()
     reason = serializers.CharField(allow_null=True)
+    borrows = serializers.CharField(
+        allow_null=True, help_text="fits only above a soft level: starts only on idle GPUs"
+    )
 
 
 class StandingSerializer(serializers.Serializer):

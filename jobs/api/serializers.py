@@ -27,6 +27,8 @@ def explanation(job) -> dict:
         "status_updated": utc_z(job.status_updated),
         "queued_explanations": [str(x) for x in job.queued_explanations or []],
         "end_reason": job.end_reason or None,
+        # Started above a soft quota level (docs/quotas.md): the first halted for others.
+        "borrowed": job.borrowed,
     }
 
 

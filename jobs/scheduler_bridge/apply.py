@@ -163,6 +163,7 @@ def apply_starts(
                         "gpu_ids": list(start.gpu_ids),
                         "cpu_ids": list(start.cpu_ids),
                         "ignoring_reservation_ids": sorted(start.ignoring_reservation_ids),
+                        "borrowed": start.borrowed,
                     },
                 )
             )

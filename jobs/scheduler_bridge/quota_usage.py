@@ -168,8 +168,9 @@ def quota_standing(
 ) -> dict:
     """A user's standing in a project before they submit: each limit that applies (their own
     within the project, theirs, the project's) with this month's usage and what is held now,
-    what a job of this size may consume at most, and whether it fits now (the scheduler's own
-    rule, ``QuotaLedger.blocked``) and ever (``quota_impossible``)."""
+    what a job of this size may consume at most, whether it fits now (the scheduler's own rule,
+    ``QuotaLedger.blocked``) and ever (``quota_impossible``), and ``borrows``: the soft level it
+    would pass, when it fits only by borrowing idle GPUs."""
     limits = quota_limits(now=now, projects=[project], users=[user])
     keys = set(scope_keys(user, project))
     limits = tuple(q for q in limits if q.key in keys)
@@ -210,6 +211,8 @@ def quota_standing(
         )
     impossible = quota_impossible(job, limits) if max_duration_s else None
     waits = ledger.blocked(job) if max_duration_s else None
+    # Within every hard level but above a soft one: it may start only on idle GPUs, borrowed.
+    borrows = ledger.above_soft(job) if max_duration_s and not (impossible or waits) else None
     return {
         "user": user,
         "project": project,
@@ -225,5 +228,6 @@ def quota_standing(
             "fits_ever": impossible is None,
             "fits_now": impossible is None and waits is None,
             "reason": impossible or waits,
+            "borrows": borrows,
         },
     }

@@ -129,7 +129,7 @@ RUNNING_FIELDS = (
     "uuid", "owner__username", "project__name", "slave__name", "gpu_ids", "cpu_ids",
     "cpu_memory_gb", "tmpfs_gb", "started_at", "status_updated", "min_duration_s",
     "max_duration_s", "restartable", "reservation_ids", "bucket_name",
-    "ignoring_reservation_ids", "status", "gpus", "cpus", PORT_MAPPINGS,
+    "ignoring_reservation_ids", "status", "gpus", "cpus", PORT_MAPPINGS, "borrowed",
 )  # fmt: skip
 QUEUED_FIELDS = (
     "uuid", "owner__username", "project__name", "created", "gpus", "cpus", "cpu_memory_gb",
@@ -262,6 +262,7 @@ def running_job(row: dict, now: datetime) -> sm.RunningJob:
         bucket=row["bucket_name"] or None,
         ignoring_reservation_ids=frozenset(row["ignoring_reservation_ids"]),
         halting=row["status"] in WINDING_DOWN,
+        borrowed=row["borrowed"],
     )
 
 

@@ -388,6 +388,7 @@ EXPLANATION = Obj(
         "status_updated": TIME,
         "queued_explanations": STR_LIST,
         "end_reason": Null(str),
+        "borrowed": bool,
         # The portal's own key (not a GPULab shape): QUEUED jobs only.
         "start_estimate": Null(START_ESTIMATE),
     }
