@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
@@ -84,7 +84,7 @@ class Action:
 
 
 def _utc(moment: datetime) -> str:
-    return f"{moment.astimezone(timezone.UTC):%Y-%m-%d %H:%M} UTC"
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
 
 def last_used(facts: SessionFacts) -> datetime | None:
