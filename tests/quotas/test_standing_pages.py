@@ -9,6 +9,7 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.timezones import profile_set_time_zone
+from jobs.models import Job, StartEstimate
 from jobs.web.quota_standing import limit_bars
 from quotas.models import Quota
 from quotas.selectors import month_end
@@ -99,3 +100,30 @@ def test_create_job_shows_the_standing_box_fed_by_the_standing_endpoint(member, 
     renews = month_end(timezone.now()).strftime("%Y-%m-%dT%H:%M:%SZ")
     box = page.split('id="quota-standing"')[1].split("</section>")[0]
     assert f'<time datetime="{renews}"' in box
+
+
+def test_job_page_of_a_quota_held_job_gives_the_quotas_line_and_a_shape_within_it(
+    member, project, slave, submit, hello_world
+):
+    """A running job may use 7 of the project's 10 GPU-hours: a queued 8-hour 1-GPU job waits
+    with the budget's line, and the advice is a maxDuration that fits what is left."""
+    Quota.objects.create(project=project, gpu_hours_hard=10)
+    hello_world["request"]["resources"].update(gpus=1, cpus=1)
+    hello_world["request"]["scheduling"]["maxDuration"] = "7 hours"
+    holder = submit(hello_world)
+    Job.objects.filter(pk=holder.pk).update(
+        status="RUNNING", slave=slave, gpu_ids=[0], cpu_ids=[0], started_at=timezone.now()
+    )
+    hello_world["request"]["scheduling"]["maxDuration"] = "8 hours"
+    waiting = submit(hello_world)
+    page = _client(member).get(f"/jobs/{waiting.uuid}/").content.decode()
+    held = page.split('id="estimate-quota"')[1].split("</p>")[0]
+    assert "Held back by a limit: project vision has used 0" in held
+    assert "its running jobs may use 7 more; this job may run up to 8 h on 1 GPU" in held
+    row = StartEstimate.objects.get(job=waiting)
+    (advice,) = [a for a in row.advice if a["kind"] == "max_duration"]
+    assert advice["change"].endswith(
+        "instead of 8 hours (fits the GPU-hours budget of project vision)"
+    )
+    assert 2 * 3600 <= advice["value"] <= 3 * 3600  # what is left, rounded down to hours
+    assert 'id="estimate-advice"' in page and "fits the GPU-hours budget" in page
