@@ -168,6 +168,7 @@ class Job(models.Model):
     ui_can_act: bool
     ui_gang: dict[str, object]
     ui_gang_task: str
+    ui_sweep: dict[str, object] | None
 
     class Meta:
         ordering = ["-created", "-id"]

@@ -184,6 +184,10 @@ class JobFilter:
     # The web table: a multi-task OpenPAI job is one row, its first task of the current
     # attempt (gangs.listing adds the task counts); the GPULab API lists every task.
     one_row_per_gang: bool = False
+    # The jobs of one array submission (a sweep, ``Job.array_id``), and the web table's
+    # grouping: an array is one row, its first job among those the other fields select.
+    array_id: str | None = None
+    one_row_per_array: bool = False
 
     @property
     def filters_hidden_fields(self) -> bool:
@@ -263,6 +267,13 @@ class JobFilter:
             queryset = queryset.filter(condition)
         if self.one_row_per_gang:
             queryset = queryset.filter(gang_row_only())
+        if self.array_id is not None:
+            queryset = queryset.filter(array_id=self.array_id)
+        if self.one_row_per_array:
+            # The first of each array's jobs that pass every filter above: a group is listed
+            # whenever any of its jobs matches.
+            first = queryset.filter(array_id=OuterRef("array_id")).order_by("id").values("id")[:1]
+            queryset = queryset.filter(Q(array_id__isnull=True) | Q(pk=Subquery(first)))
         return queryset
 
     def order(self, queryset: QuerySet, *, viewer) -> QuerySet:

@@ -141,6 +141,11 @@
   /* Jobs table: "select all" and the count of selected jobs for the bulk actions. */
   function countSelected(form) {
     var count = form.querySelectorAll("input[name=jobs]:checked").length;
+    /* A sweep's row selects every job of it (templates/jobs/_sweep_group_row.html). */
+    form.querySelectorAll("input[name=sweeps]:checked").forEach(function (box) {
+      var row = box.closest("[data-sweep-count]");
+      count += row ? parseInt(row.getAttribute("data-sweep-count"), 10) || 0 : 0;
+    });
     var label = form.querySelector("#bulk-count");
     if (label) label.textContent = count + " selected";
     var submit = form.querySelector("#bulk-submit");
@@ -151,7 +156,7 @@
     var form = box.closest ? box.closest("#bulk-form") : null;
     if (!form) return;
     if (box.matches("[data-select-all]")) {
-      form.querySelectorAll("input[name=jobs]").forEach(function (each) { each.checked = box.checked; });
+      form.querySelectorAll("input[name=jobs], input[name=sweeps]").forEach(function (each) { each.checked = box.checked; });
     }
     countSelected(form);
   });

@@ -182,14 +182,16 @@ def compare_array_with_single() -> dict:
 
     def stored(job):
         row = Job.objects.filter(pk=job.pk).values().get()
-        return {k: v for k, v in row.items() if k not in ("id", "uuid")}
+        return {k: v for k, v in row.items() if k not in ("id", "uuid", "array_id")}
 
     def raw(job):  # as the database holds it: JSON columns as their text on SQLite
         with connection.cursor() as cursor:
             cursor.execute("SELECT * FROM jobs_job WHERE id = %s", [job.pk])
             names = [c[0] for c in cursor.description]
             values = cursor.fetchone()
-            return {n: v for n, v in zip(names, values, strict=True) if n not in ("id", "uuid")}
+            # The array's id is the one column an array's jobs have and a single job has not.
+            left_out = ("id", "uuid", "array_id")
+            return {n: v for n, v in zip(names, values, strict=True) if n not in left_out}
 
     def events(job):
         return list(JobEvent.objects.filter(job=job).values("time", "type", "new_state",
@@ -197,8 +199,10 @@ def compare_array_with_single() -> dict:
 
     def held(job):  # what the caller got back, read like the row
         row = {f.attname: getattr(job, f.attname) for f in Job._meta.concrete_fields}
-        return {k: v for k, v in row.items() if k not in ("id", "uuid")}
+        return {k: v for k, v in row.items() if k not in ("id", "uuid", "array_id")}
 
+    assert {single.array_id for single in singles} == {None}
+    assert len({item.array_id for item in many}) == 1 and many[0].array_id is not None
     for single in singles:  # the oracle: the row Django's own save writes from those values
         saved = Job(**{f.attname: getattr(single, f.attname) for f in Job._meta.concrete_fields})
         saved.pk, saved.uuid = None, uuid.uuid4()
