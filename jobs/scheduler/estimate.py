@@ -261,6 +261,15 @@ def _held_rates(job: RunningJob) -> tuple[float, float, float]:
     return (float(len(job.gpu_ids)), float(len(job.cpu_ids)), job.memory_gb)
 
 
+def _has_budget(q: QuotaLimit) -> bool:
+    """Whether a scope has an hour budget, hard or soft (the levels that read its usage)."""
+    return any(
+        getattr(q, f"{budget}{level}") is not None
+        for budget, _, _ in BUDGETS
+        for level in ("", "_soft")
+    )
+
+
 def _quotas_at(
     snapshot: Snapshot,
     t: datetime,
@@ -274,6 +283,8 @@ def _quotas_at(
     quotas = snapshot.quotas
     if not quotas or t <= snapshot.now:
         return quotas
+    if not any(_has_budget(q) for q in quotas):
+        return quotas  # counts only (GPUs, jobs at once): usage is not asked
     now = snapshot.now
     totals: dict[tuple[datetime, tuple[str, ...]], list[float]] = {}
     bases = {q.renews_at if q.renews_at is not None and q.renews_at <= t else now for q in quotas}
