@@ -4,7 +4,7 @@ from django.contrib.admin.actions import delete_selected
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 # django-q2's own admin registers its tables; imported first so they can be re-registered below.
 from django_q import admin as q_admin
@@ -14,6 +14,7 @@ from accounts.permissions import SuperuserOnlyAdmin
 from clusters.admin import SlaveAdmin
 from clusters.models import Slave
 from core.errors import ServiceError
+from core.templatetags.portal_ui import usertime
 from jobs.models import (
     Job,
     JobEvent,
@@ -153,13 +154,26 @@ class JobAdmin(admin.ModelAdmin):
     date_hierarchy = "created"
     list_select_related = ["owner", "project", "slave"]
     # Status only ever changes through the services (actions below), never by editing the row.
-    readonly_fields = [f.name for f in Job._meta.fields]
+    readonly_fields = [
+        "event_times_shown" if f.name == "event_times" else f.name for f in Job._meta.fields
+    ]
+    exclude = ["event_times"]  # shown as event_times_shown (read-only like the rest)
     inlines = [JobEventInline]
     actions = [_admin_action(a) for a in ACTIONS.values() if a.admin_name] + ["hard_delete"]
     delete_confirmation_template = "admin/jobs/job/delete_confirmation.html"
 
     def view_on_site(self, obj):
         return reverse("jobs:detail", args=[obj.uuid])
+
+    @admin.display(description="event times")
+    def event_times_shown(self, obj):
+        # The column holds the API's UTC strings: shown in the viewer's zone with its name, to
+        # the second, like every other time of the admin (the one time rule).
+        return format_html_join(
+            "",
+            "<div>{}: {}</div>",
+            ((k, usertime(v, "seconds")) for k, v in obj.event_times.items()),
+        )
 
     @admin.display(description="portal")
     def portal_page(self, obj):

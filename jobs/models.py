@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from accounts.models import grantee_constraints
 from jobs.states import FINISHED, HOLDS_RESOURCES, JobStatus
@@ -335,7 +336,10 @@ class JobEvent(models.Model):
         indexes = [models.Index(fields=["job", "time"])]
 
     def __str__(self) -> str:
-        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} {self.type} {self.new_state} {self.message[:40]}"
+        # In the active zone with its name, as the admin shows it (its inline heads each row
+        # with this); UTC outside a request.
+        at = timezone.localtime(self.time)
+        return f"{at:%Y-%m-%d %H:%M:%S %Z} {self.type} {self.new_state} {self.message[:40]}"
 
 
 class UserUsage(models.Model):
@@ -483,4 +487,5 @@ class JobSample(models.Model):
         indexes = [models.Index(fields=["job", "time"])]
 
     def __str__(self) -> str:
-        return f"{self.time:%Y-%m-%dT%H:%M:%SZ} cpu {self.cpu_percent}% mem {self.memory_mb} MB"
+        at = timezone.localtime(self.time)
+        return f"{at:%Y-%m-%d %H:%M:%S %Z} cpu {self.cpu_percent}% mem {self.memory_mb} MB"

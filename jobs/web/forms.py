@@ -16,12 +16,15 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
+from django.utils import timezone
 
 from core.errors import ServiceError
 from jobs.selectors import EVERY_STATE_BUT_DELETED, SORTS, JobFilter
 from jobs.spec import SpecError, convert_v1, detect_version, load_json
 from jobs.states import ACTIVE, GROUPS
 from jobs.user_actions.shares import share_grantee_from_form
+from reservations.models import Reservation
+from reservations.services import entitled_reservations
 
 # --- job list filter ------------------------------------------------------------------------
 
@@ -187,6 +190,12 @@ class JobFieldsForm(forms.Form):
         label="Max duration",
         help_text="Cancelled when it has run this long, e.g. 2 weeks.",
     )
+    reservations = forms.MultipleChoiceField(
+        required=False,
+        label="Reservations",
+        help_text="Run in the reserved part of a cluster: the reservations you may use, by name "
+        "(Ctrl-click for several).",
+    )
     interactive = forms.BooleanField(required=False, label="Interactive (start at once or fail)")
     restartable = forms.BooleanField(
         required=False, label="Restartable (queued again after a halt)"
@@ -197,11 +206,14 @@ class JobFieldsForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 24, "spellcheck": "false"}),
     )
 
-    def __init__(self, *args, projects, clusters, **kwargs):
+    def __init__(self, *args, projects, clusters, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         cast(forms.ChoiceField, self.fields["project"]).choices = [
             (str(p.pk), p.name) for p in projects
         ]
+        cast(forms.MultipleChoiceField, self.fields["reservations"]).choices = (
+            reservation_choices(user) if user is not None else []
+        )
         cast(forms.ChoiceField, self.fields["cluster"]).choices = [("", "Any cluster")] + [
             (str(c.pk), f"{c.pk}" + (f" – {c.comment}" if c.comment else "")) for c in clusters
         ]
@@ -212,6 +224,28 @@ class JobFieldsForm(forms.Form):
         self.fields["document"].widget.attrs.update(
             {"class": "font-monospace job-json", "aria-describedby": "job-json-errors"}
         )
+
+
+def reservation_choices(user) -> list[tuple[str, str]]:
+    """Create Job's reservations: those not over that ``user`` may use, by name with their
+    window in the viewer's zone (the active one) and its name; the value is the id the
+    document carries (``reservationIds``)."""
+    now = timezone.now()
+    upcoming = list(
+        Reservation.objects.filter(end__gt=now)
+        .order_by("start", "name")
+        .prefetch_related("users", "projects")
+    )
+    mine = entitled_reservations(user=user, reservations=upcoming)
+    choices = []
+    for r in upcoming:
+        if r.pk not in mine:
+            continue
+        start, end = timezone.localtime(r.start), timezone.localtime(r.end)
+        zone = start.strftime("%Z") or start.strftime("%z")
+        window = f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M} {zone}"
+        choices.append((str(r.uuid), f"{r.name} (cluster {r.cluster_id}, {window})"))
+    return choices
 
 
 # Form field -> where it lives in a v2 document.
@@ -228,6 +262,7 @@ FIELD_TO_PATH = {
     "max_duration": "request.scheduling.maxDuration",
     "interactive": "request.scheduling.interactive",
     "restartable": "request.scheduling.restartable",
+    "reservations": "request.scheduling.reservationIds",
 }
 # v1 error paths of the same fields.
 V1_PATH_TO_FIELD = {
@@ -309,6 +344,8 @@ def fields_from_document(doc: dict) -> dict:
             value = "" if value is None else str(value)
         elif name in ("interactive", "restartable"):
             value = bool(value)
+        elif name == "reservations":
+            value = [str(v).lower() for v in value] if isinstance(value, list) else []
         elif value is None:
             value = ""
         values[name] = value
@@ -331,6 +368,11 @@ def command_from_field(text: str):
 def apply_fields(doc: dict, data: dict) -> dict:
     """A copy of ``doc`` with the common fields' values (cleaned form data) written into it."""
     doc = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+    if data.get("name") and data["name"] != doc.get("name"):
+        # A name of one's own makes a new job: an example's description ("Hello world!") is
+        # not its (static/js/job-editor.js drops it the same way).
+        if doc.get("description") in {t[2].get("description") for t in JOB_TEMPLATES.values()}:
+            doc.pop("description")
     for name, path in FIELD_TO_PATH.items():
         if name not in data:
             continue
@@ -343,6 +385,13 @@ def apply_fields(doc: dict, data: dict) -> dict:
             value = int(value) if value not in (None, "") else None
         elif name in ("interactive", "restartable"):
             value = bool(value)
+        elif name == "reservations":
+            if not value:  # none chosen: no reservationIds key at all
+                scheduling = _get(doc, "request.scheduling")
+                if isinstance(scheduling, dict):
+                    scheduling.pop("reservationIds", None)
+                continue
+            value = list(value)
         elif name in ("min_duration", "max_duration"):
             if not value:
                 # Empty: leave the site default to the server.

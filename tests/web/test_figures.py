@@ -1,6 +1,7 @@
 """Figures that are right (issue 28 item 3): GPUs held on Live › Clusters, reserved GPUs not
 counted as free, a queued job's start estimate on the dashboard."""
 
+import json
 import re
 from datetime import timedelta
 from zoneinfo import ZoneInfo
@@ -143,3 +144,95 @@ def test_the_dashboard_makes_a_missing_estimate(member_client, member, project, 
     assert StartEstimate.objects.filter(job=job).exists()
     item = page[page.index(f'data-job="{job.uuid}"') :]
     assert "Estimated start:" in item[: item.index("</li>")]
+
+
+def test_timeline_times_to_the_second_when_close_and_archiving_listed_once(
+    member_client, member, project, slave
+):
+    from jobs.models import JobEvent
+
+    job = make_job(owner=member, project=project, status="FINISHED", slave=slave)
+    JobEvent.objects.filter(job=job).delete()
+    t = timezone.now().replace(second=5, microsecond=0) - timedelta(hours=1)
+    rows = [
+        (0, "Status Change", "RUNNING", "", ""),
+        (20, "Info", "", "ARCHIVING", "ARCHIVING: copying the output folder"),
+        (21, "Info", "", "", "outputs archived: 2 entries, 10 bytes"),
+        (22, "Status Change", "FINISHED", "", ""),
+        (600, "Info", "", "", "a later note"),
+    ]
+    for seconds, kind, state, stage, message in rows:
+        JobEvent.objects.create(
+            job=job,
+            time=t + timedelta(seconds=seconds),
+            type=kind,
+            new_state=state,
+            stage=stage,
+            message=message,
+        )
+    page = member_client.get(f"/jobs/{job.uuid}/").content.decode()
+    timeline = page[page.index('id="job-timeline"') :]
+    timeline = timeline[: timeline.index("</ol>")]
+    items = timeline.split("<li")[1:]
+    assert len(items) == 4, timeline  # the ARCHIVING stage and its result: one line
+    assert timeline.count(">ARCHIVING<") == 1 and "outputs archived: 2 entries" in timeline
+    assert "copying the output folder" not in timeline
+    styles = re.findall(r'data-style="(\w+)"', timeline)
+    assert styles == ["seconds", "seconds", "seconds", "datetime"], styles
+    assert re.search(r">\d{4}-\d{2}-\d{2} \d{2}:\d{2}:26 UTC</time>", timeline)  # archived at :26
+
+
+def test_fields_renaming_an_example_drop_its_description(member_client, project, slave):
+    from jobs.web.forms import HELLO_WORLD
+
+    doc = dict(HELLO_WORLD, name="HelloWorld")
+    answer = member_client.post(
+        "/jobs/new/",
+        {"project": project.pk, "document": json.dumps(doc), "apply_fields": "1", "name": "mine"},
+    )
+    shown = json.loads(answer.context["form"]["document"].value())
+    assert shown["name"] == "mine" and "description" not in shown
+    # A description of one's own stays.
+    doc = dict(HELLO_WORLD, description="my own words")
+    answer = member_client.post(
+        "/jobs/new/",
+        {"project": project.pk, "document": json.dumps(doc), "apply_fields": "1", "name": "mine"},
+    )
+    assert json.loads(answer.context["form"]["document"].value())["description"] == "my own words"
+
+
+def test_create_job_offers_the_reservations_one_may_use_by_name_in_ones_zone(
+    member_client, member, project, slave, reserved
+):
+    from accounts.models import Profile
+
+    Profile.objects.update_or_create(user=member, defaults={"time_zone": "Asia/Tokyo"})
+    mine = Reservation.objects.create(
+        name="thesis-deadline",
+        cluster=slave.cluster,
+        start=timezone.now() + timedelta(hours=1),
+        end=timezone.now() + timedelta(hours=5),
+    )
+    mine.projects.add(project)
+    page = member_client.get("/jobs/new/").content.decode()
+    select = page[page.index('name="reservations"') :]
+    select = select[: select.index("</select>")]
+    start = timezone.localtime(mine.start, ZoneInfo("Asia/Tokyo"))
+    assert f'value="{mine.uuid}"' in select
+    assert f"thesis-deadline (cluster 1, {start:%Y-%m-%d %H:%M} – " in select
+    assert " JST)" in select
+    assert "workshop" not in select  # another project's
+    # Chosen by name, written into the document as its id.
+    doc = {"name": "in-it", "request": {"resources": {"gpus": 1, "cpus": 1, "cpuMemoryGb": 1},
+           "docker": {"image": "debian:stable"}, "scheduling": {}}}  # fmt: skip
+    answer = member_client.post(
+        "/jobs/new/",
+        {
+            "project": project.pk,
+            "document": json.dumps(doc),
+            "apply_fields": "1",
+            "reservations": [str(mine.uuid)],
+        },
+    )
+    shown = json.loads(answer.context["form"]["document"].value())
+    assert shown["request"]["scheduling"]["reservationIds"] == [str(mine.uuid)]

@@ -35,6 +35,7 @@ from jobs.user_actions.shares import (
 )
 from jobs.web.forms import share_add_from_form, share_revoke_from_form
 from jobs.web.page_hooks import job_sections
+from jobs.web.timeline import timeline_events
 from jobs.web.views.common import action_buttons, present, visible_job
 from jobs.web.views.log import STARTS_SOON, initial_log
 
@@ -56,7 +57,8 @@ def _live_context(request, job: Job) -> dict:
         # Messages name people ("cancelled by alice"): outsiders see the state changes only.
         shown = shown.filter(type=JobEvent.Type.STATUS_CHANGE)
     total_events = shown.count()
-    events = list(shown.order_by("-time", "-id")[:TIMELINE_LIMIT])[::-1]
+    newest = list(shown.order_by("-time", "-id")[:TIMELINE_LIMIT])
+    events = timeline_events(newest[::-1])
 
     gpus = []
     if job.slave_id and job.gpu_ids:
@@ -101,7 +103,7 @@ def _live_context(request, job: Job) -> dict:
         "can_act": can_act,
         "actions": action_buttons(job, user),
         "events": events,
-        "hidden_events": max(0, total_events - len(events)),
+        "hidden_events": max(0, total_events - len(newest)),
         "gpus": gpus,
         "ports": ports,
         "restart_of": job.restart_of,
@@ -169,7 +171,17 @@ def job_detail(request, uuid):
 def job_live(request, uuid):
     """The polled part of the job page (htmx); stops polling itself once the job is over."""
     job = visible_job(request.user, uuid, related=_related())
-    return render(request, "jobs/_job_live.html", _live_context(request, job))
+    context = _live_context(request, job)
+    # The cards outside the polled part, swapped in out of band (jobs/_job_live_poll.html) so
+    # none keeps a stale text: the Tapis status on every poll (stages change while the state
+    # stays), the outputs once, in the last poll (they are copied as the job ends).
+    if context["full"]:
+        if not context["is_active"]:
+            context.update(outputs_context(request, job))
+            context["outputs_changed"] = True
+        if job.app_id:
+            context["tapis"] = job_tapis_summary(job, timezone.now())
+    return render(request, "jobs/_job_live_poll.html", context)
 
 
 @login_required
