@@ -94,7 +94,10 @@ class StartEstimateSerializer(serializers.Serializer):
         help_text="UTC; the start if they run long (95th percentile); null: beyond the horizon",
     )
     made_at = serializers.CharField()
-    note = serializers.CharField(allow_null=True, help_text="why there is no estimate")
+    note = serializers.CharField(
+        allow_null=True,
+        help_text="why there is no estimate; or the line of the quota that holds the job back",
+    )
     advice = StartAdviceSerializer(many=True, help_text="only for viewers who see the job in full")
     accuracy = AccuracySerializer(allow_null=True)
 
