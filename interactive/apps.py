@@ -8,3 +8,11 @@ class InteractiveConfig(AppConfig):
 
     name = "interactive"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The session proxy's settings check (a proxy on the portal's own origin is refused).
+        # Imported here: the hooks use models, which exist only once apps are ready.
+        from interactive.hooks import interactive_connect
+        from interactive.proxy import checks  # noqa: F401
+
+        interactive_connect()

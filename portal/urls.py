@@ -21,6 +21,8 @@ api_patterns: list[URLPattern | URLResolver] = [
     path("", include("notifications.api.urls")),
     # Usage reports per user, project and cluster (docs/reports.md).
     path("", include("reports.api.urls")),
+    # Interactive sessions: templates, start, extend, stop (docs/sessions.md).
+    path("", include("interactive.api.urls")),
     # OpenAPI schema and Swagger UI (served from drf-spectacular-sidecar, no CDN). No Redoc:
     # drf-spectacular's Redoc page loads Google fonts.
     re_path(r"^schema/?$", SpectacularAPIView.as_view(), name="api-schema"),
@@ -42,6 +44,8 @@ urlpatterns = [
     path("apps/", include("tapis.urls")),
     # Usage reports and their downloads (docs/reports.md).
     path("", include("reports.urls")),
+    # Interactive sessions: the list, "New session", the sign-in hand-off to the proxy.
+    path("sessions/", include("interactive.urls")),
 ]
 
 # JSON under /api/, styled pages elsewhere; never a debug page (DEBUG is off by default).

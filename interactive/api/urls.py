@@ -1,0 +1,28 @@
+"""Sessions routes of the portal's API (docs/sessions.md "REST")."""
+
+from django.urls import re_path
+
+from core.api.urls import PORTAL
+from interactive.api.views import (
+    SessionExtendView,
+    SessionsView,
+    SessionTemplatesView,
+    SessionView,
+)
+
+KEY = r"(?P<session_key>[A-Za-z0-9_-]+)"
+
+urlpatterns = [
+    re_path(
+        PORTAL + r"session-templates/?$",
+        SessionTemplatesView.as_view(),
+        name="api-session-templates",
+    ),
+    re_path(PORTAL + r"sessions/?$", SessionsView.as_view(), name="api-sessions"),
+    re_path(PORTAL + rf"sessions/{KEY}/?$", SessionView.as_view(), name="api-session"),
+    re_path(
+        PORTAL + rf"sessions/{KEY}/extend/?$",
+        SessionExtendView.as_view(),
+        name="api-session-extend",
+    ),
+]

@@ -1,0 +1,35 @@
+"""The "New session" form of the sessions page."""
+
+from __future__ import annotations
+
+from django import forms
+
+from accounts.selectors import projects_of
+from interactive.models import SessionTemplate
+
+
+class SessionStartForm(forms.Form):
+    template = forms.ModelChoiceField(
+        queryset=SessionTemplate.objects.none(), to_field_name="slug", empty_label=None
+    )
+    project = forms.ModelChoiceField(queryset=None, to_field_name="name", empty_label=None)
+    gpus = forms.IntegerField(
+        label="GPUs", min_value=0, required=False, help_text="Empty: the template's."
+    )
+    hours = forms.FloatField(
+        min_value=0.02, required=False, help_text="Empty: the template's time box."
+    )
+    open_to_project = forms.BooleanField(
+        label="Share with my project", required=False, help_text="Its members may open it too."
+    )
+    logdir = forms.CharField(
+        label="TensorBoard folder",
+        required=False,
+        max_length=500,
+        help_text="TensorBoard only: the folder it reads, in /project.",
+    )
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["template"].queryset = SessionTemplate.objects.filter(enabled=True)
+        self.fields["project"].queryset = projects_of(user)
