@@ -470,7 +470,15 @@ class SessionProxy:
         )
         try:
             upstream_ws = await self.context.session.ws_connect(**options)
-        except (TimeoutError, aiohttp.ClientError, OSError):
+        except (TimeoutError, aiohttp.ClientError, OSError) as error:
+            # The class and status only: an error's text may quote the URL or headers.
+            status = getattr(error, "status", "")
+            log.info(
+                "session %s: the app refused the WebSocket (%s %s)",
+                key,
+                type(error).__name__,
+                status,
+            )
             await send({"type": "websocket.close", "code": 1011})
             return 502
         try:

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import requests
@@ -30,6 +35,13 @@ from jobs.models import Job
 from jobs.states import JobStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 class EchoApp:
@@ -49,7 +61,7 @@ class EchoApp:
 
     async def _http(self, request: web.Request) -> web.StreamResponse:
         self._record(request)
-        if request.path.endswith("/ws"):
+        if request.headers.get("Upgrade", "").lower() == "websocket":
             ws = web.WebSocketResponse(max_msg_size=0)
             await ws.prepare(request)
             async for message in ws:
@@ -329,3 +341,88 @@ def test_bodies_over_the_bound_are_refused(proxy_url, session, member, monkeypat
 
     answer = browser.post(f"{proxy_url}/s/{session.key}/api/contents", data=chunks())
     assert answer.status_code == 413
+
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_through_the_shipped_nginx_template_with_websocket_upgrade(
+    proxy_url, echo, session, member, tmp_path
+):
+    """deploy/nginx/gpuportal-sessions.conf.template, rendered and run: TLS, HTTP and a
+    WebSocket upgrade reach the proxy, which is told the request came over https."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=sessions.test", "-keyout", tmp_path / "key.pem", "-out", tmp_path / "cert.pem"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    port = _free_port()
+    template = ROOT / "deploy" / "nginx" / "gpuportal-sessions.conf.template"
+    conf = template.read_text()
+    for name, value in {
+        "LISTEN": f"127.0.0.1:{port}",
+        "SESSIONS_SERVER_NAME": "sessions.test",
+        "SERVER_CERT": str(tmp_path / "cert.pem"),
+        "SERVER_KEY": str(tmp_path / "key.pem"),
+        "SESSIONS_UPSTREAM": proxy_url.removeprefix("http://"),
+        "SESSIONS_MAX_BODY": "1m",
+    }.items():
+        conf = "\n".join(
+            line if line.lstrip().startswith("#") else line.replace(f"@{name}@", value)
+            for line in conf.splitlines()
+        )
+    assert "@" not in "\n".join(x for x in conf.splitlines() if not x.lstrip().startswith("#"))
+    conf = conf.replace("/var/log/nginx/", f"{tmp_path}/")
+    (tmp_path / "sessions.conf").write_text(conf)
+    (tmp_path / "nginx.conf").write_text(
+        f"pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log warn; daemon off;\n"
+        "events { worker_connections 64; }\n"
+        f"http {{ access_log off; client_body_temp_path {tmp_path}/body; "
+        f"proxy_temp_path {tmp_path}/proxy; include {tmp_path}/sessions.conf; }}\n"
+    )
+    nginx = subprocess.Popen(
+        [NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        base = f"https://127.0.0.1:{port}"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert nginx.poll() is None, nginx.stderr.read() if nginx.stderr else ""
+                time.sleep(0.05)
+        browser = _signed_in(proxy_url, session, member)
+        value = browser.cookies[cookie_name(session.key)]
+        echo.requests.clear()
+        answer = requests.get(
+            f"{base}/s/{session.key}/lab", cookies={cookie_name(session.key): value}, verify=False
+        )
+        assert answer.status_code == 200 and answer.json()["path"] == f"/s/{session.key}/lab"
+        assert echo.requests[-1]["headers"]["X-Forwarded-Proto"] == "https"
+        tls = ssl.create_default_context()
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+        with ws_connect(
+            f"wss://127.0.0.1:{port}/s/{session.key}/terminals/websocket/1",
+            additional_headers={"Cookie": f"{cookie_name(session.key)}={value}"},
+            ssl=tls,
+        ) as ws:
+            ws.send("ls")
+            assert ws.recv(timeout=5) == "echo:ls"
+        # The sign-in line is logged without its ticket.
+        ticket = ticket_make(key=session.key, user_id=member.pk)
+        signed = requests.get(
+            f"{base}/s/{session.key}/_portal/auth?ticket={ticket}",
+            allow_redirects=False,
+            verify=False,
+        )
+        assert signed.status_code == 302
+        assert "Secure" not in signed.headers["Set-Cookie"]  # PORTAL_SESSION_PROXY_URL is http
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+    logged = (tmp_path / "gpuportal-sessions.log").read_text()
+    assert f"/s/{session.key}/_portal/auth" in logged and ticket.split(":")[0] not in logged

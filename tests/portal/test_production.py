@@ -338,6 +338,7 @@ def test_systemd_units_start_the_production_processes(tmp_path):
     assert commands == {
         "gpuportal-qcluster.service": ["qcluster"],
         "gpuportal-ssh.service": ["ssh_gateway"],
+        "gpuportal-sessions.service": ["session_proxy"],
         "gpuportal-watcher.service": ["watch_slaves"],
         "gpuportal-web.service": [
             "migrate",
@@ -346,7 +347,7 @@ def test_systemd_units_start_the_production_processes(tmp_path):
         ],
     }
     known = get_commands()
-    names = ("migrate", "collectstatic", "qcluster", "watch_slaves", "ssh_gateway")
+    names = ("migrate", "collectstatic", "qcluster", "watch_slaves", "ssh_gateway", "session_proxy")
     assert all(name in known for name in names)
     gunicorn = started["gpuportal-web.service"][-1]
     assert gunicorn[1:] == ["-c", "python:portal.gunicorn_conf"]

@@ -4,7 +4,7 @@ The shipped systemd units are read and each service is run as systemd would run 
 ExecStart in a process group of its own, stopped by its KillMode (``mixed``: SIGTERM to the main
 process; ``control-group``: SIGTERM to every process) and given its TimeoutStopSec before the
 SIGKILL. Each must be gone well before that SIGKILL, and TimeoutStopSec itself is at most 20 s.
-``run_portal`` (what ``make run`` starts) must take its four children and theirs with it.
+``run_portal`` (what ``make run`` starts) must take its five children and theirs with it.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def env(tmp_path):
         PORTAL_WEB_WORKERS="2",
         PORTAL_WEB_BIND=f"127.0.0.1:{_free_port()}",
         PORTAL_SSH_PORT=str(_free_port()),
+        PORTAL_SESSION_PROXY_BIND=f"127.0.0.1:{_free_port()}",
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
@@ -103,6 +104,7 @@ def test_every_unit_sets_its_kill_mode_and_a_stop_timeout_of_at_most_20s():
         "gpuportal-qcluster.service",
         "gpuportal-watcher.service",
         "gpuportal-ssh.service",
+        "gpuportal-sessions.service",
     }
     for path in UNITS:
         service = _unit(path)
@@ -116,6 +118,7 @@ READY_TREE = {
     "gpuportal-qcluster.service": 6,  # main, sentinel, 2 workers, pusher, monitor
     "gpuportal-watcher.service": 1,
     "gpuportal-ssh.service": 1,
+    "gpuportal-sessions.service": 1,
 }
 
 
@@ -177,9 +180,10 @@ def test_run_portal_stops_with_all_its_children_within_20s(env):
                 if getattr(error, "code", None):  # any HTTP answer: the web is up
                     break
                 time.sleep(0.5)
-        # run_portal, gunicorn (master + 2), q cluster (6), watcher, SSH gateway
-        tree = _wait_for_tree(child.pid, 1 + 3 + 6 + 2)
-        assert len(tree) >= 12, [(p.pid, p.cmdline()[-2:]) for p in tree]
+        # run_portal, gunicorn (master + 2), q cluster (6), watcher, SSH gateway, session proxy
+        tree = _wait_for_tree(child.pid, 1 + 3 + 6 + 3)
+        assert len(tree) >= 13, [(p.pid, p.cmdline()[-2:]) for p in tree]
+        assert any("session_proxy" in p.cmdline() for p in tree)
         child.send_signal(signal.SIGTERM)
         took, left = _stopped_within(tree, child, LIMIT_S)
         assert not left, f"{left} still running after {took:.1f} s"

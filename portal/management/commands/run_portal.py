@@ -1,7 +1,8 @@
-"""Start the web server, the django-q2 cluster and the slave watcher as one process tree.
+"""Start the web server, the django-q2 cluster, the slave watcher, the SSH gateway and the
+session proxy as one process tree.
 
 The web server is gunicorn (portal/gunicorn_conf.py) with WhiteNoise serving the static files,
-as in production; the same three processes run as services there (deploy/systemd/).
+as in production; the same processes run as services there (deploy/systemd/).
 """
 
 import os
@@ -18,7 +19,10 @@ from portal.schedules import schedules_ensure
 
 
 class Command(BaseCommand):
-    help = "Run web (gunicorn), q cluster and slave watcher together; Ctrl-C stops all."
+    help = (
+        "Run web (gunicorn), q cluster, slave watcher, SSH gateway and session proxy together; "
+        "Ctrl-C stops all."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--addr", default="127.0.0.1:8000")
@@ -34,6 +38,8 @@ class Command(BaseCommand):
             "qcluster": [*manage, "qcluster"],
             "watcher": [*manage, "watch_slaves"],
             "ssh": [*manage, "ssh_gateway"],  # SSH into running jobs (docs/ssh.md)
+            # Interactive sessions on their own origin (docs/sessions.md, "The proxy").
+            "sessions": [*manage, "session_proxy"],
         }
         # Each child in its own process group, as systemd gives each unit its own: the stop
         # below can then kill a child's whole tree (a q cluster's workers too), never leaving
@@ -41,7 +47,10 @@ class Command(BaseCommand):
         children = {
             name: subprocess.Popen(cmd, start_new_session=True) for name, cmd in commands.items()
         }
-        self.stdout.write(f"GPU Portal on http://{options['addr']}/ (Ctrl-C stops everything)")
+        self.stdout.write(
+            f"GPU Portal on http://{options['addr']}/, sessions on "
+            f"{settings.PORTAL_SESSION_PROXY_URL}/ (Ctrl-C stops everything)"
+        )
         stopping = False
 
         def stop(*_):
