@@ -10,8 +10,9 @@ class InteractiveConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The session proxy's settings check (a proxy on the portal's own origin is refused).
-        # Imported here: the hooks use models, which exist only once apps are ready.
+        # Imported here: the hooks use models, which exist only once apps are ready. The
+        # proxy's checks module registers its settings check (a proxy on the portal's own
+        # origin is refused).
         from interactive.hooks import interactive_connect
         from interactive.proxy import checks  # noqa: F401
 
