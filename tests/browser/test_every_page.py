@@ -68,6 +68,7 @@ NOT_PAGES = {
     "apps/<str:app_id>/<str:version>/shares/<int:share_id>/revoke/": "POST only",
     "oidc/authenticate/": "a redirect to the identity provider (sign-in)",
     "oidc/callback/": "the identity provider's redirect back (sign-in)",
+    r"reports/^(?P<kind>usage|sizes)\.(?P<extension>csv|json)$": "CSV or JSON download",
 }
 
 
@@ -296,6 +297,7 @@ def user_pages(site) -> list[tuple[str, str, str]]:
         ("reservations", "/reservations/", "reservations/"),
         ("reservation", f"/reservations/{reservation.uuid}/", "reservations/<uuid:uuid>/"),
         ("usage", "/usage/", "usage/"),
+        ("reports", "/reports/?by=member&preset=last-30-days", "reports/"),
         ("apps", "/apps/", "apps/"),
         (
             "app",
