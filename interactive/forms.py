@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
+from accounts.models import Project
 from accounts.selectors import projects_of
 from interactive.models import SessionTemplate
 
@@ -12,7 +13,9 @@ class SessionStartForm(forms.Form):
     template = forms.ModelChoiceField(
         queryset=SessionTemplate.objects.none(), to_field_name="slug", empty_label=None
     )
-    project = forms.ModelChoiceField(queryset=None, to_field_name="name", empty_label=None)
+    project: forms.ModelChoiceField = forms.ModelChoiceField(
+        queryset=Project.objects.none(), to_field_name="name", empty_label=None
+    )
     gpus = forms.IntegerField(
         label="GPUs", min_value=0, required=False, help_text="Empty: the template's."
     )
@@ -31,5 +34,9 @@ class SessionStartForm(forms.Form):
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["template"].queryset = SessionTemplate.objects.filter(enabled=True)
-        self.fields["project"].queryset = projects_of(user)
+        template_field = self.fields["template"]
+        project_field = self.fields["project"]
+        assert isinstance(template_field, forms.ModelChoiceField)
+        assert isinstance(project_field, forms.ModelChoiceField)
+        template_field.queryset = SessionTemplate.objects.filter(enabled=True)
+        project_field.queryset = projects_of(user)
