@@ -158,7 +158,7 @@ class SessionUpstreamConfig(ProxyConfig):
             path = path[len(upstream.prefix) - 1 :] or "/"
         return f"http://{upstream.address}{path}"
 
-    def process_client_headers(self, *, scope: Scope, headers: Headers) -> Headers:  # type: ignore[override]
+    def process_client_headers(self, *, scope: Scope, headers: Headers) -> Headers:
         upstream: Upstream = scope[UPSTREAM_SCOPE_KEY]
         client = scope.get("client") or ("", 0)
         pairs = request_headers_for_upstream(
@@ -170,7 +170,7 @@ class SessionUpstreamConfig(ProxyConfig):
         )
         return Headers(raw=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs])
 
-    def process_upstream_headers(  # type: ignore[override]
+    def process_upstream_headers(
         self, *, scope: Scope, proxy_response: aiohttp.ClientResponse
     ) -> Headers:
         upstream: Upstream = scope[UPSTREAM_SCOPE_KEY]
@@ -183,14 +183,14 @@ class SessionUpstreamConfig(ProxyConfig):
         )
         return Headers(raw=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in pairs])
 
-    def get_upstream_http_options(self, *, scope: Scope, client_request: Request, data) -> dict:  # type: ignore[override]
+    def get_upstream_http_options(self, *, scope: Scope, client_request: Request, data) -> dict:
         options = super().get_upstream_http_options(
             scope=scope, client_request=client_request, data=data
         )
         options["url"] = URL(options["url"], encoded=True)
         return options
 
-    def get_upstream_websocket_options(self, *, scope: Scope, client_ws: WebSocket) -> dict:  # type: ignore[override]
+    def get_upstream_websocket_options(self, *, scope: Scope, client_ws: WebSocket) -> dict:
         options = super().get_upstream_websocket_options(scope=scope, client_ws=client_ws)
         options["url"] = URL(options["url"], encoded=True)
         options["max_msg_size"] = WS_MAX_MESSAGE_BYTES
