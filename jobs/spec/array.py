@@ -237,7 +237,7 @@ def list_parse(text: str, *, max_jobs: int) -> list[dict]:
         if line.startswith("{"):
             try:
                 patch = json.loads(line)
-            except ValueError as error:
+            except json.JSONDecodeError as error:
                 errors.append(FieldError(LIST_FIELD, f"line {number}: not JSON ({error.msg})"))
                 continue
             variations.append(patch)
