@@ -1,10 +1,13 @@
 """The pure cycle at 10,000 queued x 1,000 slaves x 8 GPUs, without and with quotas on 200
 projects and 2,000 users, interleaved in one run; prints one JSON object (docs/quotas.md).
 
-    python bench/scheduler_quotas.py ROUNDS [--binding]
+    python bench/scheduler_quotas.py ROUNDS [--binding] [--soft]
 
 Without ``--binding`` the limits are far above what anyone holds, so both cycles take the same
 decisions and the difference is the quota filter's own cost; with it they hold jobs back.
+``--soft`` adds soft levels on every third project (100 GPUs at once) and user (12 GPUs, 8 jobs
+at once), below what many of them hold, and marks every tenth running job borrowed: the "with"
+cycle then puts borrowers aside, places them last and halts borrowed jobs for in-limit ones.
 """
 
 import json
@@ -20,6 +23,7 @@ from jobs.scheduler.core import run_cycle
 from jobs.scheduler.model import QuotaLimit
 
 BIND = "--binding" in sys.argv
+SOFT = "--soft" in sys.argv
 G_P, J_P, G_U, J_U = (400, 300, 24, 12) if BIND else (10**6, 10**6, 10**6, 10**6)
 snap = build_synthetic_snapshot(queued=10_000, slaves=1_000, gpus_per_slave=8)
 quotas = [
@@ -46,13 +50,30 @@ quotas += [
     )
     for n in range(2000)
 ]
+if SOFT:
+    quotas = [
+        replace(q, gpus_soft=100) if q.scope == "project" and n % 3 == 0 else q
+        for n, q in enumerate(quotas[:200])
+    ] + [
+        replace(q, gpus_soft=12, jobs_soft=8) if n % 3 == 0 else q
+        for n, q in enumerate(quotas[200:])
+    ]
 limited = replace(snap, quotas=tuple(quotas))
+if SOFT:
+    limited = replace(
+        limited,
+        running=tuple(
+            replace(r, borrowed=True) if n % 10 == 0 else r for n, r in enumerate(snap.running)
+        ),
+    )
 times = {"without": [], "with": []}
+cpu = {"without": [], "with": []}  # this process's CPU seconds: less moved by a loaded machine
 for _ in range(int(sys.argv[1])):
     for name, s in (("without", snap), ("with", limited)):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         r = run_cycle(s)
         times[name].append(time.perf_counter() - t)
+        cpu[name].append(time.process_time() - c)
         if name == "with":
             held = sum(
                 1
@@ -67,5 +88,11 @@ out = {
     for k, v in times.items()
 }
 out["ratio_median"] = round(out["with"]["median_s"] / out["without"]["median_s"], 3)
+for k, v in cpu.items():
+    out[k]["cpu_median_s"] = round(statistics.median(v), 3)
+out["ratio_cpu_median"] = round(out["with"]["cpu_median_s"] / out["without"]["cpu_median_s"], 3)
 out["starts_without"], out["starts_with"], out["jobs_held_by_a_quota"] = starts0, starts1, held
+if SOFT:
+    out["borrowed_starts"] = sum(1 for s in r.starts if s.borrowed)
+    out["halts_with"] = len(r.halts)
 print(json.dumps(out))

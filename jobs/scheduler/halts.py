@@ -90,13 +90,16 @@ class HaltPlanner:
         self._free_leaving: dict[str, int] = {}
         self._heaviest: dict[str, float] = {}
         # Per slave: borrowed jobs nobody claimed yet (slaves without any are skipped at once).
+        # and the GPUs they hold (with the free ones, a bound of what halting them frees).
         self._borrowed: dict[str, int] = {}
+        self._borrowed_gpus: dict[str, int] = {}
         self._borrowed_ids: set[str] = set()
         for name, jobs in self.pool.items():
             self._free_leaving[name] = sum(1 for j in jobs if j.id in ctx.leaving)
-            lent = [j.id for j in jobs if j.borrowed and j.id not in ctx.leaving]
+            lent = [j for j in jobs if j.borrowed and j.id not in ctx.leaving]
             self._borrowed[name] = len(lent)
-            self._borrowed_ids.update(lent)
+            self._borrowed_gpus[name] = sum(len(j.gpu_ids) for j in lent)
+            self._borrowed_ids.update(j.id for j in lent)
             self._heaviest[name] = max(
                 (ctx.usage_of(j.user) for j in jobs if j.id not in ctx.leaving), default=-1.0
             )
@@ -165,8 +168,14 @@ class HaltPlanner:
         for cls in classes:
             for slave in self._slaves(cls):
                 name = slave.name
-                if borrowed_only and not self._borrowed[name]:
-                    continue
+                if borrowed_only and (
+                    not self._borrowed[name]
+                    or (
+                        not self._free_leaving[name]
+                        and len(slave.free_gpus) + self._borrowed_gpus[name] < shape.gpus
+                    )
+                ):
+                    continue  # no borrowed job, or too few GPUs even behind all of them
                 if not self._free_leaving[name] and (
                     not may_halt
                     or (
@@ -262,6 +271,7 @@ class HaltPlanner:
             if job.id in self._borrowed_ids:
                 self._borrowed_ids.discard(job.id)
                 self._borrowed[plan.slave.name] -= 1
+                self._borrowed_gpus[plan.slave.name] -= len(job.gpu_ids)
             self.claimed.add(job.id)
             self.ctx.leaving.add(job.id)
             totals[0] -= len(job.gpu_ids)
