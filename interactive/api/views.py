@@ -172,6 +172,7 @@ class SessionsView(PortalAPIView):
         ],
         responses={
             201: SessionSerializer,
+            400: refusal("a wrong field, each named (or a refusal of the job's own checks)"),
             403: refusal("you are not a member of the project"),
         },
     )

@@ -42,6 +42,8 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts.tokens import api_token_rotate
 from gangs.models import JobGang
+from interactive.models import SessionTemplate
+from interactive.services import session_start
 from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.models import Job
 from jobs.user_actions.services import job_submit
@@ -204,6 +206,10 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
     )
     reservation.projects.add(project)
     quota = Quota.objects.create(project=project, gpus_hard=64)  # binds no seeded request
+    # An interactive session (QUEUED: tasks are only recorded), named by its key.
+    session = session_start(
+        user=member, project=project, template=SessionTemplate.objects.get(slug="jupyterlab")
+    )
     return {
         "keys": {"member": key, "admin": admin_key},
         # Path parameters that name seeded objects together (a finished job, its output file
@@ -218,6 +224,7 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
                     "cluster_id": slave.cluster_id,
                     "share_id": str(share.pk),
                     "quota_id": str(quota.pk),
+                    "session_key": session.key,
                     "system_id": ARCHIVE_SYSTEM,
                     # OpenPAI's {user}~{jobName}: the multi-task job.
                     "user": member.username,
