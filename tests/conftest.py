@@ -221,3 +221,41 @@ def submit(member, project, slave):
         )
 
     return do
+
+
+@pytest.fixture(scope="session")
+def session_images():
+    """The interactive sessions' images (gpuportal/jupyterlab, gpuportal/tensorboard) on every
+    engine. In CI (.ci/run: PORTAL_SESSION_IMAGES_WAIT=1) the build runs in the background from
+    the start: wait for its done file, fail at once on its .failed file. Elsewhere build them
+    now (scripts/build-session-images.sh: seconds when present, about 1.5 minutes when not);
+    without root or mmdebstrap that is a missing Docker set-up (skip, or fail in CI)."""
+    import os
+    import shutil
+    import subprocess
+    import time
+    from pathlib import Path
+
+    from tests.support.services import require
+
+    repo = Path(__file__).resolve().parent.parent
+    done = repo / "var" / "session-images.done"
+    failed = repo / "var" / "session-images.failed"
+    if os.environ.get("PORTAL_SESSION_IMAGES_WAIT") == "1":
+        deadline = time.monotonic() + 15 * 60
+        while not done.exists():
+            if failed.exists():
+                pytest.fail("the session images failed to build: test-artifacts/session-images.log")
+            if time.monotonic() > deadline:
+                pytest.fail("the session images were not built within 15 minutes")
+            time.sleep(2)
+        return
+    can_build = os.geteuid() == 0 and shutil.which("mmdebstrap") and shutil.which("docker")
+    require("docker", bool(can_build), "building the session images needs root and mmdebstrap")
+    run = subprocess.run(
+        [str(repo / "scripts" / "build-session-images.sh")],
+        capture_output=True,
+        text=True,
+        timeout=20 * 60,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
