@@ -70,6 +70,12 @@ ACCESS_CACHE_S = 5.0
 ACCESS_CACHE_MAX = 10_000
 # Activity is written at most this often per session (the lifecycle's idle rule needs minutes).
 ACTIVITY_EVERY_S = 30.0
+# Reads an open but untouched tab repeats by itself, which are no sign of a user: JupyterLab
+# polls its REST API (kernels, sessions, terminals, the file browser's listing) every few
+# seconds and TensorBoard reloads its data every 30 s. A GET or HEAD under these paths of the app
+# is not activity; a page, any write, and WebSocket messages either way (a cell run, a kernel's
+# output, a terminal) are.
+POLLING_PREFIXES = ("api/", "data/")
 # Bounds: a request body (JupyterLab uploads large files in 1 MiB chunks), one WebSocket message
 # either way (a notebook's output with images), how long the app may take to accept a connection.
 MAX_BODY_BYTES = 256 * 1024 * 1024
@@ -138,6 +144,11 @@ async def _redirect(send: Send, location: str, extra: list[tuple[str, str]] | No
         content_type="text/plain",
         extra=[("location", location), *(extra or [])],
     )
+
+
+def _is_polling(scope: Scope, rest: str) -> bool:
+    """A read an open tab repeats by itself (POLLING_PREFIXES)."""
+    return scope.get("method") in ("GET", "HEAD") and rest.lstrip("/").startswith(POLLING_PREFIXES)
 
 
 # --- asgiproxy, told where each request goes ------------------------------------------------
@@ -374,7 +385,8 @@ class SessionProxy:
             return await self._refuse(scope, send, status, message)
 
         scope[UPSTREAM_SCOPE_KEY] = answer
-        self.activity(key)
+        if websocket or not _is_polling(scope, rest):
+            self.activity(key)
         if websocket:
             return await self._forward_websocket(scope, receive, send, key)
         return await self._forward_http(scope, receive, send)
@@ -486,8 +498,12 @@ class SessionProxy:
             await SessionWebSocketPump(client_ws=client_ws, upstream_ws=upstream_ws).loop()
         finally:
             await upstream_ws.close()
+            # The app's own close code reaches the browser (not the ones no frame may carry).
+            code = upstream_ws.close_code or 1000
             try:
-                await client_ws.close()
+                await client_ws.close(
+                    code=code if 1000 <= code < 5000 and code not in (1005, 1006, 1015) else 1000
+                )
             except Exception:  # already closed by the browser
                 pass
         return 101

@@ -23,7 +23,7 @@ import pytest
 import requests
 from aiohttp import WSMsgType, web
 from django.utils import timezone
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
 from interactive.models import InteractiveSession
@@ -65,7 +65,9 @@ class EchoApp:
             ws = web.WebSocketResponse(max_msg_size=0)
             await ws.prepare(request)
             async for message in ws:
-                if message.type == WSMsgType.TEXT:
+                if message.type == WSMsgType.TEXT and message.data == "close-me":
+                    await ws.close(code=4001)
+                elif message.type == WSMsgType.TEXT:
                     await ws.send_str(f"echo:{message.data}")
                 elif message.type == WSMsgType.BINARY:
                     await ws.send_bytes(message.data[::-1])
@@ -220,6 +222,10 @@ def test_websocket_round_trip_and_activity_both_ways(proxy_url, echo, session, m
         big = "y" * (5 * 1024 * 1024)  # past aiohttp's 4 MiB default message bound
         ws.send(big)
         assert ws.recv(timeout=10) == "echo:" + big
+        ws.send("close-me")  # the app's close code reaches the browser
+        with pytest.raises(ConnectionClosed):
+            ws.recv(timeout=5)
+        assert ws.close_code == 4001
     (got,) = echo.requests
     sent = {name.lower(): value for name, value in got["headers"].items()}
     assert sent["authorization"] == f"token {session.app_token}"
@@ -248,6 +254,30 @@ def test_activity_is_recorded_at_most_every_30_s(proxy_url, session, member):
     session.refresh_from_db()
     assert session.last_activity_at == old, "written again within 30 s"
     assert first > old
+
+
+def _activity_after(session, request) -> bool:
+    """Whether ``request`` (a callable) records activity on ``session`` within a moment."""
+    old = timezone.now() - timedelta(hours=2)
+    InteractiveSession.objects.filter(pk=session.pk).update(last_activity_at=old)
+    assert request().status_code == 200
+    deadline = time.monotonic() + 0.5  # the write is a task of its own, done in milliseconds
+    while time.monotonic() < deadline:
+        session.refresh_from_db()
+        if session.last_activity_at != old:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_polling_reads_of_an_open_tab_are_no_activity(proxy_url, session, member):
+    browser = _signed_in(proxy_url, session, member)
+    base = f"{proxy_url}/s/{session.key}"
+    # JupyterLab's REST polls and TensorBoard's data reloads: not a user.
+    assert not _activity_after(session, lambda: browser.get(f"{base}/api/kernels"))
+    assert not _activity_after(session, lambda: browser.get(f"{base}/data/runs"))
+    # A write through the same API is (a file saved, a kernel started).
+    assert _activity_after(session, lambda: browser.post(f"{base}/api/kernels", data=b"{}"))
 
 
 def test_another_user_is_refused_and_no_cookie_goes_to_the_portal(
