@@ -259,9 +259,10 @@ class _Cycle:
         """Room behind running jobs: borrowed ones first, then for private cluster owners,
         then by fair share."""
         ctx, planner = self.ctx, self.planner
-        lent = planner.plan_borrowed(shape, self.placer.open_classes(shape))
-        if lent is not None:
-            return lent, HaltReason.SCORE
+        if planner.lends:
+            lent = planner.plan_borrowed(shape, self.placer.open_classes(shape))
+            if lent is not None:
+                return lent, HaltReason.SCORE
         if shape.owner_of:
             owned = fairness.owner_classes(shape, self.placer.open_classes(shape))
             plan = planner.plan(shape, owned, fairness.guest_victim, max_new=len(ctx.running))

@@ -126,6 +126,12 @@ class HaltPlanner:
             default=0.0,
         )
 
+    @property
+    def lends(self) -> bool:
+        """Whether borrowed jobs nobody claimed yet run past their minDuration (the cycle's
+        first question before it looks for room behind them)."""
+        return bool(self._borrowed_ids)
+
     def plan_borrowed(self, shape: Shape, classes: Iterable[SlaveClass]) -> RoomPlan | None:
         """Room for a job within its quotas behind borrowed jobs (past their minDuration, as
         every halt) and leaving ones, with as many halts as it takes; None when none makes
@@ -383,10 +389,10 @@ class InteractiveRoom:
                 f"{FAIL_PREFIX}the jobs halted for it did not free room within "
                 f"{format_duration(self.limit.total_seconds())}"
             )
-        classes = self.placer.open_classes(shape)
-        lent = self.planner.plan_borrowed(shape, classes)
-        if lent is not None:
-            return lent  # borrowed jobs first, outside the budget below (as for batch jobs)
+        if self.planner.lends:
+            lent = self.planner.plan_borrowed(shape, self.placer.open_classes(shape))
+            if lent is not None:
+                return lent  # borrowed jobs first, outside the budget below (as for batch jobs)
         if self.failed.known(shape):
             return None
 
@@ -394,7 +400,7 @@ class InteractiveRoom:
             return not protected(victim, cls, shape, ctx)
 
         budget = ctx.config.max_interactive_halts_per_cycle - self.halts
-        plan = self.planner.plan(shape, classes, eligible, budget)
+        plan = self.planner.plan(shape, self.placer.open_classes(shape), eligible, budget)
         if plan is None:
             self.failed.add(shape)
             return None
