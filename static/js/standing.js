@@ -162,8 +162,11 @@
       mayUse.hidden = true;
       list.hidden = true;
     }).catch(function (error) {
-      if (error && error.name === "AbortError") return;
-      if (mine === asked) lastKey = null;  /* try again at the next change or recheck */
+      if ((error && error.name === "AbortError") || mine !== asked) return;
+      /* Asked again at the next change, not every recheck: a failing server gets no stream. */
+      say("Your limits cannot be checked right now.", "", "secondary");
+      mayUse.hidden = true;
+      list.hidden = true;
     });
   }
 
