@@ -169,6 +169,8 @@ class Job(models.Model):
     ui_can_act: bool
     ui_gang: dict[str, object]
     ui_gang_task: str
+    ui_estimate: "StartEstimate | None"  # the dashboard's queued jobs (jobs/web/dashboard.py)
+    ui_estimate_in_s: int | None
     ui_sweep: dict[str, object] | None
 
     class Meta:
@@ -330,6 +332,10 @@ class JobEvent(models.Model):
     message = models.TextField(blank=True)
     # A Tapis stage (jobs/transitions.py) when this event records one; empty otherwise.
     stage = models.CharField(max_length=24, blank=True, default="")
+
+    # Set by the job page's timeline (jobs/web/timeline.py), never stored.
+    ui_label: str
+    ui_style: str
 
     class Meta:
         ordering = ["time", "id"]

@@ -259,6 +259,7 @@ def _cluster_runs(
     )
     runs = {}
     for pk, started, ended, status, updated, gpus in rows:
+        assert started is not None  # filtered: started_at__isnull=False
         end = Job.run_end_of(status=status, ended_at=ended, status_updated=updated, now=until)
         runs[pk] = (started, min(end, until), gpus)
     return runs
