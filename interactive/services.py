@@ -101,12 +101,15 @@ def session_document(
     maxDuration, no port mappings (the proxy reaches the container's bridge address), the
     template's command with its placeholders filled, run under the halt wrapper."""
     base_url = f"/s/{key}/"
-    command = template.command.format(
-        base_url=base_url,
-        base_url_no_trailing_slash=base_url.rstrip("/"),
-        port=template.port,
-        logdir=logdir or "",
-    )
+    # Only these placeholders are filled: any other brace (a shell's ${VAR}) stays as written.
+    command = template.command
+    for name, value in (
+        ("{base_url_no_trailing_slash}", base_url.rstrip("/")),
+        ("{base_url}", base_url),
+        ("{port}", str(template.port)),
+        ("{logdir}", logdir or ""),
+    ):
+        command = command.replace(name, value)
     words = split_command(command) or []
     storage: list[dict[str, str]] = []
     if logdir:
