@@ -182,6 +182,22 @@ def test_a_gang_above_the_soft_level_borrows_whole():
     result = run_cycle(_with(snapshot(slaves=[slave("s1", gpus=4)], queued=tasks), ALICE))
     starts = started(result)
     assert set(starts) == {"t0", "t1"} and all(s.borrowed for s in starts.values())
+    # An in-limit job takes half the slave first: the gang waits whole, saying why first.
+    inside = queued("b", user="bob", gpus=2, submitted=ago(60))
+    result = run_cycle(
+        _with(
+            snapshot(slaves=[slave("s1", gpus=4)], queued=[*tasks, inside], usage={"bob": HOUR}),
+            ALICE,
+        )
+    )
+    assert set(started(result)) == {"b"}
+    for task in ("t0", "t1"):
+        first, second, *_ = result.explanations[task]
+        assert first == (
+            "above the soft level of user alice: it holds 0 GPUs at once, soft level 2, this job "
+            "needs 4; may borrow idle GPUs"
+        )
+        assert second.startswith("gang of 2 tasks waits whole")
 
 
 # --- properties -------------------------------------------------------------------------------
