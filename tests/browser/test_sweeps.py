@@ -11,10 +11,22 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from tests.browser.support import fill_editor, login, screenshot
+from tests.browser.test_every_page import AXE, AXE_RUN, AXE_TAGS
 
 pytestmark = pytest.mark.browser
 
 GRID = "request.docker.environment.LR = 0.1, 0.01\nrequest.docker.environment.BATCH = 32, 64"
+
+
+def assert_accessible(page) -> None:
+    """axe-core (WCAG 2.1 A and AA) finds nothing on the page as it is now, light and dark."""
+    page.add_script_tag(path=str(AXE))
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.wait_for_timeout(300)  # Bootstrap's colour transitions (0.15 s) to end
+        violations = page.evaluate(AXE_RUN, AXE_TAGS)
+        assert not violations, f"{scheme}: {json.dumps(violations, indent=1)}"
+    page.emulate_media(color_scheme="light")
 
 
 @pytest.fixture
@@ -40,6 +52,7 @@ def test_grid_sweep_preview_submit_group_and_cancel(queued, page, js_errors):
     expect(page.locator("#job-submit")).to_have_text("Submit 4 jobs")
     assert not Job.objects.exists()  # a preview submits nothing
     screenshot(page, "sweep-preview")
+    assert_accessible(page)
 
     page.click("#job-submit")
     expect(page).to_have_url(re.compile(r"/jobs/\?sweep=[0-9a-f-]{36}$"))
@@ -64,11 +77,13 @@ def test_grid_sweep_preview_submit_group_and_cancel(queued, page, js_errors):
     expect(page.locator("tr.sweep-child[data-job]")).to_have_count(4)
     expect(group.locator("[data-sweep-toggle]")).to_have_attribute("aria-expanded", "true")
     screenshot(page, "sweep-group-open")
+    assert_accessible(page)
 
     # Cancel the group: one confirmation listing its 4 jobs, then all 4 cancelled.
     group.locator('[data-sweep-action="cancel"]').click()
     expect(page.locator("#bulk-jobs tr[data-job]")).to_have_count(4)
     expect(page.locator("#bulk-confirm")).to_have_text("Cancel 4 jobs")
+    assert_accessible(page)
     assert set(Job.objects.values_list("status", flat=True)) == {"QUEUED"}
     page.click("#bulk-confirm")
     expect(page.locator("#bulk-results h1")).to_have_text("Cancel: 4 done")
