@@ -374,8 +374,9 @@ class SessionProxy:
 
         user_id = cookie_user_read(cookie_header=Headers(scope=scope).get("cookie", ""), key=key)
         if user_id is None:
-            if _wants_html(scope):
-                await _redirect(send, f"{settings.PORTAL_BASE_URL}/sessions/{key}/open")
+            if _wants_html(scope) and settings.PORTAL_BASE_URL:
+                portal = settings.PORTAL_BASE_URL.rstrip("/")
+                await _redirect(send, f"{portal}/sessions/{key}/open")
                 return 302
             return await self._refuse(scope, send, 401, "Open this session from the portal.")
         scope["gpuportal.user"] = user_id
