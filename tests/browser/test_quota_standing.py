@@ -1,12 +1,15 @@
 """Issue 29 item 3 in chromium: Create Job's standing follows the job being written. Changing the
 GPUs field, or maxDuration in the JSON editor, changes the fits / does not fit line (asked of the
-standing endpoint, debounced: a burst of keystrokes is one request)."""
+standing endpoint, debounced: a burst of keystrokes is one request or two); the dashboard's card
+and the box pass axe, with the budgets' renewal in the viewer's zone."""
 
 import pytest
 from playwright.sync_api import expect
 
+from accounts.timezones import profile_set_time_zone
 from quotas.models import Quota
 from tests.browser.support import fill_editor, login, screenshot
+from tests.browser.test_every_page import AXE, AXE_RUN, AXE_TAGS
 
 pytestmark = pytest.mark.browser
 
@@ -56,4 +59,23 @@ def test_changing_gpus_or_max_duration_changes_the_fit_line(limited, page, js_er
     expect(fit).to_have_attribute("data-fits", "never")
     expect(fit).to_contain_text("project browsing has 5 GPU-hours a month; this job may use 10")
     expect(page.locator("#standing-may-use")).to_contain_text("10 GPU-hours")
+    assert not js_errors
+
+
+def test_the_standing_and_the_dashboard_card_pass_axe_in_the_viewers_zone(limited, page, js_errors):
+    Quota.objects.create(user=limited.user, gpus_hard=2, gpus_soft=1)
+    profile_set_time_zone(user=limited.user, zone="Asia/Kolkata")
+    login(page, limited)
+    page.goto(limited.at("/"))
+    card = page.locator("#limits-card")
+    expect(card).to_contain_text("You (dana), in every project")
+    expect(card.locator('[data-limit="gpu_hours"]')).to_contain_text("0 h used of 5")
+    expect(card.locator("time")).to_contain_text("05:30 IST")  # the month's end, in Kolkata
+    page.add_script_tag(path=str(AXE))
+    assert page.evaluate(AXE_RUN, AXE_TAGS) == []
+    page.goto(limited.at("/jobs/new/"))
+    expect(page.locator("#standing-limits")).to_contain_text("GPUs at once: 0 held of 2 (soft 1)")
+    expect(page.locator("#standing-renews time")).to_contain_text("05:30 IST")
+    page.add_script_tag(path=str(AXE))
+    assert page.evaluate(AXE_RUN, AXE_TAGS) == []
     assert not js_errors
