@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 
 from core.errors import ServiceError
 from interactive.models import InteractiveSession, SessionTemplate
+from interactive.services import session_stop
 
 
 @admin.register(SessionTemplate)
@@ -49,8 +50,6 @@ class InteractiveSessionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Stop the selected sessions (GPULab halt of their job)")
     def stop_sessions(self, request, queryset) -> None:
-        from interactive.services import session_stop
-
         for session in queryset.select_related("job"):
             try:
                 session_stop(session=session, user=request.user)
