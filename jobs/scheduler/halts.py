@@ -90,15 +90,20 @@ class HaltPlanner:
         self._free_leaving: dict[str, int] = {}
         self._heaviest: dict[str, float] = {}
         # Per slave: borrowed jobs nobody claimed yet (slaves without any are skipped at once).
-        # and the GPUs they hold (with the free ones, a bound of what halting them frees).
+        # and the GPUs, CPUs and memory they hold (with the free room, a bound of what halting
+        # them frees).
         self._borrowed: dict[str, int] = {}
-        self._borrowed_gpus: dict[str, int] = {}
+        self._borrowed_room: dict[str, list[float]] = {}
         self._borrowed_ids: set[str] = set()
         for name, jobs in self.pool.items():
             self._free_leaving[name] = sum(1 for j in jobs if j.id in ctx.leaving)
             lent = [j for j in jobs if j.borrowed and j.id not in ctx.leaving]
             self._borrowed[name] = len(lent)
-            self._borrowed_gpus[name] = sum(len(j.gpu_ids) for j in lent)
+            self._borrowed_room[name] = [
+                sum(len(j.gpu_ids) for j in lent),
+                sum(len(j.cpu_ids) for j in lent),
+                sum(j.memory_gb for j in lent),
+            ]
             self._borrowed_ids.update(j.id for j in lent)
             self._heaviest[name] = max(
                 (ctx.usage_of(j.user) for j in jobs if j.id not in ctx.leaving), default=-1.0
@@ -113,10 +118,15 @@ class HaltPlanner:
             for name, jobs in self.pool.items()
         }
         self._pool_by_class: dict[int, list[SlaveRuntime]] = {}
+        # The same, only the slaves where borrowed jobs run (what borrowed plans look at).
+        self._lending_by_class: dict[int, list[SlaveRuntime]] = {}
         for cls in ctx.classes:
             members = [s for s in cls.slaves if s.name in self.pool]
             if members:
                 self._pool_by_class[cls.id] = members
+            lending = [s for s in members if self._borrowed[s.name]]
+            if lending:
+                self._lending_by_class[cls.id] = lending
 
     def heaviest_haltable_usage(self) -> float:
         """Largest usage among owners of jobs that could still be halted (0 when none)."""
@@ -148,9 +158,11 @@ class HaltPlanner:
             self.borrowed_failed.add(shape)
         return plan
 
-    def _slaves(self, cls: SlaveClass) -> list[SlaveRuntime]:
+    def _slaves(self, cls: SlaveClass, borrowed_only: bool = False) -> list[SlaveRuntime]:
         if cls.single:
             return [s for s in cls.slaves if s.name in self.pool]
+        if borrowed_only:
+            return self._lending_by_class.get(cls.id, [])
         return self._pool_by_class.get(cls.id, [])
 
     def plan(
@@ -172,16 +184,13 @@ class HaltPlanner:
         best_key: tuple[int, int, int] | None = None
         may_halt = eligible is not None and max_new > 0
         for cls in classes:
-            for slave in self._slaves(cls):
+            for slave in self._slaves(cls, borrowed_only):
                 name = slave.name
                 if borrowed_only and (
                     not self._borrowed[name]
-                    or (
-                        not self._free_leaving[name]
-                        and len(slave.free_gpus) + self._borrowed_gpus[name] < shape.gpus
-                    )
+                    or (not self._free_leaving[name] and self._short_behind_borrowed(shape, slave))
                 ):
-                    continue  # no borrowed job, or too few GPUs even behind all of them
+                    continue  # no borrowed job, or too little room even behind all of them
                 if not self._free_leaving[name] and (
                     not may_halt
                     or (
@@ -198,6 +207,15 @@ class HaltPlanner:
                 if best_key is None or key < best_key:
                     best, best_key = plan, key
         return best
+
+    def _short_behind_borrowed(self, shape: Shape, slave: SlaveRuntime) -> bool:
+        """Whether the slave's free room and all its borrowed jobs' are too little."""
+        gpus, cpus, memory = self._borrowed_room[slave.name]
+        return (
+            len(slave.free_gpus) + gpus < shape.gpus
+            or len(slave.free_cpus) + cpus < shape.cpus
+            or slave.free_mem + memory + EPS < shape.memory_gb
+        )
 
     def _plan_slave(
         self,
@@ -277,7 +295,10 @@ class HaltPlanner:
             if job.id in self._borrowed_ids:
                 self._borrowed_ids.discard(job.id)
                 self._borrowed[plan.slave.name] -= 1
-                self._borrowed_gpus[plan.slave.name] -= len(job.gpu_ids)
+                room = self._borrowed_room[plan.slave.name]
+                room[0] -= len(job.gpu_ids)
+                room[1] -= len(job.cpu_ids)
+                room[2] -= job.memory_gb
             self.claimed.add(job.id)
             self.ctx.leaving.add(job.id)
             totals[0] -= len(job.gpu_ids)
