@@ -115,6 +115,9 @@ class ExplanationSerializer(serializers.Serializer):
 
 class ArraySubmittedSerializer(serializers.Serializer):
     uuids = serializers.ListField(child=serializers.CharField(), help_text="in the items' order")
+    arrayId = serializers.CharField(
+        help_text="shared by the array's jobs; the web jobs list shows them at /jobs/?sweep=<arrayId>"
+    )
 
 
 class ConvertedJobSerializer(serializers.Serializer):

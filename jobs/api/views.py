@@ -563,4 +563,7 @@ class JobArrayView(PortalAPIView):
         jobs = services.job_submit_many(
             user=request.user, project=project, documents=documents, hold=hold, name=name
         )
-        return Response({"uuids": [str(job.uuid) for job in jobs]}, status=201)
+        return Response(
+            {"uuids": [str(job.uuid) for job in jobs], "arrayId": str(jobs[0].array_id)},
+            status=201,
+        )

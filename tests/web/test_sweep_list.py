@@ -128,3 +128,13 @@ def test_the_list_stays_a_few_queries_with_sweeps(member_client, array, count_qu
     for _ in range(4):
         array(3)
     assert count_queries(member_client, "/jobs/") == few
+
+
+def test_a_rest_array_is_a_sweep_of_the_list_too(member_client, project, slave, hello_world):
+    body = {"project": project.name, "template": hello_world, "variations": [{}, {}]}
+    answer = member_client.post("/api/portal/jobs/array", body, content_type="application/json")
+    assert answer.status_code == 201, answer.content
+    array_id = answer.json()["arrayId"]
+    assert {str(j.array_id) for j in Job.objects.all()} == {array_id}
+    html = member_client.get(f"/jobs/?sweep={array_id}").content.decode()
+    assert sorted(u for u, _ in rows(html)) == sorted(answer.json()["uuids"])
