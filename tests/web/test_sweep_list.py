@@ -138,3 +138,13 @@ def test_a_rest_array_is_a_sweep_of_the_list_too(member_client, project, slave, 
     assert {str(j.array_id) for j in Job.objects.all()} == {array_id}
     html = member_client.get(f"/jobs/?sweep={array_id}").content.decode()
     assert sorted(u for u, _ in rows(html)) == sorted(answer.json()["uuids"])
+
+
+def test_a_sweep_row_is_polled_while_any_of_its_jobs_is_active(member_client, array):
+    jobs = array(3)
+    Job.objects.filter(pk=jobs[0].pk).update(status="FINISHED")  # the row's own job ended
+    html = member_client.get("/jobs/").content.decode()
+    assert 'data-polling="on"' in html
+    assert "3 rows" not in html and "1 row (a sweep is one row)" in html
+    Job.objects.filter(pk__in=[j.pk for j in jobs]).update(status="CANCELLED")
+    assert 'data-polling="off"' in member_client.get("/jobs/").content.decode()

@@ -34,7 +34,7 @@ from jobs.selectors import (
     project_ids_of,
     queue_positions,
 )
-from jobs.states import JobStatus
+from jobs.states import ACTIVE, JobStatus
 from jobs.user_actions.registry import (
     BULK_ACTIONS,
     BULK_LABELS,
@@ -131,7 +131,9 @@ def job_list(request):
         "bulk_actions": [(name, BULK_LABELS[name][0]) for name in BULK_ACTIONS],
         "page": page,
         "jobs": jobs,
-        "any_active": any(job.ui_active for job in jobs),
+        # A sweep's row is polled while any job of it is active, not only its first one.
+        "any_active": any(job.ui_active or (job.ui_sweep or {}).get("active") for job in jobs),
+        "any_sweep": any(job.ui_sweep for job in jobs),
         "usernames": _known_usernames(user, admin),
         "filtered": bool(
             request.GET.get("q")
@@ -175,6 +177,7 @@ def sweep_summaries(user, array_ids) -> dict:
         counts = sorted(summary["counts"].items(), key=lambda item: order.index(item[0]))
         summary["counts"] = counts
         summary["counts_text"] = ", ".join(f"{n} {status.lower()}" for status, n in counts)
+        summary["active"] = any(status in ACTIVE for status, _n in counts)
     return summaries
 
 
