@@ -153,9 +153,9 @@ def replay(settings, make_user, slave):
         )  # fmt: skip
         rows[run.key] = job
 
-    # Ticks every 6 hours from before the first run to after the last, the month's two edges
+    # Ticks every 12 hours from before the first run to after the last, the month's two edges
     # among them; no tick falls between a container's end and its recorded end.
-    ticks = [at(29, month=9) + timedelta(hours=6 * i) for i in range(4 * 35)]
+    ticks = [at(29, month=9) + timedelta(hours=12 * i) for i in range(2 * 35)]
     ticks = [t for t in ticks if t <= END]
     assert T0 in ticks and T1 in ticks and END in ticks
     config, states, fair = scheduler_config(), {}, {}
