@@ -497,8 +497,10 @@ class ClusterUtilisationView(PortalAPIView):
         operation_id="portal_cluster_utilisation",
         tags=[PORTAL_TAG],
         summary="What a cluster's running jobs used over the last hours",
-        description="Summed over the cluster's running jobs, per 10-minute bucket (hourly "
-        "beyond 48 hours): CPU cores busy, memory in GB, GPUs held and GPUs busy.",
+        description="Per 10-minute bucket (hourly beyond 48 hours), the mean over the bucket "
+        "of what the cluster's jobs held and used, each job weighted by how long it ran in the "
+        "bucket: CPU cores busy, memory in GB, GPUs held (from the runs) and GPUs busy. The "
+        "last entry is the instant at the end of the window.",
         parameters=[OpenApiParameter("hours", int, description="1 to 168; default 24")],
         responses={200: ClusterUtilisationSerializer, 400: BAD_QUERY},
     )
