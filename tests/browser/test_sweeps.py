@@ -53,6 +53,10 @@ def test_grid_sweep_preview_submit_group_and_cancel(queued, page, js_errors):
     assert not Job.objects.exists()  # a preview submits nothing
     screenshot(page, "sweep-preview")
     assert_accessible(page)
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than it
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert_accessible(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     page.click("#job-submit")
     expect(page).to_have_url(re.compile(r"/jobs/\?sweep=[0-9a-f-]{36}$"))
