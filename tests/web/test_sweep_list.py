@@ -148,3 +148,10 @@ def test_a_sweep_row_is_polled_while_any_of_its_jobs_is_active(member_client, ar
     assert "3 rows" not in html and "1 row (a sweep is one row)" in html
     Job.objects.filter(pk__in=[j.pk for j in jobs]).update(status="CANCELLED")
     assert 'data-polling="off"' in member_client.get("/jobs/").content.decode()
+
+
+def test_a_sweeps_job_page_leads_back_to_its_sweep(member_client, array, submit):
+    jobs = array(2)
+    html = member_client.get(f"/jobs/{jobs[1].uuid}/").content.decode()
+    assert f'href="/jobs/?sweep={jobs[1].array_id}" id="job-sweep"' in html
+    assert 'id="job-sweep"' not in member_client.get(f"/jobs/{submit().uuid}/").content.decode()
