@@ -89,7 +89,9 @@ out = {
 }
 out["ratio_median"] = round(out["with"]["median_s"] / out["without"]["median_s"], 3)
 for k, v in cpu.items():
+    out[k]["cpu_best_s"] = round(min(v), 3)
     out[k]["cpu_median_s"] = round(statistics.median(v), 3)
+out["ratio_cpu_best"] = round(out["with"]["cpu_best_s"] / out["without"]["cpu_best_s"], 3)
 out["ratio_cpu_median"] = round(out["with"]["cpu_median_s"] / out["without"]["cpu_median_s"], 3)
 out["starts_without"], out["starts_with"], out["jobs_held_by_a_quota"] = starts0, starts1, held
 if SOFT:

@@ -206,6 +206,11 @@ class HaltPlanner:
                 key = (len(plan.new_halts), freed, slave.rank)
                 if best_key is None or key < best_key:
                     best, best_key = plan, key
+                if borrowed_only and key[0] <= 1 and freed <= shape.gpus:
+                    # One halt freeing no GPU the job does not take: no other slave does
+                    # better but by its name. Borrowed plans are many (every in-limit job
+                    # that finds no room asks), so the search ends here.
+                    return best
         return best
 
     def _short_behind_borrowed(self, shape: Shape, slave: SlaveRuntime) -> bool:
