@@ -16,7 +16,8 @@ Rules shared by every kind of halt:
   (:meth:`HaltPlanner.plan_borrowed`), before any other kind of halt is considered; the slaves
   it then holds room on are closed to the cycle's borrowers (``held_slaves``);
 * across slaves the plan with the fewest new halts wins, then the one freeing the fewest GPUs,
-  then the slave name;
+  then the slave name (a borrowed plan of one halt that frees no more GPUs than the job takes
+  is taken as soon as it is found);
 * a slave where a fixed host port the job asks for is in use is never chosen (halts free
   GPUs, CPUs and memory, not ports), and the room held takes the job's ports on that slave.
 
