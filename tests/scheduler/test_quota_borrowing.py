@@ -379,9 +379,9 @@ def test_borrowing_properties(snap):
 
 @settings(max_examples=60, deadline=None)
 @given(soft_snapshots())
-def test_without_soft_levels_or_borrowed_jobs_nothing_changes(snap):
-    """Soft levels and borrowed marks are all the borrowing reads: without them the cycle is
-    the hard-limit cycle it was."""
+def test_without_soft_levels_nothing_is_borrowed_nor_halted(snap):
+    """Soft levels and borrowed marks are all the borrowing reads: without them no start is
+    borrowed and (fairness halts off) nothing is halted; the cycle stays deterministic."""
     hard_only = replace(
         snap,
         quotas=tuple(
