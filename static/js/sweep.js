@@ -19,18 +19,34 @@
     return checked ? checked.value : "";
   }
 
+  var editor = document.getElementById("id_document");
+
+  /* A sweep document pasted whole ({"template", "variations"} or {"jobs"}) previews too. */
+  function pasted() {
+    try {
+      var doc = JSON.parse(editor ? editor.value : "");
+      return doc !== null && typeof doc === "object" && doc.request === undefined &&
+        doc.jobDefinition === undefined &&
+        (doc.template !== undefined || doc.variations !== undefined || doc.jobs !== undefined);
+    } catch (e) {
+      return false;
+    }
+  }
+
+  function sweeping() { return Boolean(mode()) || pasted(); }
+
   function showMode() {
     var current = mode();
     section.querySelectorAll("[data-sweep-box]").forEach(function (box) {
       box.hidden = box.getAttribute("data-sweep-box") !== current;
     });
-    previewButton.hidden = !current;
-    if (!current) result.innerHTML = "";
-    if (submit) submit.textContent = current ? "Submit sweep" : submitLabel;
+    previewButton.hidden = !sweeping();
+    if (!sweeping()) result.innerHTML = "";
+    if (submit && !result.querySelector("[data-count]")) submit.textContent = sweeping() ? "Submit sweep" : submitLabel;
   }
 
   function preview() {
-    if (!mode()) return;
+    if (!sweeping()) return;
     var body = new FormData(form);
     body.delete("document_file");
     body.append("sweep_preview", "1");
@@ -49,7 +65,7 @@
       result.innerHTML = html;
       var count = result.querySelector("[data-count]");
       var n = count ? parseInt(count.getAttribute("data-count"), 10) : 0;
-      if (submit && mode()) submit.textContent = n ? "Submit " + n + " job" + (n === 1 ? "" : "s") : "Submit sweep";
+      if (submit && sweeping()) submit.textContent = n ? "Submit " + n + " job" + (n === 1 ? "" : "s") : "Submit sweep";
     }).catch(function (error) {
       result.textContent = "Could not preview: " + error.message;
     }).finally(function () {
@@ -69,8 +85,12 @@
     });
   });
   section.querySelectorAll("textarea").forEach(function (box) { box.addEventListener("input", later); });
-  var editor = document.getElementById("id_document");
-  if (editor) editor.addEventListener("input", function () { if (mode()) later(); });
+  if (editor) {
+    editor.addEventListener("input", function () {
+      showMode();
+      if (sweeping()) later();
+    });
+  }
   previewButton.addEventListener("click", function (event) {
     event.preventDefault();
     clearTimeout(timer);

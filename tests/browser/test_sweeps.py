@@ -113,6 +113,10 @@ def test_a_pasted_sweep_document_is_checked_and_submitted(queued, page, js_error
     page.click("#job-validate")
     expect(status).to_have_text("A sweep of 2 jobs: submitted as one array.")
     expect(page.locator("#job-json-errors")).to_be_hidden()
+    # Previewed as a sweep made in the section is.
+    expect(page.locator("#sweep-count")).to_contain_text("2 jobs")
+    expect(page.locator('#sweep-preview-jobs tr[data-sweep-job="1"]')).to_contain_text("two")
+    expect(page.locator("#job-submit")).to_have_text("Submit 2 jobs")
     page.click("#job-submit")
     expect(page).to_have_url(re.compile(r"/jobs/\?sweep="))
     expect(page.locator("tr[data-job]")).to_have_count(2)
