@@ -107,13 +107,14 @@ def _key_of(by: str) -> Callable[[dict], tuple]:
 def _runs(period: ReportPeriod, scope: Q | None) -> list[dict]:
     runs = runs_overlapping(period.start, period.end, scope=scope)
     if HAS_BORROWED and runs:
-        borrowed = set(
-            Job.objects.filter(pk__in=[r["id"] for r in runs], borrowed=True).values_list(
-                "pk", flat=True
-            )
+        # The same reading restricted to borrowed runs (no IN list of every run's id).
+        flag = Q(borrowed=True)
+        borrowed = runs_overlapping(
+            period.start, period.end, scope=flag if scope is None else scope & flag
         )
+        ids = {run["id"] for run in borrowed}
         for run in runs:
-            run["borrowed"] = run["id"] in borrowed
+            run["borrowed"] = run["id"] in ids
     return runs
 
 
@@ -124,9 +125,8 @@ def _ended_jobs(period: ReportPeriod, scope: Q | None) -> list[dict]:
     )
     if scope is not None:
         jobs = jobs.filter(scope)
-    return list(
-        jobs.order_by().values("owner__username", "project__name", "slave__cluster_id", "status")
-    )
+    fields = ("owner__username", "project__name", "slave__cluster_id", "status")
+    return [dict(row) for row in jobs.order_by().values(*fields)]
 
 
 def _utilisation(run_ids: Iterable[int], period: ReportPeriod) -> dict[int, tuple[float, int]]:
@@ -195,12 +195,11 @@ def usage_report(*, by: str, period: ReportPeriod, now: datetime, scope: Q | Non
             if period.start <= started < period.end and started <= now
             else None
         )
-        if seconds <= 0 and wait is None:
-            continue
         if seconds <= 0:
-            # Started in the period but held nothing in it (started and ended at once).
-            for figures in (rows[key_of(run)], total):
-                figures.waits.append(wait)
+            if wait is not None:
+                # Started in the period but held nothing in it (started and ended at once).
+                for figures in (rows[key_of(run)], total):
+                    figures.waits.append(wait)
             continue
         for figures in (rows[key_of(run)], total):
             _add_run(figures, run, seconds, wait, util.get(run["id"]))

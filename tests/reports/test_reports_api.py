@@ -168,3 +168,20 @@ def test_the_page_shows_the_table_chart_and_downloads(client, october, manager):
     refused = client.get("/reports/?from=2026-10-02&to=2026-10-01")
     assert refused.status_code == 400
     assert "to: must not be before from (2026-10-02)" in refused.content.decode()
+
+
+def test_a_member_sees_their_projects_per_cluster_only(client, october, member):
+    body = report(client, member, f"by=cluster&{OCTOBER}")
+    rows = rows_by(body, "cluster")
+    assert rows[("1",)]["gpu_hours"] == 13.0  # vision's runs; bob's hour in speech is not theirs
+    assert rows[("unplaced",)]["jobs_cancelled"] == 1
+
+
+def test_borrowed_runs_count_apart(client, october, member):
+    from jobs.models import Job
+
+    Job.objects.filter(pk=october["j1"].pk).update(borrowed=True)
+    body = report(client, member, f"by=user&{OCTOBER}")
+    alice = rows_by(body, "user")[("alice",)]
+    assert (alice["gpu_hours"], alice["borrowed_gpu_hours"]) == (5.0, 4.0)
+    assert alice["borrowed_gpu_seconds"] == 4 * 3600
