@@ -27,6 +27,7 @@ from playwright.sync_api import expect
 from accounts.models import Membership, Profile
 from accounts.tokens import api_token_rotate
 from clusters.models import Slave
+from interactive.models import InteractiveSession, SessionTemplate
 from jobs.models import Job, JobEvent, UserUsage
 from jobs.scheduler_bridge.snapshot import RUNNING_FIELDS, scheduler_config
 from jobs.scheduler_bridge.usage import usage_accrue
@@ -69,6 +70,10 @@ NOT_PAGES = {
     "oidc/authenticate/": "a redirect to the identity provider (sign-in)",
     "oidc/callback/": "the identity provider's redirect back (sign-in)",
     r"reports/^(?P<kind>usage|sizes)\.(?P<extension>csv|json)$": "CSV or JSON download",
+    "sessions/new": "POST only (the sessions page's form)",
+    "sessions/<str:key>/open": "a redirect to the session proxy (sign-in hand-off)",
+    "sessions/<str:key>/extend": "POST only (the session's Extend button)",
+    "sessions/<str:key>/stop": "POST only (the session's Stop button)",
 }
 
 
@@ -189,6 +194,16 @@ def site(portal, slave, settings, django_user_model):
             owner=user, project=project, status="FAILED", slave=slave, exit_code=2, name="broke"
         ),
         "cancelled": make_job(owner=user, project=project, status="CANCELLED", name="stopped"),
+        # An interactive session, unused for 55 minutes: its page and the sessions page show
+        # the countdowns and the cull's banner.
+        "session": make_job(
+            owner=user,
+            project=project,
+            status="RUNNING",
+            slave=slave,
+            name="jupyterlab-session",
+            interactive=True,
+        ),
         # From a Tapis app: its page holds the Tapis card with its stages' times.
         "tapis": make_job(
             owner=user,
@@ -199,6 +214,15 @@ def site(portal, slave, settings, django_user_model):
             origin={"tapis": {"appId": "classify", "appVersion": "1.0"}},
         ),
     }
+    Job.objects.filter(pk=jobs["session"].pk).update(started_at=now - timedelta(minutes=55))
+    InteractiveSession.objects.create(
+        job=jobs["session"],
+        template=SessionTemplate.objects.get(slug="jupyterlab"),
+        port=8888,
+        landing_path="lab",
+        upstream="10.0.0.9:8888",
+        created_at=now - timedelta(minutes=55),
+    )
     JobEvent.objects.create(
         job=jobs["tapis"],
         time=now - timedelta(seconds=3),
@@ -297,6 +321,7 @@ def user_pages(site) -> list[tuple[str, str, str]]:
         ("reservations", "/reservations/", "reservations/"),
         ("reservation", f"/reservations/{reservation.uuid}/", "reservations/<uuid:uuid>/"),
         ("usage", "/usage/", "usage/"),
+        ("sessions", "/sessions/", "sessions/"),
         ("reports", "/reports/?by=member&preset=last-30-days", "reports/"),
         ("apps", "/apps/", "apps/"),
         (
