@@ -115,7 +115,9 @@ def test_preview_counts_the_jobs_and_shows_their_differing_values(create, hello_
 
 
 def test_preview_without_javascript_renders_the_page(create, hello_world):
-    response = create(hello_world, sweep_mode="list", sweep_list="description = x", sweep_preview="1")
+    response = create(
+        hello_world, sweep_mode="list", sweep_list="description = x", sweep_preview="1"
+    )
     html = response.content.decode()
     assert response.status_code == 200 and "<html" in html and 'data-count="1"' in html
     assert 'id="sweep-list"' in html and "description = x" in html  # the section kept
@@ -141,3 +143,11 @@ def test_the_editor_check_counts_a_pasted_sweep(member_client, hello_world):
     answer = member_client.post("/jobs/new/convert", {"document": json.dumps(body)}).json()
     assert answer["kind"] == "array" and answer["count"] == 2 and not answer["ok"]
     assert [e["path"] for e in answer["errors"]] == ["variations[1].request.resources.cpus"]
+
+
+def test_apply_fields_leaves_a_sweep_document_as_it_is(create, hello_world):
+    body = {"template": hello_world, "variations": [{}]}
+    response = create(body, apply_fields="1", name="renamed")
+    assert response.status_code == 200 and not Job.objects.exists()
+    assert "This is a sweep document" in response.content.decode()
+    assert json.loads(response.context["form"]["document"].value()) == body

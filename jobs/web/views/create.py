@@ -174,11 +174,17 @@ def job_create(request):
 
     if "apply_fields" in request.POST:
         # No JavaScript: write the fields into the document and show it again.
-        base, converted, error = convert_text(text) if text.strip() else ({}, False, None)
+        base, converted, error = _read_text(text) if text.strip() else ({}, False, None)
         if error is not None:
             _show_errors(form, context, error)
             return render(request, "jobs/create.html", context, status=400)
         assert base is not None  # a document whenever there is no error
+        if is_array_body(base):
+            context["notices"].append(
+                "This is a sweep document: the common fields apply to one job; edit its "
+                "template in the document itself."
+            )
+            return render(request, "jobs/create.html", context)
         kind = _kind_of(base)
         if kind is not None:
             context["notices"].append(
