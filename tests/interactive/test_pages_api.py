@@ -132,7 +132,10 @@ def test_the_page_starts_opens_extends_and_stops(client, member, slave, settings
     assert 'id="job-session"' in job_page and 'data-session-banner="idle"' in job_page
     assert session.app_token not in job_page
 
-    client.post(f"/sessions/{session.key}/extend", {"next": f"/jobs/{session.job.uuid}/"})
+    live = client.get(f"/jobs/{session.job.uuid}/live/").content.decode()
+    assert f'name="next" value="/jobs/{session.job.uuid}/"' in live  # back to the page itself
+    back = client.post(f"/sessions/{session.key}/extend", {"next": f"/jobs/{session.job.uuid}/"})
+    assert back["Location"] == f"/jobs/{session.job.uuid}/"
     session.refresh_from_db()
     assert session.extensions == 1
     client.post(f"/sessions/{session.key}/stop")
