@@ -209,13 +209,20 @@ def usage_report(*, by: str, period: ReportPeriod, now: datetime, scope: Q | Non
     bounds = {"from": f"{period.first_day:%Y-%m-%d}", "to": f"{period.last_day:%Y-%m-%d}"}
     names = KEY_COLUMNS[by]
     out = []
-    for key in sorted(rows, key=lambda k: tuple("" if v is None else str(v) for v in k)):
+    for key in sorted(rows, key=lambda k: tuple(_order(v) for v in k)):
         labels = dict(zip(names, key, strict=True))
         if by == "cluster":
             labels["cluster"] = cluster_label(key[0])
         out.append({**bounds, **labels, **rows[key].as_columns()})
     totals = {**bounds, **dict.fromkeys(names, "total"), **total.as_columns()}
     return UsageReport(by=by, period=period, now=now, rows=out, totals=totals)
+
+
+def _order(value) -> tuple[bool, int, str]:
+    """Rows in the order of their keys: names alphabetically, cluster ids as numbers, none last."""
+    if value is None:
+        return (True, 0, "")
+    return (False, value if isinstance(value, int) else 0, str(value))
 
 
 def cluster_label(cluster_id: int | None) -> str:
