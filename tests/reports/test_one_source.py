@@ -31,3 +31,11 @@ def test_the_three_readers_call_the_interval_function():
         assert "held_seconds" in names_used(ROOT / path), path
     source = (ROOT / "jobs/scheduler_bridge/quota_usage.py").read_text()
     assert "from jobs.scheduler_bridge.run_intervals import held_seconds" in source
+
+
+def test_docs_name_every_column_of_the_export():
+    from reports.accounting import FIGURE_COLUMNS, SIZE_COLUMNS
+
+    text = (ROOT / "docs/reports.md").read_text()
+    for column in (*FIGURE_COLUMNS, *SIZE_COLUMNS):
+        assert f"`{column}`" in text, column
