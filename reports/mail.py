@@ -32,7 +32,7 @@ def previous_month(now: datetime) -> str:
     return f"{first - timedelta(days=1):%Y-%m}"
 
 
-def _hours(value: object) -> str:
+def _hours(value) -> str:
     return f"{float(value or 0):.2f}"
 
 
