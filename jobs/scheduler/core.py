@@ -180,12 +180,13 @@ class _Cycle:
         self.placer = Placer(ctx, self.env)
         self.borrowing = Borrowing(self)
         # Borrowers wait for room after every owner job: they are no owner demand.
+        above_soft = self.borrowing.above_soft
         self.demand = fairness.count_owner_demand(
             ctx,
             live,
             self.shapes,
             self.placer.candidates,
-            lambda job: self._held(job) is not None or self.borrowing.above_soft(job) is not None,
+            lambda job: self._held(job) is not None or above_soft(job) is not None,
         )
         self.planner = HaltPlanner(ctx)
         self.interactive = InteractiveRoom(ctx, self.planner, self.placer)

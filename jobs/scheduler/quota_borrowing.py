@@ -45,16 +45,19 @@ class Borrowing:
         # Gangs put aside, with their tasks (the first task is in ``deferred``).
         self.gangs: dict[str, list[QueuedJob]] = {}
         self.running = False  # the borrowing pass has begun: nothing is put aside any more
+        # The quota counters when some scope has a soft level (asked once per queued job: a
+        # cycle without soft levels pays one test each).
+        ledger = cycle.ctx.quotas
+        self.ledger = ledger if ledger is not None and ledger.any_soft else None
 
     def above_soft(self, job: QueuedJob) -> str | None:
-        ledger = self.cycle.ctx.quotas
-        return None if ledger is None else ledger.above_soft(job)
+        return None if self.ledger is None else self.ledger.above_soft(job)
 
     def defers(self, job: QueuedJob) -> bool:
         """Put aside a job (within its hard levels) that is above a soft level."""
-        if self.running:
+        if self.ledger is None or self.running:
             return False
-        line = self.above_soft(job)
+        line = self.ledger.above_soft(job)
         if line is None:
             return False
         self.deferred.append(job)
