@@ -17,7 +17,7 @@ Rules shared by every kind of halt:
   it then holds room on are closed to the cycle's borrowers (``held_slaves``);
 * across slaves the plan with the fewest new halts wins, then the one freeing the fewest GPUs,
   then the slave name (a borrowed plan of one halt that frees no more GPUs than the job takes
-  is taken as soon as it is found);
+  is taken as soon as it is found: :meth:`HaltPlanner.plan_borrowed`);
 * a slave where a fixed host port the job asks for is in use is never chosen (halts free
   GPUs, CPUs and memory, not ports), and the room held takes the job's ports on that slave.
 
@@ -146,7 +146,13 @@ class HaltPlanner:
     def plan_borrowed(self, shape: Shape, classes: Iterable[SlaveClass]) -> RoomPlan | None:
         """Room for a job within its quotas behind borrowed jobs (past their minDuration, as
         every halt) and leaving ones, with as many halts as it takes; None when none makes
-        room. Jobs the shape may never halt (``fairness.protected``) stay."""
+        room. Jobs the shape may never halt (``fairness.protected``) stay.
+
+        Only slaves where borrowed jobs run are looked at, those with too little room even
+        behind all of them skipped; the best plan as :meth:`plan` ranks them, except that one
+        halt freeing no GPU the job does not take ends the search (every in-limit job that
+        finds no room asks, so plans are many: no other slave does better but by its name).
+        """
         if not self._borrowed_ids or self.borrowed_failed.known(shape):
             return None
         ctx = self.ctx
@@ -154,16 +160,35 @@ class HaltPlanner:
         def eligible(victim: RunningJob, cls: SlaveClass) -> bool:
             return victim.borrowed and not protected(victim, cls, shape, ctx)
 
-        plan = self.plan(shape, classes, eligible, len(ctx.running), borrowed_only=True)
-        if plan is None:
+        best: RoomPlan | None = None
+        best_key: tuple[int, int, int] | None = None
+        for cls in classes:
+            if cls.single:
+                slaves = [s for s in cls.slaves if self._borrowed.get(s.name)]
+            else:
+                slaves = self._lending_by_class.get(cls.id, [])
+            for slave in slaves:
+                name = slave.name
+                if not self._borrowed[name] or (
+                    not self._free_leaving[name] and self._short_behind_borrowed(shape, slave)
+                ):
+                    continue
+                found = self._plan_slave(shape, cls, slave, eligible, len(ctx.running))
+                if found is None:
+                    continue
+                plan, freed = found
+                key = (len(plan.new_halts), freed, slave.rank)
+                if best_key is None or key < best_key:
+                    best, best_key = plan, key
+                if key[0] <= 1 and freed <= shape.gpus:
+                    return best
+        if best is None:
             self.borrowed_failed.add(shape)
-        return plan
+        return best
 
-    def _slaves(self, cls: SlaveClass, borrowed_only: bool = False) -> list[SlaveRuntime]:
+    def _slaves(self, cls: SlaveClass) -> list[SlaveRuntime]:
         if cls.single:
             return [s for s in cls.slaves if s.name in self.pool]
-        if borrowed_only:
-            return self._lending_by_class.get(cls.id, [])
         return self._pool_by_class.get(cls.id, [])
 
     def plan(
@@ -173,25 +198,18 @@ class HaltPlanner:
         eligible: Eligible | None,
         max_new: int,
         victim_usage_above: float | None = None,
-        borrowed_only: bool = False,
     ) -> RoomPlan | None:
         """Best room for the shape behind leaving jobs and (when ``eligible``) new halts.
 
         ``victim_usage_above``: a necessary condition of ``eligible`` (the victim's user has more
-        usage than this), used to skip slaves without looking at their jobs. ``borrowed_only``:
-        ``eligible`` takes borrowed jobs only, so slaves without one are skipped.
+        usage than this), used to skip slaves without looking at their jobs.
         """
         best: RoomPlan | None = None
         best_key: tuple[int, int, int] | None = None
         may_halt = eligible is not None and max_new > 0
         for cls in classes:
-            for slave in self._slaves(cls, borrowed_only):
+            for slave in self._slaves(cls):
                 name = slave.name
-                if borrowed_only and (
-                    not self._borrowed[name]
-                    or (not self._free_leaving[name] and self._short_behind_borrowed(shape, slave))
-                ):
-                    continue  # no borrowed job, or too little room even behind all of them
                 if not self._free_leaving[name] and (
                     not may_halt
                     or (
@@ -207,11 +225,6 @@ class HaltPlanner:
                 key = (len(plan.new_halts), freed, slave.rank)
                 if best_key is None or key < best_key:
                     best, best_key = plan, key
-                if borrowed_only and key[0] <= 1 and freed <= shape.gpus:
-                    # One halt freeing no GPU the job does not take: no other slave does
-                    # better but by its name. Borrowed plans are many (every in-limit job
-                    # that finds no room asks), so the search ends here.
-                    return best
         return best
 
     def _short_behind_borrowed(self, shape: Shape, slave: SlaveRuntime) -> bool:
