@@ -92,9 +92,7 @@ else
 fi
 
 # The recipe: what decides the image's content. Its hash labels the image.
-recipe_files=("$0" "$pins/customize.sh" "$pins/requirements.txt")
-[[ -e "$pins/constraints.txt" ]] && recipe_files+=("$pins/constraints.txt")
-recipe="$(cat "${recipe_files[@]}" | sha256sum | cut -c1-16)"
+recipe="$(cat "$0" "$pins"/* | sha256sum | cut -c1-16)"
 
 mkdir -p "$(dirname "$done_file")"
 exec 9>"$done_file.lock"

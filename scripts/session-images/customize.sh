@@ -34,6 +34,20 @@ echo "portal:x:1000:" >>"$root/etc/group"
 echo "portal:*:19000:0:99999:7:::" >>"$root/etc/shadow"
 mkdir -p "$root/home/portal"
 chown 1000:1000 "$root/home/portal"
+# Jupyter's settings for sessions: the extension that keeps the app token out of pages
+# (portal_session.py), and the file browser starting in the user's home (an API path, relative
+# to the root dir): the session command serves the whole root (--ServerApp.root_dir=/), where
+# this user may not write, so "New notebook" works at once.
+site="$(chroot "$root" /opt/venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+cp "$pins/portal_session.py" "$root$site/portal_session.py"
+chroot "$root" /opt/venv/bin/python3 -m compileall -q "$site/portal_session.py"
+mkdir -p "$root/opt/venv/etc/jupyter/jupyter_server_config.d"
+cat >"$root/opt/venv/etc/jupyter/jupyter_server_config.d/portal_session.json" <<'JSON'
+{
+  "ServerApp": {"jpserver_extensions": {"portal_session": true}},
+  "FileContentsManager": {"preferred_dir": "home/portal"}
+}
+JSON
 
 # What an image needs no more: apt's lists and caches, logs, and any docs or man pages that
 # slipped past the build's dpkg path-exclude options.
