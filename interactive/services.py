@@ -280,11 +280,16 @@ def session_extend(
             " (PORTAL_SESSION_MAX_SECONDS)"
         )
     request = dict(job.request)
-    request["scheduling"] = {**request["scheduling"], "maxDuration": format_duration(new_max)}
+    # minDuration follows: the scheduler never halts a session for another job's sake.
+    request["scheduling"] = {
+        **request["scheduling"],
+        "maxDuration": format_duration(new_max),
+        "minDuration": format_duration(new_max),
+    }
     with transaction.atomic():
         # Compare-and-swap: two clicks at once extend once.
         won = Job.objects.filter(pk=job.pk, max_duration_s=job.max_duration_s).update(
-            max_duration_s=new_max, request=request
+            max_duration_s=new_max, min_duration_s=new_max, request=request
         )
         if not won:
             raise Conflict("the session was extended meanwhile; reload and try again")

@@ -102,6 +102,7 @@ def test_extend_within_policy_then_refused_naming_the_rule(started, people, sett
     session_extend(session=started, user=user)
     job = Job.objects.get(pk=started.job_id)
     assert job.max_duration_s == 3 * 3600 and job.request["scheduling"]["maxDuration"] == "3 hours"
+    assert job.min_duration_s == 3 * 3600  # never halted for another job's sake meanwhile
     assert job.events.filter(message__startswith="session extended by 2 hours by carol").exists()
     started.refresh_from_db()
     assert started.extensions == 1
