@@ -9,14 +9,16 @@ from accounts.selectors import project_ids_of
 from interactive.access import session_may_open
 from interactive.models import InteractiveSession
 from jobs.selectors import shares_received_by
+from jobs.states import JobStatus
 
 
 def session_list_visible_to(user) -> QuerySet[InteractiveSession]:
     """Their own sessions, their projects' sessions opened to the project, the sessions whose
     job is shared with them; every session for a superuser. Newest first."""
+    # A deleted job's session is gone from lists as its job is (GPULab's DELETE hides a job).
     rows = InteractiveSession.objects.select_related(
         "job", "job__owner", "job__project", "job__slave", "template"
-    )
+    ).exclude(job__status=JobStatus.DELETED)
     if not user or not user.is_authenticated or not user.is_active:
         return rows.none()
     if user.is_superuser:
