@@ -154,6 +154,7 @@ def test_migrate_on_a_fresh_clone_makes_the_var_dir_schedules_and_a_private_data
         "purge old job outputs": "jobs.tasks.outputs_purge",
         "sync directory users": "accounts.tasks.directory_sync",
         "monthly usage reports": "reports.tasks.reports_mail_monthly",
+        "police interactive sessions": "interactive.tasks.sessions_sweep",
     }
 
 
