@@ -68,8 +68,8 @@ class RefusedPorts(NamedTuple):
 # The site setting's default (PORTAL_REFUSED_HOST_PORTS): the privileged ports, Docker's engine
 # ports, and the ports the portal and its services listen on where a slave may be the portal's
 # own machine (as the `make run` slave "local" is): PostgreSQL, Redis, the SSH gateway, the web
-# server and the TLS front end. A job publishing one of those would take its traffic.
-DEFAULT_REFUSED_HOST_PORTS = ("1-1023", "2222", "2375-2377", "5432", "6379", "8000", "8443")
+# server, the session proxy and the TLS front end. A job publishing one of those would take its traffic.
+DEFAULT_REFUSED_HOST_PORTS = ("1-1023", "2222", "2375-2377", "5432", "6379", "8000", "8001", "8443")
 KNOWN_PORT_USES = {
     (1, 1023): "a privileged port (below 1024)",
     (2222, 2222): "the portal's SSH gateway",
