@@ -7,14 +7,15 @@ For each broker (django-q2's ORM broker, then Redis) it brings up the production
 as deploy/systemd and deploy/nginx describe it, on a fresh PostgreSQL database with the default
 settings (connection pool on): ``migrate`` and ``collectstatic`` (the web unit's ExecStartPre),
 two gunicorn web processes (``gunicorn -c python:portal.gunicorn_conf``), two q clusters, the
-slave watcher, the SSH gateway, and the nginx TLS front end rendered from the shipped template
+slave watcher, the SSH gateway, the session proxy (``manage.py session_proxy``), and the nginx TLS front end rendered from the shipped template
 by scripts/tls-frontend.sh with both web processes as its upstream; three slaves, one on each of
 three Docker engines (scripts/docker-engines.sh).
 
 For ``--seconds`` it drives it with the real clients through nginx: gpulab-cli with a login PEM
 (v2 jobs, halts, cancels, job lists), tapipy (a Tapis app job with a staged input), and plain
 HTTPS with an API token (v1 jobs, an array, an OpenPAI gang across the three engines, an
-interactive job, jobs whose webhooks fail twice and then succeed, hostile requests). Meanwhile
+interactive job, jobs whose webhooks fail twice and then succeed, hostile requests), and opens
+sessions as a browser does: signed in, through the portal's hand-off to the session proxy. Meanwhile
 it kills (SIGKILL) one process of each kind and restarts it; at the end it stops every process
 with SIGTERM, as systemd would, and starts them all again.
 
@@ -83,6 +84,8 @@ from accounts.models import Membership, Project
 from accounts.tokens import api_token_rotate
 from clusters.models import Cluster
 from clusters.services import slave_declare_gpus, slave_probe, slave_register
+from datetime import timedelta
+from interactive.models import SessionTemplate
 from tapis.api.auth import tapis_token_wrap
 from tapis.services import app_create
 
@@ -102,6 +105,15 @@ os.chmod(os.environ["SOAK_PEM"], 0o600)
 folder = Path(settings.PORTAL_STORAGE_BASE) / "project" / "soak" / "inputs"
 folder.mkdir(parents=True, exist_ok=True)
 (folder / "data.txt").write_text("the soak's input\n")
+# A session template whose app is busybox's httpd (the real JupyterLab runs in the tests): a
+# session goes through the README's deployment as a whole, the proxy process included.
+SessionTemplate.objects.create(
+    slug="soak-httpd", title="soak httpd", kind="custom", image=os.environ["SOAK_IMAGE"],
+    command="sh -c 'mkdir -p /tmp/w && echo soak-session > /tmp/w/index.html && "
+            "exec httpd -f -p {port} -h /tmp/w'",
+    port=8080, strip_prefix=True, landing_path="", gpus=0, cpus=1, memory_gb=1,
+    time_box=timedelta(minutes=30),
+)
 app_create(user=user, definition={
     "id": "soak-app", "version": "1.0", "containerImage": os.environ["SOAK_IMAGE"],
     "command": "sh -c 'cat /job/inputs/in/data.txt; echo 42 > $JOB_OUTPUT_DIR/answer.txt'",
@@ -172,7 +184,7 @@ class Receiver(http.server.BaseHTTPRequestHandler):
 class Site:
     """One deployment: its database, var dir, processes and front end."""
 
-    KINDS = ("web1", "web2", "q1", "q2", "watcher", "ssh")
+    KINDS = ("web1", "web2", "q1", "q2", "watcher", "ssh", "sessions")
 
     def __init__(self, broker: str, work: Path, hook_port: int):
         self.broker, self.work = broker, work
@@ -184,6 +196,7 @@ class Site:
         self.instance = f"soak-{broker}-{uuid.uuid4().hex[:8]}"
         self.web_ports = [free_port(), free_port()]
         self.tls_port, self.ssh_port = free_port(), free_port()
+        self.proxy_port = free_port()
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("PORTAL_")}
         self.env.update(
             PORTAL_DATABASE_URL=self.db_url,
@@ -196,6 +209,8 @@ class Site:
             PORTAL_SSH_HOST="127.0.0.1",
             PORTAL_SSH_BIND="127.0.0.1",
             PORTAL_SSH_PORT=str(self.ssh_port),
+            PORTAL_SESSION_PROXY_URL=f"http://127.0.0.1:{self.proxy_port}",
+            PORTAL_SESSION_PROXY_BIND=f"127.0.0.1:{self.proxy_port}",
             PORTAL_WEBHOOK_ALLOWED_HOSTS=f"127.0.0.1:{hook_port}",
             PORTAL_WEBHOOK_RETRY_DELAYS_S=WEBHOOK_DELAYS,
             PORTAL_STOP_GRACE_S="3",
@@ -221,6 +236,7 @@ class Site:
             "q2": [*MANAGE, "qcluster"],
             "watcher": [*MANAGE, "watch_slaves"],
             "ssh": [*MANAGE, "ssh_gateway"],
+            "sessions": [*MANAGE, "session_proxy"],
         }[kind], env
 
     def start(self, kind: str) -> None:
@@ -355,6 +371,7 @@ class Soak:
         self.problems: list[str] = []
         self.hostile: dict[str, int] = {}
         self.schedule_runs: dict[str, list[float]] = defaultdict(list)
+        self.sessions_opened = 0
         self.lock = threading.Lock()
         self.stop = threading.Event()
 
@@ -465,6 +482,51 @@ class Soak:
             # GPULab's "start now or fail": on a loaded site it may find no free CPU.
             self.expect(job, "FINISHED", "interactive", or_failed="could not start at once")
         self.request("GET", "/api/gpulab/v4.0/jobs?max_hours=1", "job list")
+
+    def session(self, n: int) -> None:
+        """A session through the portal: started over REST, opened as a browser does (signed
+        in, the portal's hand-off to the session proxy, the proxy's cookie), then stopped."""
+        response = self.request(
+            "POST", "/api/portal/sessions", "session start",
+            json={"template": "soak-httpd", "project": "soak"},
+        )  # fmt: skip
+        if response is None or response.status_code != 201:
+            if response is not None and response.status_code != 503:
+                # "start now or fail": on a loaded site a session may find no free CPU.
+                if "could not start" not in response.text:
+                    self.problems.append(
+                        f"session start: {response.status_code} {response.text[:300]}"
+                    )
+            return
+        body = response.json()
+        key, job = body["key"], body["job_id"]
+        browser = requests.Session()
+        browser.verify = self.ca
+        login = self.base + "/accounts/login/"
+        try:
+            browser.get(login, timeout=30, verify=self.ca)
+            browser.post(
+                login, timeout=30, verify=self.ca, headers={"Referer": login},
+                data={"username": "soaker", "password": SOAK_PASSWORD,
+                      "csrfmiddlewaretoken": browser.cookies.get("csrftoken", "")},
+            )  # fmt: skip
+            answered = ""
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and "soak-session" not in answered:
+                # The app answers once its job runs; until then the proxy says it is starting.
+                page = browser.get(f"{self.base}/sessions/{key}/open", timeout=30, verify=self.ca)
+                answered = page.text if page.ok else ""
+                if not page.ok:
+                    time.sleep(2)
+            if "soak-session" in answered:
+                self.sessions_opened += 1
+            else:
+                self.problems.append(f"session {key}: the app never answered through the proxy")
+        finally:
+            browser.close()
+            self.request("DELETE", f"/api/portal/sessions/{key}", "session stop")
+        # Stopped by GPULab's halt (the wrapper exits 123), or cancelled if it had not started.
+        self.expect(job, "HALTED", "session", or_failed="could not start at once")
 
     def array(self, n: int) -> None:
         body = {
@@ -577,7 +639,7 @@ class Soak:
 
     def chaos(self) -> None:
         """SIGKILL one process of each kind, spread over the run, and restart it."""
-        kinds = ["web1", "q1", "watcher", "ssh", "q2", "web2"]
+        kinds = ["web1", "q1", "watcher", "ssh", "sessions", "q2", "web2"]
         gap = self.seconds / (len(kinds) + 1)
         for kind in kinds:
             if self.stop.wait(gap):
@@ -620,6 +682,7 @@ class Soak:
             threading.Thread(target=self.loop, args=(self.gang, 25)),
             threading.Thread(target=self.loop, args=(self.cancel_and_halt, 30)),
             threading.Thread(target=self.loop, args=(self.tapis, 40)),
+            threading.Thread(target=self.loop, args=(self.session, 30)),
             threading.Thread(target=self.chaos),
             threading.Thread(target=self.watch_schedules),
         ]
@@ -674,6 +737,8 @@ def wait_for_deliveries(site: Site, soak: Soak, timeout: float) -> None:
 
 def check(site: Site, soak: Soak, finals: dict[str, str], began_wall: dt.datetime) -> dict:
     problems = list(soak.problems)
+    if not soak.sessions_opened:
+        problems.append("no session was opened through the session proxy")
     reasons = dict(site.sql("select uuid::text, end_reason from jobs_job where status = 'FAILED'"))
     wrong = {
         j: (finals.get(j), want)
@@ -757,6 +822,7 @@ def check(site: Site, soak: Soak, finals: dict[str, str], began_wall: dt.datetim
         "kills": len(site.restarts),
         "tracebacks": tracebacks,
         "schedules": schedules,
+        "sessions_opened": soak.sessions_opened,
         "webhooks": {
             "jobs": len(hooked),
             "delivered": len(hooked) - len(missing),
