@@ -41,13 +41,12 @@ chown 1000:1000 "$root/home/portal"
 site="$(chroot "$root" /opt/venv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 cp "$pins/portal_session.py" "$root$site/portal_session.py"
 chroot "$root" /opt/venv/bin/python3 -m compileall -q "$site/portal_session.py"
+# (Extensions are enabled in config.d; other settings there are not read: the main file.)
 mkdir -p "$root/opt/venv/etc/jupyter/jupyter_server_config.d"
-cat >"$root/opt/venv/etc/jupyter/jupyter_server_config.d/portal_session.json" <<'JSON'
-{
-  "ServerApp": {"jpserver_extensions": {"portal_session": true}},
-  "FileContentsManager": {"preferred_dir": "home/portal"}
-}
-JSON
+echo '{"ServerApp": {"jpserver_extensions": {"portal_session": true}}}' \
+    >"$root/opt/venv/etc/jupyter/jupyter_server_config.d/portal_session.json"
+echo '{"FileContentsManager": {"preferred_dir": "home/portal"}}' \
+    >"$root/opt/venv/etc/jupyter/jupyter_server_config.json"
 
 # What an image needs no more: apt's lists and caches, logs, and any docs or man pages that
 # slipped past the build's dpkg path-exclude options.
