@@ -144,6 +144,8 @@ def test_tensorboard_on_a_project_folder_renders_through_the_proxy(
     board.set_default_timeout(APP_TIMEOUT_MS)
     expect(board).to_have_url(re.compile(re.escape(f"{session_proxy}/s/{session.key}/")))
     expect(board).to_have_title("TensorBoard", timeout=APP_TIMEOUT_MS)
+    # Rendered, not only served: its front end read its (empty) data through the proxy.
+    expect(board.get_by_text("No dashboards are active")).to_be_visible(timeout=APP_TIMEOUT_MS)
     # Its data API, through the proxy with the browser's cookie: the folder it was given.
     environment = board.request.get(f"{session_proxy}/s/{session.key}/data/environment")
     assert environment.status == 200
