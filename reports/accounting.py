@@ -3,7 +3,7 @@ period, in the manner of Slurm's ``sreport cluster AccountUtilizationByUser``, a
 runs by GPU count per project (``sreport job SizesByAccount``). docs/reports.md names each column.
 
 Usage is read from the runs exactly as fair share and the limits read it: the rows of
-``quota_usage.runs_overlapping`` and the interval of ``run_intervals.held_interval``, clipped
+``quota_usage.runs_overlapping`` and the interval of ``jobs.models.held_interval``, clipped
 to the period (and to ``now``), so a report's GPU-seconds are the quota's used seconds and the
 fair share's accrued ones, to the second (tests/reports/test_accounting_replay.py).
 """
@@ -18,9 +18,8 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from jobs.models import Job, JobSample
+from jobs.models import Job, JobSample, held_seconds
 from jobs.scheduler_bridge.quota_usage import run_amounts, runs_overlapping
-from jobs.scheduler_bridge.run_intervals import held_seconds
 from jobs.states import FINISHED
 from reports.periods import ReportPeriod
 

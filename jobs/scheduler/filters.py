@@ -8,7 +8,7 @@ is ``pipeline.PIPELINE``; what used to be special cases of that walk are attribu
 
 Stages, in pipeline order (``Stage``):
 
-* ``JOB`` -- about the job alone, the same on every slave (quotas, ``quota_filter.py``): asked
+* ``JOB`` -- about the job alone, the same on every slave (quotas, ``QUOTA`` below): asked
   once per job with the job as ``target``, before any slave is looked at; its reason is the
   job's explanation.
 * ``IDENTITY`` -- never changes while the slave stays registered as it is; also decides whether a
@@ -30,7 +30,7 @@ from enum import IntEnum
 from typing import Any, Protocol
 
 from . import reservations as res_rules
-from .model import SchedulerConfig, SlaveState
+from .model import QueuedJob, SchedulerConfig, SlaveState
 from .shape import Shape
 from .state import EPS, Context, SlaveClass, SlaveRuntime, model_matches, single_class
 from .text import compress_names, fmt_gb, join_limited, plural
@@ -356,6 +356,31 @@ class CapacityFilter(BaseFilter):
         )
 
 
+# --- The quota filter -----------------------------------------------------------------------
+# The ``JOB`` stage of ``pipeline.PIPELINE`` (``quota_ledger.py`` counts). A limit is the same
+# on every slave, so the filter is asked once per job, before any slave is
+# looked at; its line is the job's explanation, as a full bucket's is.
+
+
+class QuotaFilter(BaseFilter):
+    """The hard levels of the quotas that apply to a job (``QuotaLedger.blocked``)."""
+
+    name = "quota"
+    stage = Stage.JOB
+
+    def rejects(self, shape: Shape | None, target: Any, env: Env) -> str | None:
+        ledger = env.ctx.quotas if env.ctx is not None else None
+        if ledger is None:
+            return None
+        assert isinstance(target, QueuedJob)
+        return ledger.blocked(target)
+
+    def summarize(
+        self, shape: Shape, rejected: Any, env: Env, *args: Any, **kwargs: Any
+    ) -> list[str]:
+        return []
+
+
 CLUSTER = ClusterFilter()
 SLAVE_NAME = SlaveNameFilter()
 PRIVATE_ACCESS = PrivateAccessFilter()
@@ -363,6 +388,7 @@ GPU_MODEL = GpuModelFilter()
 CUDA = CudaFilter()
 FEATURES = FeaturesFilter()
 CAPACITY = CapacityFilter()
+QUOTA = QuotaFilter()
 
 
 # --- runtime filters (fixed for the cycle) ---------------------------------------------------

@@ -226,7 +226,7 @@ class RuntimeHistory:
 
 @dataclass(frozen=True, slots=True)
 class QuotaLimit:
-    """The limits of one scope and what it used this month (``quota_filter.py``).
+    """The limits of one scope and what it used this month (``filters.QUOTA``).
 
     ``scope`` is ``project`` (``project`` set), ``user`` (``user`` set) or ``member`` (a user
     within a project: both set). None: no limit at that level. Hour budgets are per calendar

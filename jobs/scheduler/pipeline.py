@@ -33,6 +33,7 @@ from .filters import (
     HOST_PORTS,
     OWNER_DEMAND,
     PRIVATE_ACCESS,
+    QUOTA,
     RESERVATION,
     RESERVATION_BUDGET,
     SLAVE_NAME,
@@ -43,7 +44,6 @@ from .filters import (
     scope_of,
 )
 from .model import QueuedJob
-from .quota_filter import QUOTA
 from .shape import Shape
 from .state import SlaveClass, SlaveRuntime, single_class
 from .text import compress_names

@@ -13,7 +13,7 @@ budget even when everything runs to its maxDuration. Running jobs are never stop
 
 The counters (:class:`QuotaLedger`) start from the snapshot's running jobs and grow with every
 start of the cycle (``Limits.record_start``), so two jobs that each fit alone never both start
-over a limit. The filter (``quota_filter.QUOTA``) is the ``JOB`` stage of ``pipeline.PIPELINE``:
+over a limit. The filter (``filters.QUOTA``) is the ``JOB`` stage of ``pipeline.PIPELINE``:
 asked once per job, before any slave is looked at (a limit is the same on every slave).
 
 Soft levels (:meth:`QuotaLedger.above_soft`) count the same way: a job within every hard level

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from jobs.models import ENDED_RUNS, Job
+from jobs.models import ENDED_RUNS, Job, held_seconds
 from jobs.scheduler import model as sm
 from jobs.scheduler.model import HOUR
 from jobs.scheduler.quota_ledger import (
@@ -26,7 +26,6 @@ from jobs.scheduler.quota_ledger import (
     quota_impossible,
     scope_keys,
 )
-from jobs.scheduler_bridge.run_intervals import held_seconds as held_seconds
 from jobs.states import HOLDS_RESOURCES
 from quotas.selectors import LimitsInForce, month_end, month_start, quotas_in_force
 

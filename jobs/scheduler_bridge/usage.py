@@ -19,11 +19,10 @@ from datetime import datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.db.models import F, Q
 
-from jobs.models import ENDED_RUNS, Job, UserUsage
+from jobs.models import ENDED_RUNS, Job, UserUsage, held_interval
 from jobs.scheduler import model as sm
 from jobs.scheduler.usage import accrue, decayed, usage_rate
 from jobs.scheduler_bridge.bulk_writes import rows_update
-from jobs.scheduler_bridge.run_intervals import held_interval
 from jobs.states import HOLDS_RESOURCES
 
 # Ended runs are looked for among the jobs whose status changed this long ago at most (a

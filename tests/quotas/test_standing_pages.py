@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from accounts.timezones import profile_set_time_zone
 from jobs.models import Job, StartEstimate
-from jobs.web.quota_standing import limit_bars
+from jobs.web.dashboard import limit_bars
 from quotas.models import Quota
 from quotas.selectors import month_end
 from tests.web.factories import make_job

@@ -1,4 +1,4 @@
-"""Quotas: the JOB stage of the pipeline (jobs/scheduler/quota_filter.py, quota_ledger.py)."""
+"""Quotas: the JOB stage of the pipeline (jobs/scheduler/filters.py QUOTA, quota_ledger.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobs.scheduler import run_cycle
-from jobs.scheduler.filters import Stage
+from jobs.scheduler.filters import QUOTA, Stage
 from jobs.scheduler.model import QuotaLimit
 from jobs.scheduler.pipeline import PIPELINE
-from jobs.scheduler.quota_filter import QUOTA
 from jobs.scheduler.quota_ledger import quota_impossible, scope_keys
 
 from .builders import HOUR, NOW, queued, running, slave, snapshot, started

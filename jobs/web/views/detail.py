@@ -6,6 +6,7 @@ only call them. (The job's subscriptions and deliveries are the notifications ap
 the page.)"""
 
 import json
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -26,7 +27,7 @@ from jobs.models import Job, JobEvent, JobShare
 from jobs.selectors import job_can_act, job_list_visible_to, job_sees_full
 from jobs.states import ACTIVE, HOLDS_RESOURCES, PENDING
 from jobs.submit.estimates import start_estimate_json
-from jobs.transitions import job_tapis_summary
+from jobs.transitions import Stage, job_tapis_summary
 from jobs.user_actions.registry import ACTIONS, whole_gang_info
 from jobs.user_actions.shares import (
     job_share_create,
@@ -35,7 +36,6 @@ from jobs.user_actions.shares import (
 )
 from jobs.web.forms import share_add_from_form, share_revoke_from_form
 from jobs.web.page_hooks import job_sections
-from jobs.web.timeline import timeline_events
 from jobs.web.views.common import action_buttons, present, visible_job
 from jobs.web.views.log import STARTS_SOON, initial_log
 
@@ -298,3 +298,48 @@ def job_share_remove(request, uuid, share_id):
     share = JobShare.objects.filter(job=job, pk=share_id).select_related("job").first()
     share_revoke_from_form(request, share, revoke=partial(job_share_revoke, user=request.user))
     return redirect("jobs:detail", uuid=job.uuid)
+
+
+# --- The timeline ---------------------------------------------------------------------------
+# The job page's timeline: which events it lists and how precisely it times them.
+#
+# - Times to the second where events are close together (the time rule, core/templatetags/
+#   portal_ui.usertime's "seconds" style): an event that shares its minute with the event before
+#   or after it shows its seconds, so five events of one minute no longer all read "21:38".
+# - Archiving once: the ARCHIVING stage ("copying the output folder") and its result ("outputs
+#   archived: ..." or a warning that they were not) are one step of the job's end; the list shows
+#   the result under the stage's name, not the two lines.
+
+# The messages jobs.execution.outputs.job_outputs_archive ends the ARCHIVING stage with.
+ARCHIVE_RESULTS = ("outputs archived:", "outputs not copied:", "outputs: ")
+
+
+def _minute(event: JobEvent):
+    return event.time.replace(second=0, microsecond=0)
+
+
+def timeline_events(events: Sequence[JobEvent]) -> list[JobEvent]:
+    """``events`` (oldest first) as the timeline lists them, each with ``ui_label`` (the event's
+    type; ARCHIVING for the archive's result) and ``ui_style`` (usertime's style)."""
+    shown: list[JobEvent] = []
+    archiving: JobEvent | None = None
+    for event in events:
+        if event.stage == Stage.ARCHIVING:
+            archiving = event
+            shown.append(event)
+            continue
+        if archiving is not None and event.message.startswith(ARCHIVE_RESULTS):
+            if archiving in shown:
+                shown.remove(archiving)
+            event.ui_label = Stage.ARCHIVING.value
+            shown.append(event)
+            continue
+        shown.append(event)
+    for event in shown:
+        if not hasattr(event, "ui_label"):
+            event.ui_label = event.type
+    for i, event in enumerate(shown):
+        near = [shown[j] for j in (i - 1, i + 1) if 0 <= j < len(shown)]
+        close = any(_minute(other) == _minute(event) for other in near)
+        event.ui_style = "seconds" if close else "datetime"
+    return shown
