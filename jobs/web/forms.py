@@ -19,6 +19,7 @@ from django.contrib import messages
 from django.utils import timezone
 
 from core.errors import ServiceError
+from core.templatetags.portal_ui import zone_label
 from jobs.selectors import EVERY_STATE_BUT_DELETED, SORTS, JobFilter
 from jobs.spec import SpecError, convert_v1, detect_version, load_json
 from jobs.states import ACTIVE, GROUPS
@@ -242,8 +243,10 @@ def reservation_choices(user) -> list[tuple[str, str]]:
         if r.pk not in mine:
             continue
         start, end = timezone.localtime(r.start), timezone.localtime(r.end)
-        zone = start.strftime("%Z") or start.strftime("%z")
-        window = f"{start:%Y-%m-%d %H:%M} – {end:%Y-%m-%d %H:%M} {zone}"
+        # Each time with its zone's name (the time rule): a window may cross a DST change.
+        window = (
+            f"{start:%Y-%m-%d %H:%M} {zone_label(start)} – {end:%Y-%m-%d %H:%M} {zone_label(end)}"
+        )
         choices.append((str(r.uuid), f"{r.name} (cluster {r.cluster_id}, {window})"))
     return choices
 

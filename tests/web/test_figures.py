@@ -219,7 +219,7 @@ def test_create_job_offers_the_reservations_one_may_use_by_name_in_ones_zone(
     select = select[: select.index("</select>")]
     start = timezone.localtime(mine.start, ZoneInfo("Asia/Tokyo"))
     assert f'value="{mine.uuid}"' in select
-    assert f"thesis-deadline (cluster 1, {start:%Y-%m-%d %H:%M} – " in select
+    assert f"thesis-deadline (cluster 1, {start:%Y-%m-%d %H:%M} JST – " in select
     assert " JST)" in select
     assert "workshop" not in select  # another project's
     # Chosen by name, written into the document as its id.
