@@ -259,3 +259,17 @@ def session_images():
         timeout=20 * 60,
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+
+
+@pytest.fixture
+def seeded_templates(db):
+    """The session templates exactly as interactive's data migration seeds them: a
+    transactional test before this one (the browser tests' live server) may have flushed them."""
+    import importlib
+
+    from django.apps import apps
+
+    from interactive.models import SessionTemplate
+
+    importlib.import_module("interactive.migrations.0002_seed_templates").seed(apps, None)
+    return {t.slug: t for t in SessionTemplate.objects.all()}

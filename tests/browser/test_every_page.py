@@ -27,7 +27,7 @@ from playwright.sync_api import expect
 from accounts.models import Membership, Profile
 from accounts.tokens import api_token_rotate
 from clusters.models import Slave
-from interactive.models import InteractiveSession, SessionTemplate
+from interactive.models import InteractiveSession
 from jobs.models import Job, JobEvent, UserUsage
 from jobs.scheduler_bridge.snapshot import RUNNING_FIELDS, scheduler_config
 from jobs.scheduler_bridge.usage import usage_accrue
@@ -164,7 +164,7 @@ WARM_LOAD_MS = """() => {
 
 
 @pytest.fixture
-def site(portal, slave, settings, django_user_model):
+def site(portal, slave, settings, django_user_model, seeded_templates):
     """Rows for every page: jobs in several states, reservations (active and upcoming), usage,
     an offline slave, and a superuser for the admin."""
     settings.PORTAL_TASK_MODE = "record"
@@ -217,7 +217,7 @@ def site(portal, slave, settings, django_user_model):
     Job.objects.filter(pk=jobs["session"].pk).update(started_at=now - timedelta(minutes=55))
     InteractiveSession.objects.create(
         job=jobs["session"],
-        template=SessionTemplate.objects.get(slug="jupyterlab"),
+        template=seeded_templates["jupyterlab"],
         port=8888,
         landing_path="lab",
         upstream="10.0.0.9:8888",

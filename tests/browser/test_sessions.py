@@ -15,7 +15,6 @@ from interactive.models import InteractiveSession
 from interactive.proxy.cookies import cookie_name, cookie_value_make
 from tests.browser.support import login, screenshot, wait_for_state
 from tests.interactive.test_session_e2e import (  # noqa: F401 (fixtures)
-    seeded_templates,
     session_proxy,
     signed_in,
     wait_answer,
@@ -32,7 +31,7 @@ def sessions_portal(
     local_slave,
     session_images,
     session_proxy,  # noqa: F811
-    seeded_templates,  # noqa: F811
+    seeded_templates,
     settings,
 ):
     settings.PORTAL_SESSION_PROXY_URL = session_proxy

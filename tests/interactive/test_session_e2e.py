@@ -8,7 +8,6 @@ tests/browser/test_sessions.py, which reuses this module's fixtures."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import threading
@@ -28,7 +27,7 @@ from websockets.sync.client import connect as ws_connect
 from clusters.runtime.errors import RuntimeFailure
 from clusters.services import engine_for
 from interactive.lifecycle import Kind, sessions_police
-from interactive.models import InteractiveSession, SessionTemplate
+from interactive.models import InteractiveSession
 from interactive.proxy.cookies import cookie_name
 from interactive.proxy.serving import proxy_server_make
 from interactive.tickets import ticket_make
@@ -63,17 +62,6 @@ def session_proxy():
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
-
-
-@pytest.fixture
-def seeded_templates(db):
-    """The three templates exactly as the data migration seeds them: a transactional test
-    before this one may have flushed the seeded rows."""
-    seed = importlib.import_module("interactive.migrations.0002_seed_templates").seed
-    from django.apps import apps
-
-    seed(apps, None)
-    return {t.slug: t for t in SessionTemplate.objects.all()}
 
 
 @dataclass(frozen=True)
