@@ -382,7 +382,8 @@ PORTAL_ALLOW_INSECURE_TCP = env_bool("PORTAL_ALLOW_INSECURE_TCP", False)
 # addresses (hostIp). A site may narrow them to a range ("20000-29999"; empty: no range). Ports
 # a site listed under the former name PORTAL_RESERVED_HOST_PORTS stay refused.
 PORTAL_REFUSED_HOST_PORTS = env_list(
-    "PORTAL_REFUSED_HOST_PORTS", ["1-1023", "2222", "2375-2377", "5432", "6379", "8000", "8001", "8443"]
+    "PORTAL_REFUSED_HOST_PORTS",
+    ["1-1023", "2222", "2375-2377", "5432", "6379", "8000", "8001", "8443"],
 ) + env_list("PORTAL_RESERVED_HOST_PORTS", [])
 PORTAL_HOST_PORT_RANGE = os.environ.get("PORTAL_HOST_PORT_RANGE", "")
 # Where the portal picks host ports itself (the tasks of OpenPAI jobs), below the ephemeral
