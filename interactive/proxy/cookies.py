@@ -7,8 +7,9 @@ proxy never sees it (interactive.proxy.headers removes it from what goes upstrea
 
 from __future__ import annotations
 
-from django.core import signing
 from django.http.cookie import parse_cookie
+
+from interactive.tickets import signed_user_make, signed_user_read
 
 COOKIE_SALT = "interactive.proxy.cookie"
 # Longer than any session may run (72 h at most, docs/sessions.md): the cookie only names the
@@ -21,20 +22,11 @@ def cookie_name(key: str) -> str:
 
 
 def cookie_value_make(*, key: str, user_id: int) -> str:
-    return signing.dumps({"k": key, "u": int(user_id)}, salt=COOKIE_SALT, compress=False)
+    return signed_user_make(key=key, user_id=user_id, salt=COOKIE_SALT)
 
 
 def cookie_value_read(*, value: str, key: str) -> int | None:
-    try:
-        payload = signing.loads(value, salt=COOKIE_SALT, max_age=COOKIE_MAX_AGE_S)
-    except (signing.BadSignature, ValueError, TypeError):
-        return None
-    if not isinstance(payload, dict) or payload.get("k") != key:
-        return None
-    user_id = payload.get("u")
-    if not isinstance(user_id, int) or isinstance(user_id, bool):
-        return None
-    return user_id
+    return signed_user_read(value, key=key, salt=COOKIE_SALT, max_age=COOKIE_MAX_AGE_S)
 
 
 def cookie_header_make(*, key: str, user_id: int, secure: bool) -> str:
