@@ -5,7 +5,8 @@ imports this app).
   app token (``JUPYTER_TOKEN``) in its environment, never in the job's request;
 - a receiver of ``job_status_changed`` (jobs/signals.py): a session's upstream ("ip:port" of the
   container on its bridge network) is recorded once its job runs and cleared once it ends;
-- the page hook (jobs/web/page_hooks.py): the session's card on its job page.
+- the page hooks (jobs/web/page_hooks.py): the session's card on its job page, and the
+  "Open port N through the portal" buttons of a running job's declared web ports.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def session_env(job: Job) -> dict[str, str]:
     from interactive.models import InteractiveSession
 
     token = (
-        InteractiveSession.objects.filter(job_id=job.pk).values_list("app_token", flat=True).first()
+        InteractiveSession.objects.filter(job_id=job.pk, template__isnull=False)
+        .values_list("app_token", flat=True)
+        .first()
     )
     return {"JUPYTER_TOKEN": token} if token else {}
 
@@ -52,15 +55,13 @@ def _with_session_env(before):
 
 
 def on_job_status_changed(sender, *, job: Job, status: str, **kwargs) -> None:
-    """Record a session's upstream when its job runs; clear it when the job ends."""
-    if not job.interactive:
-        return
+    """Record a session's upstream when its job runs; clear it when the job ends. Any job's
+    web ports (interactive/web_ports.py, any job, interactive or not) are cleared likewise."""
     from interactive.models import InteractiveSession
     from interactive.services import session_upstream_clear, session_upstream_record
 
-    if status == JobStatus.RUNNING:
-        session = InteractiveSession.objects.select_related("job__slave").filter(job=job).first()
-        if session is not None:
+    if status == JobStatus.RUNNING and job.interactive:
+        for session in InteractiveSession.objects.select_related("job__slave").filter(job=job):
             session_upstream_record(session=session)
     elif status in ENDED:
         session_upstream_clear(job=job)
@@ -73,6 +74,7 @@ def interactive_connect() -> None:
     signals.job_status_changed.connect(
         on_job_status_changed, sender=Job, dispatch_uid="interactive-status"
     )
-    from interactive.web import SESSION_SECTION
+    from interactive.web import SESSION_SECTION, WEB_PORTS_SECTION
 
     job_section_register(SESSION_SECTION)
+    job_section_register(WEB_PORTS_SECTION)

@@ -161,8 +161,11 @@ def _gpu_busy_at(job_ids: list[int], since: datetime, percent: float) -> dict[in
 
 
 def running_sessions():
+    """The running sessions the portal started. A job's web port opened through the proxy
+    (interactive/web_ports.py: no template) is the job's own business: never warned, culled or
+    ended here."""
     return InteractiveSession.objects.select_related("job", "job__slave", "job__owner").filter(
-        job__status=JobStatus.RUNNING
+        job__status=JobStatus.RUNNING, template__isnull=False
     )
 
 

@@ -56,8 +56,10 @@ class InteractiveSession(models.Model):
     """One session: its job and what the proxy and the lifecycle need to know of it."""
 
     key = models.CharField(max_length=22, unique=True, default=session_key_new, editable=False)
-    job = models.OneToOneField(
-        "jobs.Job", on_delete=models.CASCADE, related_name="interactive_session"
+    # A session's job has one row; any other job one per web port it declares and someone
+    # opened through the portal (interactive/web_ports.py: template None, strip_prefix).
+    job = models.ForeignKey(
+        "jobs.Job", on_delete=models.CASCADE, related_name="interactive_sessions"
     )
     template = models.ForeignKey(
         SessionTemplate, null=True, blank=True, on_delete=models.PROTECT, related_name="sessions"
@@ -78,12 +80,21 @@ class InteractiveSession(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "port"], name="interactive_session_job_port")
+        ]
 
     def __str__(self) -> str:
         return f"session {self.key}"
 
     def __repr__(self) -> str:  # the token stays out of tracebacks and logs
         return f"<InteractiveSession {self.key} job={self.job_id}>"
+
+    @property
+    def is_web_port(self) -> bool:
+        """A job's declared web port opened through the portal, not a session the portal
+        started: no time box, no idle cull, no Extend or Stop (docs/sessions.md)."""
+        return self.template_id is None
 
     @property
     def prefix(self) -> str:

@@ -249,6 +249,13 @@ def session_extensions_left(session: InteractiveSession, policy: SessionPolicy) 
 def _require_actor(user, session: InteractiveSession) -> None:
     if not job_can_act(user, session.job):
         raise NotAllowed("only members of the session's project may extend or stop it")
+    if session.is_web_port:
+        # The portal did not start this job: it has no time box of a session to extend, and
+        # stopping it is the job's own cancel or halt.
+        raise Conflict(
+            f"{session.key} is the web port {session.port} of job {session.job.uuid}, not a"
+            " session: cancel or halt the job itself"
+        )
 
 
 def session_extend(

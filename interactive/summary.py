@@ -37,14 +37,17 @@ def session_summary(
     policy = policy or session_policy()
     now = now or timezone.now()
     job = session.job
-    ends_at = session_ends_at(session) if job.status in SERVING else None
-    cull_at = session_idle_cull_at(session, policy)
+    # A job's web port (interactive/web_ports.py) has neither a time box nor an idle cull.
+    web_port = session.is_web_port
+    ends_at = session_ends_at(session) if job.status in SERVING and not web_port else None
+    cull_at = None if web_port else session_idle_cull_at(session, policy)
     warn = timedelta(seconds=policy.warn_s)
     return {
         "key": session.key,
         "job_id": str(job.uuid),
         "template": session.template.slug if session.template else None,
-        "title": session.template.title if session.template else "Session",
+        "title": session.template.title if session.template else f"Web port {session.port}",
+        "web_port": web_port,
         "status": job.status,
         "running": job.status in SERVING and bool(session.upstream),
         "url": session_proxy_url(session),
@@ -55,7 +58,7 @@ def session_summary(
         "ends_at": ends_at,
         "idle_cull_at": cull_at,
         "extensions": session.extensions,
-        "extensions_left": session_extensions_left(session, policy),
+        "extensions_left": 0 if web_port else session_extensions_left(session, policy),
         "end_near": ends_at is not None and now >= ends_at - warn,
         "cull_near": cull_at is not None and now >= cull_at - warn,
         "owner": job.owner.username,

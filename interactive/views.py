@@ -20,7 +20,8 @@ from interactive.selectors import session_list_visible_to, session_visible_to
 from interactive.services import session_extend, session_policy, session_start, session_stop
 from interactive.summary import session_summary
 from interactive.tickets import ticket_make
-from jobs.selectors import job_can_act
+from interactive.web_ports import job_port_open
+from jobs.selectors import job_can_act, job_visible_to
 
 LIST_ROWS = 50
 FORM_FIELDS = {"template", "project", "gpus", "hours", "open_to_project", "logdir"}
@@ -42,10 +43,17 @@ def _rows(user) -> list[dict]:
 
 def _page(request, form: SessionStartForm, status: int = 200):
     policy = session_policy()
+    rows = _rows(request.user)
+    # Jobs' web ports (interactive/web_ports.py) are listed apart: no countdown, no Extend.
     return render(
         request,
         "interactive/list.html",
-        {"form": form, "sessions": _rows(request.user), "policy": policy},
+        {
+            "form": form,
+            "sessions": [r for r in rows if not r["web_port"]],
+            "web_ports": [r for r in rows if r["web_port"]],
+            "policy": policy,
+        },
         status=status,
     )
 
@@ -142,3 +150,19 @@ def session_stop_view(request, key: str):
     else:
         messages.success(request, f"Session {key} is stopping: its app saves its work first.")
     return _back(request)
+
+
+@login_required
+@require_POST
+def job_port_open_view(request, job_uuid, port: int):
+    """ "Open port N through the portal" on a running job's page: the port's row (made once),
+    then the same sign-in hand-off as a session's Open."""
+    job = job_visible_to(request.user, job_uuid)
+    if job is None:
+        raise Http404("no such job")
+    try:
+        session = job_port_open(job=job, port=port, user=request.user)
+    except (FieldErrors, ServiceError) as exc:
+        messages.error(request, f"Port {port} not opened: {exc}")
+        return redirect("jobs:detail", job.uuid)
+    return redirect("interactive:open", session.key)

@@ -23,7 +23,12 @@ class SessionTemplateSerializer(serializers.Serializer[dict[str, Any]]):
 class SessionSerializer(serializers.Serializer[dict[str, Any]]):
     key = serializers.CharField(help_text="the session's name in its URL (22 characters)")
     job_id = serializers.UUIDField(help_text="the session's interactive job")
-    template = serializers.CharField(allow_null=True)
+    template = serializers.CharField(
+        allow_null=True, help_text="null for a job's web port opened through the portal"
+    )
+    web_port = serializers.BooleanField(
+        help_text="a job's declared web port (no time box, no idle cull), not a session"
+    )
     status = serializers.CharField(help_text="the job's status")
     running = serializers.BooleanField(help_text="the app can be reached now")
     url = serializers.URLField(help_text="the app on the session proxy's origin")

@@ -4,6 +4,7 @@ from django.urls import re_path
 
 from core.api.urls import PORTAL
 from interactive.api.views import (
+    JobWebPortView,
     SessionExtendView,
     SessionsView,
     SessionTemplatesView,
@@ -24,5 +25,10 @@ urlpatterns = [
         PORTAL + rf"sessions/{KEY}/extend/?$",
         SessionExtendView.as_view(),
         name="api-session-extend",
+    ),
+    re_path(
+        PORTAL + r"jobs/(?P<job_id>[^/]+)/web-ports/(?P<port>[0-9]{1,5})/?$",
+        JobWebPortView.as_view(),
+        name="api-job-web-port",
     ),
 ]

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from accounts.models import Project
 from accounts.selectors import sole_project_of
-from core.api.common import PortalAPIView, read_json_object
+from core.api.common import PortalAPIView, parse_uuid_or_404, read_json_object
 from core.api.openapi import refusal
 from core.errors import FieldError, FieldErrors, NotFound
 from interactive.api.serializers import (
@@ -24,6 +24,8 @@ from interactive.models import InteractiveSession, SessionTemplate
 from interactive.selectors import session_list_visible_to, session_visible_to
 from interactive.services import session_extend, session_start, session_stop
 from interactive.summary import session_summary
+from interactive.web_ports import job_port_open
+from jobs.selectors import job_visible_to
 
 TAG = "Portal: interactive sessions"
 LIST_MAX = 200
@@ -234,4 +236,32 @@ class SessionExtendView(PortalAPIView):
     def post(self, request, session_key: str):
         session = _session(request, session_key)
         session = session_extend(session=session, user=request.user)
+        return Response(_answer(request, session))
+
+
+class JobWebPortView(PortalAPIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        operation_id="portal_job_web_port_open",
+        tags=[TAG],
+        summary="Open a job's web port through the portal",
+        description="For a RUNNING job that declares this container port in "
+        "request.docker.portMappings: the port's row on the session proxy (made once, reused "
+        "after), answered as a session whose url serves the app behind the portal's login "
+        "(the prefix /s/<key> stripped). No time box, no idle cull: the job's own lifetime.",
+        request=None,
+        responses={
+            200: SessionSerializer,
+            400: refusal("port: the job does not declare it"),
+            403: refusal("only the job's owner and those it is shared with may open it"),
+            404: refusal("no such job that you may see"),
+            409: refusal("status: the job is not RUNNING"),
+        },
+    )
+    def post(self, request, job_id: str, port: str):
+        job = job_visible_to(request.user, parse_uuid_or_404(job_id))
+        if job is None:
+            raise NotFound(f"no job {job_id} that you may see")
+        session = job_port_open(job=job, port=int(port), user=request.user)
         return Response(_answer(request, session))

@@ -95,7 +95,7 @@ def test_messages_say_what_and_when():
 
 
 @pytest.fixture
-def session(submit, member, settings, commits):
+def session(submit, member, settings, commits, tiny_template):
     settings.PORTAL_SESSION_IDLE_SECONDS = 3600
     settings.PORTAL_SESSION_WARN_SECONDS = 600
     job = submit()
@@ -105,8 +105,14 @@ def session(submit, member, settings, commits):
         started_at=timezone.now() - timedelta(minutes=55),
         max_duration_s=4 * 3600,
     )
+    # A template: the sweep polices only the sessions the portal started (a row without one is
+    # a job's web port, tests/interactive/test_web_ports.py).
     return InteractiveSession.objects.create(
-        job=job, port=8888, upstream="10.0.0.5:8888", created_at=timezone.now()
+        job=job,
+        template=tiny_template,
+        port=8888,
+        upstream="10.0.0.5:8888",
+        created_at=timezone.now(),
     )
 
 
