@@ -74,6 +74,7 @@ NOT_PAGES = {
     "sessions/<str:key>/open": "a redirect to the session proxy (sign-in hand-off)",
     "sessions/<str:key>/extend": "POST only (the session's Extend button)",
     "sessions/<str:key>/stop": "POST only (the session's Stop button)",
+    "sessions/jobs/<uuid:job_uuid>/ports/<int:port>": "POST only (the job page's Open port buttons)",
 }
 
 

@@ -18,6 +18,7 @@ from interactive.models import InteractiveSession
 from interactive.web_ports import job_port_open, job_web_ports
 from jobs.models import Job, JobShare
 from jobs.states import JobStatus
+from jobs.transitions import job_transition
 from tests.interactive.test_proxy_gateway import echo, proxy_url  # noqa: F401
 from tests.support.runtime import job_doc, submit
 from tests.support.scripted_engine import Behaviour
@@ -84,7 +85,9 @@ def test_refusals_name_the_port_the_status_and_the_user(web_job, people, colleag
     )
     assert job_port_open(job=web_job, port=8888, user=colleague).upstream == "10.9.8.7:8888"
 
-    Job.objects.filter(pk=web_job.pk).update(status=JobStatus.FINISHED)
+    # The job ends (a batch job, not interactive): the proxy's upstream goes with it.
+    assert job_transition(job=web_job, to=JobStatus.FINISHED, fields={"exit_code": 0})
+    assert InteractiveSession.objects.get(job=web_job).upstream == ""
     web_job.refresh_from_db()
     with pytest.raises(Conflict, match="^status: the job is FINISHED; its web ports open only"):
         job_port_open(job=web_job, port=8888, user=owner)
