@@ -42,7 +42,7 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts.tokens import api_token_rotate
 from gangs.models import JobGang
-from interactive.models import SessionTemplate
+from interactive.models import InteractiveSession, SessionTemplate
 from interactive.services import session_start
 from jobs.execution.outputs import job_archive_outputs_dir
 from jobs.models import Job
@@ -55,6 +55,7 @@ from tapis.shapes import ARCHIVE_SYSTEM
 from tapis.shares import app_share_create
 from tapis.submit import tapis_job_submit
 from tests.api.conftest import put_state
+from tests.conftest import HELLO_WORLD
 from tests.tapis.conftest import APP, seed_request
 
 pytestmark = [pytest.mark.django_db, pytest.mark.openapi]
@@ -76,6 +77,7 @@ FINISHED_JOB = uuid.UUID("00000000-0000-4000-8000-000000000002")
 APP_JOB = uuid.UUID("00000000-0000-4000-8000-000000000003")
 GANG = uuid.UUID("00000000-0000-4000-8000-000000000004")
 RESERVATION = uuid.UUID("00000000-0000-4000-8000-000000000005")
+WEB_PORT_JOB = uuid.UUID("00000000-0000-4000-8000-000000000006")
 
 
 def generate_schema() -> tuple[dict, list[str], list[str]]:
@@ -210,6 +212,16 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
     session = session_start(
         user=member, project=project, template=SessionTemplate.objects.get(slug="jupyterlab")
     )
+    # A running job declaring web port 8888, already opened through the proxy (the engine is
+    # not reachable here to read the container's address): the web-ports route reuses its row.
+    web_doc = copy.deepcopy(HELLO_WORLD)
+    web_doc["request"]["resources"]["gpus"] = 0
+    web_doc["request"]["docker"]["portMappings"] = [{"containerPort": 8888}]
+    web_job = put_state(submit(web_doc), "RUNNING", slave=slave)
+    Job.objects.filter(pk=web_job.pk).update(uuid=WEB_PORT_JOB)
+    InteractiveSession.objects.create(
+        job=web_job, port=8888, strip_prefix=True, upstream="10.9.8.7:8888", created_at=now
+    )
     return {
         "keys": {"member": key, "admin": admin_key},
         # Path parameters that name seeded objects together (a finished job, its output file
@@ -231,6 +243,8 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
                     "job_name": "pai-pair",
                     # A path of the archive (the Files routes): the finished job's output.
                     "path": f"jobs/{FINISHED_JOB}/outputs/result.txt",
+                    # A declared web port (of the running job's scenario).
+                    "port": 8888,
                 }
             ]
             for job, extra in (
@@ -249,6 +263,10 @@ def seeded(member, outsider, project, slave, second_slave, admin_user, submit):
                 (
                     first_task.uuid,
                     {"output_path": "", "grantee": outsider.username, "gang_id": first_task.uuid},
+                ),
+                (
+                    WEB_PORT_JOB,
+                    {"output_path": "", "grantee": outsider.username, "gang_id": GANG},
                 ),
             )
         ],
