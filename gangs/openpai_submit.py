@@ -271,6 +271,7 @@ def openpai_submit(*, user, project: Project, document, hold: bool, now: datetim
                 hold=hold,
                 now=now,
                 name="tasks",
+                sweep=False,  # the gang groups its tasks
             )
             gang_create(
                 user=user,

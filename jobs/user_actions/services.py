@@ -174,9 +174,11 @@ def job_submit_many(
     hold: bool = False,
     now: datetime | None = None,
     name: str = "jobs",
+    sweep: bool = True,
 ) -> list[Job]:
     """An array submission: validate every document as ``job_submit`` does and store them all
-    in one transaction, or none.
+    in one transaction, or none. ``sweep``: the jobs share an ``array_id`` (the jobs list shows
+    them as one sweep); a gang's tasks do not, the gang groups them (``gang_id``).
 
     Raises SpecError with one error per problem, each naming the item (``jobs[3].request...``;
     ``name`` is the list the caller's input calls them, ``variations`` for a sweep).
@@ -200,9 +202,8 @@ def job_submit_many(
     if errors:
         raise SpecError(errors)
     # One id for the whole array: the jobs list groups its jobs and acts on them together.
-    return _jobs_create(
-        user=user, project=project, items=items, hold=hold, now=now, extra={"array_id": uuid4()}
-    )
+    extra = {"array_id": uuid4()} if sweep else None
+    return _jobs_create(user=user, project=project, items=items, hold=hold, now=now, extra=extra)
 
 
 def _jobs_create(

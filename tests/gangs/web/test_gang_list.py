@@ -44,6 +44,7 @@ def _running(task, slave, gpus):
 def test_gang_is_one_row_with_task_counts(member_client, gang_first, slave):
     tasks = list(Job.objects.filter(gang_id=gang_first.gang_id).order_by("id"))
     assert len(tasks) == 4 and tasks[0].pk == gang_first.pk
+    assert {task.array_id for task in tasks} == {None}  # the gang groups them, not a sweep
     _running(tasks[1], slave, [0])
     _running(tasks[2], slave, [1])
     Job.objects.filter(pk=tasks[3].pk).update(status="FINISHED", exit_code=0)
