@@ -15,8 +15,9 @@ export PORTAL_VAR_DIR=${PORTAL_VAR_DIR:-$(mktemp -d)}
 # Static types (pyproject.toml's [tool.mypy]: every product package; core and the pure
 # scheduler strict). Incremental: the cache in .mypy_cache makes a rerun take seconds.
 .venv/bin/mypy
+# The 30 slowest tests are listed at the end (to keep CI within its time).
 # Line coverage of the runtime orchestration (the fast tests in tests/runtime/ on the scripted
 # engine cover it without Docker; engine.py, the Docker adapter, only with Docker).
-exec .venv/bin/pytest \
+exec .venv/bin/pytest --durations=30 \
   --cov=jobs.execution.runs --cov=jobs.execution.reconcile --cov=jobs.execution.watcher \
   --cov=clusters.runtime.engine --cov-report=term "$@"
