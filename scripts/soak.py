@@ -485,7 +485,9 @@ class Soak:
 
     def session(self, n: int) -> None:
         """A session through the portal: started over REST, opened as a browser does (signed
-        in, the portal's hand-off to the session proxy, the proxy's cookie), then stopped."""
+        in, the portal's hand-off to the session proxy, the proxy's cookie), then stopped.
+        A web process or the proxy may be killed meanwhile (the chaos): the browser tries
+        again, as a person would, until the app answers or the session's job has ended."""
         response = self.request(
             "POST", "/api/portal/sessions", "session start",
             json={"template": "soak-httpd", "project": "soak"},
@@ -503,29 +505,39 @@ class Soak:
         browser = requests.Session()
         browser.verify = self.ca
         login = self.base + "/accounts/login/"
+        opened, ended = False, False
+        deadline = time.monotonic() + 90
         try:
-            browser.get(login, timeout=30, verify=self.ca)
-            browser.post(
-                login, timeout=30, verify=self.ca, headers={"Referer": login},
-                data={"username": "soaker", "password": SOAK_PASSWORD,
-                      "csrfmiddlewaretoken": browser.cookies.get("csrftoken", "")},
-            )  # fmt: skip
-            answered = ""
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and "soak-session" not in answered:
-                # The app answers once its job runs; until then the proxy says it is starting.
-                page = browser.get(f"{self.base}/sessions/{key}/open", timeout=30, verify=self.ca)
-                answered = page.text if page.ok else ""
-                if not page.ok:
+            while time.monotonic() < deadline and not (opened or ended):
+                try:
+                    if "sessionid" not in browser.cookies:
+                        browser.get(login, timeout=30, verify=self.ca)
+                        browser.post(
+                            login, timeout=30, verify=self.ca, headers={"Referer": login},
+                            data={"username": "soaker", "password": SOAK_PASSWORD,
+                                  "csrfmiddlewaretoken": browser.cookies.get("csrftoken", "")},
+                        )  # fmt: skip
+                    # The app answers once its job runs; until then the proxy says it is
+                    # starting (or, while it restarts, nothing answers at all).
+                    page = browser.get(
+                        f"{self.base}/sessions/{key}/open", timeout=30, verify=self.ca
+                    )
+                    opened = page.ok and "soak-session" in page.text
+                except requests.RequestException:
+                    pass
+                if not opened:
+                    state = self.request("GET", f"/api/portal/sessions/{key}", "session state")
+                    ended = state is not None and state.ok and state.json()["status"] in END_STATES
                     time.sleep(2)
-            if "soak-session" in answered:
+            if opened:
                 self.sessions_opened += 1
-            else:
+            elif not ended:
                 self.problems.append(f"session {key}: the app never answered through the proxy")
         finally:
             browser.close()
             self.request("DELETE", f"/api/portal/sessions/{key}", "session stop")
-        # Stopped by GPULab's halt (the wrapper exits 123), or cancelled if it had not started.
+        # Stopped by GPULab's halt (the wrapper exits 123); an interactive job that found no
+        # room at once FAILED, by GPULab's rule.
         self.expect(job, "HALTED", "session", or_failed="could not start at once")
 
     def array(self, n: int) -> None:

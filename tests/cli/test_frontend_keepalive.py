@@ -141,6 +141,14 @@ def test_portal_down_the_real_client_gives_up_at_once(portal, cli):
         timeout=20,
         what="the front end to notice the portal is down",
     )
+    # A page, not the API: a short page that says so (and a 503), never nginx's bare 502.
+    page = requests.get(
+        portal.api_url.removesuffix("/api") + "/accounts/login/",
+        verify=str(portal.server_ca),
+        timeout=10,
+    )
+    assert page.status_code == 503, page.status_code
+    assert "GPU Portal is restarting" in page.text and page.headers["Retry-After"] == "5"
     for command in (["jobs"], ["clusters"]):
         started = time.monotonic()
         try:
