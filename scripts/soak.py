@@ -137,6 +137,14 @@ print(json.dumps({"uuid": job.uuid}))
 """
 
 
+def _alive(process: psutil.Process) -> bool:
+    """Still running and not a zombie; a process may end between the two questions."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def log(message: str) -> None:
     print(f"[soak {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -305,7 +313,7 @@ class Site:
             child.send_signal(signal.SIGTERM)
         while time.monotonic() - began < STOP_LIMIT_S + 10:
             child.poll()
-            alive = [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+            alive = [p for p in tree if _alive(p)]
             if not alive:
                 break
             time.sleep(0.1)
