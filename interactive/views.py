@@ -126,30 +126,31 @@ def _back(request):
     return redirect("interactive:list")
 
 
+def _session_act(request, key: str, act, *, done: str, refused: str):
+    """Extend or Stop from a page: the service's refusal, or what was done, as a message."""
+    session = _visible(request, key)
+    try:
+        act(session=session, user=request.user)
+    except ServiceError as exc:
+        messages.error(request, f"{refused}: {exc}")
+    else:
+        messages.success(request, done)
+    return _back(request)
+
+
 @login_required
 @require_POST
 def session_extend_view(request, key: str):
-    session = _visible(request, key)
-    try:
-        session_extend(session=session, user=request.user)
-    except ServiceError as exc:
-        messages.error(request, f"Not extended: {exc}")
-    else:
-        messages.success(request, f"Session {key} extended.")
-    return _back(request)
+    return _session_act(
+        request, key, session_extend, done=f"Session {key} extended.", refused="Not extended"
+    )
 
 
 @login_required
 @require_POST
 def session_stop_view(request, key: str):
-    session = _visible(request, key)
-    try:
-        session_stop(session=session, user=request.user)
-    except ServiceError as exc:
-        messages.error(request, f"Not stopped: {exc}")
-    else:
-        messages.success(request, f"Session {key} is stopping: its app saves its work first.")
-    return _back(request)
+    done = f"Session {key} is stopping: its app saves its work first."
+    return _session_act(request, key, session_stop, done=done, refused="Not stopped")
 
 
 @login_required
