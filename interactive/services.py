@@ -80,6 +80,8 @@ def _logdir_check(logdir: str | None, template: SessionTemplate) -> str:
     if template.kind != SessionTemplate.Kind.TENSORBOARD and not logdir:
         return ""
     logdir = (logdir or LOGDIR_ROOTS[0]).strip()
+    if len(logdir) > 500:  # InteractiveSession.logdir's column
+        raise FieldErrors.single("logdir", "must be at most 500 characters")
     parts = logdir.split("/")
     if not logdir.startswith("/") or ".." in parts or any(c.isspace() for c in logdir):
         raise FieldErrors.single("logdir", "must be an absolute path without '..' or blanks")

@@ -131,6 +131,9 @@ def test_refusals_name_the_field(people, slave, template, settings):
     with pytest.raises(FieldErrors) as caught:
         start(people, template, logdir="/etc")
     assert list(caught.value.as_dict()) == ["logdir"]
+    with pytest.raises(FieldErrors) as caught:
+        start(people, template, logdir="/project/" + "x" * 600)
+    assert "at most 500" in caught.value.as_dict()["logdir"][0]
     # jobs' own submit checks: a GPU count the slaves never have names the request's field.
     settings.PORTAL_SESSION_MAX_GPUS = 64
     template.kind = "custom"
